@@ -1,0 +1,1 @@
+"""blend stage."""

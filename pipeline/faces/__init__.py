@@ -1,0 +1,1 @@
+"""Face analysis: detect, recognise, align, select, track."""

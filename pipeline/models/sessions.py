@@ -1,0 +1,112 @@
+"""The one place where onnxruntime sessions are made.
+
+Providers are chosen once from what the installed onnxruntime offers (TensorRT -> CUDA -> CPU by
+default, overridable); sessions are cached by (model file, providers), validated against the catalog
+at load, and released on request. ``session.get_providers()`` is what a session really got: the GPU
+package lists CUDA even on a machine without a GPU and silently falls back to CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UserError
+from pipeline.models.catalog import ModelEntry
+from pipeline.models.validate import check_io, session_io
+from pipeline.paths import cache_dir
+from pipeline.types import Provider
+
+log = logging.getLogger(__name__)
+
+ORT_NAMES: dict[Provider, str] = {
+    "tensorrt": "TensorrtExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "cpu": "CPUExecutionProvider",
+}
+
+_lock = threading.Lock()
+_cache: dict[tuple[str, tuple[str, ...], int], Any] = {}
+
+
+def ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:  # neither extra installed, or a broken switch between them
+        raise UserError(
+            "onnxruntime is not installed: run scripts/setup.sh (or pip install 'facestation[cpu]' / '[gpu]')"
+        ) from exc
+    return onnxruntime
+
+
+def available_providers() -> list[str]:
+    return list(ort().get_available_providers())
+
+
+def resolve_providers(requested: Sequence[Provider]) -> list[str]:
+    """onnxruntime provider names to ask for, in order, from those requested and those built in."""
+    available = set(available_providers())
+    chosen = [ORT_NAMES[p] for p in requested if ORT_NAMES[p] in available]
+    if not chosen:
+        log.warning("none of the requested providers %s is available; using CPU", list(requested))
+        chosen = ["CPUExecutionProvider"]
+    return chosen
+
+
+def _provider_options(name: str) -> dict[str, Any]:
+    if name == "TensorrtExecutionProvider":
+        engines = cache_dir() / "tensorrt"
+        engines.mkdir(parents=True, exist_ok=True)
+        return {"trt_engine_cache_enable": True, "trt_engine_cache_path": str(engines), "trt_fp16_enable": True}
+    if name == "CUDAExecutionProvider":
+        return {"cudnn_conv_algo_search": "HEURISTIC"}
+    return {}
+
+
+def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
+    """A cached, validated session for the model file at ``path``."""
+    names = resolve_providers(providers)
+    key = (str(Path(path).resolve()), tuple(names), threads)
+    with _lock:
+        session = _cache.get(key)
+        if session is not None:
+            return session
+    rt = ort()
+    options = rt.SessionOptions()
+    options.log_severity_level = 3
+    if threads:
+        options.intra_op_num_threads = threads
+    try:
+        session = rt.InferenceSession(
+            str(path), sess_options=options, providers=[(n, _provider_options(n)) for n in names]
+        )
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+        raise UserError(f"cannot load model {Path(path).name}: {str(exc).splitlines()[0]}") from exc
+    if entry is not None:
+        inputs, outputs = session_io(session)
+        check_io(entry, inputs, outputs, path)
+    got = session.get_providers()
+    if got[0] != names[0]:
+        log.warning("%s asked for %s but got %s", Path(path).name, names[0], got[0])
+    with _lock:
+        _cache[key] = session
+    return session
+
+
+def release(path: Path | None = None) -> int:
+    """Drop cached sessions (all, or those of one file) so their memory can be freed. Returns how many."""
+    with _lock:
+        keys = [k for k in _cache if path is None or k[0] == str(Path(path).resolve())]
+        for k in keys:
+            del _cache[k]
+    return len(keys)
+
+
+def loaded() -> list[dict[str, Any]]:
+    """What is loaded now and on which providers it really runs."""
+    with _lock:
+        return [{"model": Path(k[0]).name, "requested": list(k[1]), "providers": s.get_providers()}
+                for k, s in _cache.items()]

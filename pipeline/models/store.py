@@ -1,0 +1,194 @@
+"""Installed models: where they are, fetch with verification, import, verify, list."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import BadMedia, ModelMismatch, ModelMissing, UserError
+from pipeline.models import catalog
+from pipeline.models.catalog import ModelEntry
+from pipeline.paths import models_dir
+
+log = logging.getLogger(__name__)
+
+
+def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def crc32_of(path: Path, chunk: int = 1 << 20) -> str:
+    value = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            value = zlib.crc32(block, value)
+    return f"{value & 0xFFFFFFFF:08x}"
+
+
+def installed_path(entry: ModelEntry) -> Path:
+    return models_dir() / entry.file
+
+
+def is_installed(entry: ModelEntry) -> bool:
+    return entry.builtin or installed_path(entry).is_file()
+
+
+def model_path(entry: ModelEntry) -> Path:
+    """The file to load for ``entry``; built-in models are converted on first use."""
+    if entry.builtin:
+        from pipeline.models.builtin import builtin_path
+
+        return builtin_path(entry)
+    path = installed_path(entry)
+    if not path.is_file():
+        hint = f"facestation models fetch {entry.name}" if entry.url else f"facestation models import {entry.file}"
+        raise ModelMissing(f"model '{entry.name}' is not installed ({path.name} not in {path.parent}); run: {hint}")
+    return path
+
+
+def get_session(name: str, providers: Any = ("cpu",), threads: int = 0) -> Any:
+    """A validated, cached onnxruntime session for catalog model ``name``."""
+    from pipeline.models import sessions
+
+    entry = catalog.get(name)
+    return sessions.load(model_path(entry), entry, providers, threads)
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    name: str
+    role: str
+    installed: bool
+    builtin: bool
+    size: int | None
+    licence: str
+    file: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def status() -> list[ModelStatus]:
+    out = []
+    for entry in catalog.CATALOG.values():
+        path = installed_path(entry)
+        size = path.stat().st_size if path.is_file() else entry.size
+        out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size, entry.licence, entry.file))
+    return out
+
+
+def _expected_crc(entry: ModelEntry, downloader: Callable[[str], str] | None = None) -> str | None:
+    if not entry.crc32_url:
+        return None
+    import urllib.request
+
+    def default(url: str) -> str:
+        with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 - catalog URLs are https
+            return str(resp.read().decode().strip())
+
+    return (downloader or default)(entry.crc32_url).strip().lower()[:8]
+
+
+def verify_file(entry: ModelEntry, path: Path, expected_crc: str | None = None) -> None:
+    """Raise ModelMismatch unless ``path`` has the entry's pinned sha256 (or CRC32 where only that is published)."""
+    if entry.size is not None and not entry.builtin and path.stat().st_size != entry.size:
+        raise ModelMismatch(f"{path.name}: size {path.stat().st_size} bytes, expected {entry.size} for {entry.name}")
+    if entry.sha256:
+        actual = sha256_of(path)
+        if actual != entry.sha256:
+            raise ModelMismatch(f"{path.name}: sha256 {actual} does not match {entry.name}'s {entry.sha256}")
+    elif expected_crc:
+        actual = crc32_of(path)
+        if actual != expected_crc:
+            raise ModelMismatch(f"{path.name}: CRC32 {actual} does not match {entry.name}'s {expected_crc}")
+
+
+def _entry_for_file(path: Path) -> ModelEntry:
+    matches = [e for e in catalog.CATALOG.values() if e.file == path.name and not e.builtin]
+    if not matches:
+        digest = sha256_of(path)
+        matches = [e for e in catalog.CATALOG.values() if e.sha256 == digest]
+    if not matches:
+        raise UserError(f"{path.name} is not a file of any catalog model (see: facestation models list)")
+    return matches[0]
+
+
+def import_file(src: Path, name: str | None = None) -> ModelEntry:
+    """Adopt a local model file after verifying it; nothing is installed when verification fails."""
+    src = Path(src)
+    if not src.is_file():
+        raise BadMedia(f"no such file: {src}")
+    entry = catalog.get(name) if name else _entry_for_file(src)
+    if entry.builtin:
+        raise UserError(f"{entry.name} is built in; nothing to import")
+    if not entry.sha256 and not entry.crc32_url:
+        raise ModelMismatch(f"{entry.name} has no pinned hash; refusing to import an unverifiable file")
+    verify_file(entry, src, None if entry.sha256 else _expected_crc(entry))
+    dest = installed_path(entry)
+    tmp = dest.with_name(dest.name + ".part-import")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
+    log.info("imported %s as %s", src, dest)
+    return entry
+
+
+def fetch(name: str, progress: bool = True) -> Path:
+    """Download a catalog model with resume and progress, verify its hash, install it."""
+    import pooch
+
+    entry = catalog.get(name)
+    if entry.builtin:
+        return model_path(entry)
+    if not entry.url:
+        raise UserError(f"{entry.name} has no download URL; use: facestation models import FILE")
+    dest = installed_path(entry)
+    if dest.is_file():
+        return dest
+    known_hash = f"sha256:{entry.sha256}" if entry.sha256 else None
+    try:
+        downloaded = pooch.retrieve(
+            url=entry.url, known_hash=known_hash, fname=entry.file + ".download", path=models_dir(),
+            progressbar=progress,
+        )
+    except ValueError as exc:  # pooch's hash mismatch; it deletes the file
+        raise ModelMismatch(f"{entry.name}: downloaded file failed verification ({exc})") from None
+    except Exception as exc:  # network errors: requests/urllib raise many types
+        raise UserError(f"could not download {entry.name} from {entry.url}: {exc}") from None
+    path = Path(downloaded)
+    if not entry.sha256:
+        try:
+            verify_file(entry, path, _expected_crc(entry))
+        except ModelMismatch:
+            path.unlink(missing_ok=True)
+            raise
+    os.replace(path, dest)
+    return dest
+
+
+def verify_installed() -> list[tuple[str, str]]:
+    """(name, 'ok' | problem) for every installed downloadable model."""
+    results = []
+    for entry in catalog.CATALOG.values():
+        path = installed_path(entry)
+        if entry.builtin or not path.is_file():
+            continue
+        try:
+            if entry.sha256:
+                verify_file(entry, path)
+                results.append((entry.name, "ok"))
+            else:
+                results.append((entry.name, f"sha256 {sha256_of(path)} (no pinned sha256; CRC32 checked at download)"))
+        except ModelMismatch as exc:
+            results.append((entry.name, str(exc)))
+    return results

@@ -1,0 +1,1 @@
+"""Face swappers: one module per model family behind the Swapper protocol."""

@@ -1,0 +1,86 @@
+"""The shared vocabulary: array aliases, model names, and the Face record.
+
+Model and option names are spelled once here; the settings model, the catalog, the CLI and the
+web UI derive their choices from these Literals with ``typing.get_args``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+Frame: TypeAlias = npt.NDArray[np.uint8]  # H×W×3 BGR uint8
+Mask: TypeAlias = npt.NDArray[np.float32]  # H×W float32 in [0, 1]
+Embedding: TypeAlias = npt.NDArray[np.float32]  # (D,) L2-normalised
+Landmarks5: TypeAlias = npt.NDArray[np.float32]  # (5, 2): left eye, right eye, nose, left mouth, right mouth
+Matrix: TypeAlias = npt.NDArray[np.float64]  # 2×3 affine
+
+DetectorName = Literal["yunet", "retinaface", "scrfd", "yolo_face"]
+RecogniserName = Literal["sface", "arcface_w600k_r50", "arcface_simswap", "arcface_ghost"]
+SwapperName = Literal[
+    "auto",
+    "classic",
+    "inswapper_128",
+    "inswapper_128_fp16",
+    "hyperswap_1a_256",
+    "hyperswap_1b_256",
+    "hyperswap_1c_256",
+    "simswap_256",
+    "simswap_512_unoff",
+    "ghost_1_256",
+    "ghost_2_256",
+    "ghost_3_256",
+]
+EnhancerName = Literal[
+    "none",
+    "gfpgan_1.4",
+    "codeformer",
+    "gpen_bfr_256",
+    "gpen_bfr_512",
+    "gpen_bfr_1024",
+    "restoreformer_plus_plus",
+]
+OccluderName = Literal["xseg", "occluder"]
+ParserName = Literal["bisenet_resnet34"]
+LandmarkerName = Literal["none", "2dfan4"]
+ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker"]
+
+SelectorMode = Literal["one", "many", "reference"]
+SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
+ColorMethod = Literal["none", "reinhard", "mkl", "histogram"]
+MaskType = Literal["box", "occlusion", "region", "mouth"]
+FaceRegion = Literal[
+    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip", "lower-lip"
+]
+Encoder = Literal["auto", "libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc"]
+EncoderPreset = Literal["fastest", "fast", "medium", "slow", "slowest"]
+Provider = Literal["tensorrt", "cuda", "cpu"]
+Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512"]
+
+
+@dataclass(frozen=True, eq=False)
+class Face:
+    """One detected face in one frame, in that frame's pixel coordinates."""
+
+    box: npt.NDArray[np.float32]  # (4,) x1, y1, x2, y2
+    landmarks: Landmarks5
+    score: float
+    embedding: Embedding | None = None
+    landmarks68: npt.NDArray[np.float32] | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def area(self) -> float:
+        x1, y1, x2, y2 = (float(v) for v in self.box)
+        return max(0.0, x2 - x1) * max(0.0, y2 - y1)
+
+    @property
+    def center(self) -> tuple[float, float]:
+        x1, y1, x2, y2 = (float(v) for v in self.box)
+        return (x1 + x2) / 2, (y1 + y2) / 2
+
+    def with_embedding(self, embedding: Embedding) -> Face:
+        return replace(self, embedding=embedding)

@@ -1,0 +1,1 @@
+"""Gradio web UI: builds components and wires callbacks into pipeline/; never computes."""
