@@ -1,0 +1,42 @@
+"""Shared test set-up: every test runs with its own model, data and output folders.
+
+The converted built-in models are cached once per test session (FACESTATION_CACHE) since converting
+them is the slowest step of a fresh run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    dirs = {
+        "models": tmp_path / "models",
+        "data": tmp_path / "data",
+    }
+    for d in dirs.values():
+        d.mkdir()
+    monkeypatch.setenv("FACESTATION_MODELS", str(dirs["models"]))
+    monkeypatch.setenv("FACESTATION_DATA", str(dirs["data"]))
+    monkeypatch.setenv("FACESTATION_CACHE", str(session_cache))
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    dirs["cache"] = session_cache
+    return dirs
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("FACESTATION_GPU_TESTS") == "1":
+        return
+    skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (set FACESTATION_GPU_TESTS=1 on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
