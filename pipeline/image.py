@@ -1,0 +1,145 @@
+"""Still images: checked reading and format-preserving writing with a provenance tag.
+
+Reading goes through Pillow so that the header is checked before any pixel is decoded (a 30000×30000
+file is refused without allocating it), EXIF orientation is applied, and CMYK / greyscale / palette /
+alpha images are all turned into BGR frames. The original mode is kept in :class:`Picture` so the
+output can be written back in the same kind (greyscale stays greyscale, alpha is re-attached).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
+
+from pipeline.errors import BadMedia, UserError
+from pipeline.types import Frame
+
+MAX_PIXELS = int(os.environ.get("FACESTATION_MAX_PIXELS", str(16384 * 16384 // 2)))  # ~134 MP
+FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
+IMAGE_SUFFIXES = frozenset(FORMATS) | {".bmp", ".tif", ".tiff"}
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A decoded image: BGR pixels plus what is needed to write it back in kind."""
+
+    bgr: Frame
+    mode: str  # Pillow mode of the source: RGB, L, RGBA, CMYK, P, ...
+    format: str | None
+    alpha: npt.NDArray[np.uint8] | None = None
+
+
+def read_image(path: Path | str) -> Picture:
+    """Read an image file into BGR, refusing bad input with one clear line (BadMedia)."""
+    path = Path(path)
+    if not path.exists():
+        raise BadMedia(f"no such file: {path}")
+    if path.is_dir():
+        raise BadMedia(f"{path} is a folder, not an image")
+    if path.stat().st_size == 0:
+        raise BadMedia(f"{path.name} is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                width, height = img.size
+                if width * height > MAX_PIXELS:
+                    raise BadMedia(
+                        f"{path.name} is {width}×{height} ({width * height / 1e6:.0f} MP), over the "
+                        f"{MAX_PIXELS / 1e6:.0f} MP limit; refused before decoding"
+                    )
+                fmt = img.format
+                img.load()
+                img = ImageOps.exif_transpose(img)
+                return _to_picture(img, fmt)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise BadMedia(f"{path.name} is too large to decode safely") from None
+    except UnidentifiedImageError:
+        raise BadMedia(f"{path.name} is not an image (unrecognised format)") from None
+    except OSError as exc:
+        raise BadMedia(f"{path.name} could not be decoded ({exc}); is it truncated or corrupt?") from None
+
+
+def _to_picture(img: Image.Image, fmt: str | None) -> Picture:
+    mode = img.mode
+    alpha = None
+    if mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in img.info):
+        rgba = img.convert("RGBA")
+        alpha = np.asarray(rgba)[:, :, 3].copy()
+        rgb = np.asarray(rgba.convert("RGB"))
+    elif mode in ("I;16", "I;16B", "I;16L", "I"):
+        arr = np.asarray(img, dtype=np.float64)
+        top = 65535.0 if arr.max() > 255 else 255.0
+        grey = np.clip(arr / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        rgb = np.repeat(grey[:, :, None], 3, axis=2)
+        mode = "L"
+    else:
+        rgb = np.asarray(img.convert("RGB"))
+    bgr = np.ascontiguousarray(rgb[:, :, ::-1])
+    return Picture(bgr=bgr, mode=mode, format=fmt, alpha=alpha)
+
+
+def output_format(path: Path | str) -> str:
+    suffix = Path(path).suffix.lower()
+    try:
+        return FORMATS[suffix]
+    except KeyError:
+        raise UserError(f"cannot write '{suffix or Path(path).name}': use .png, .jpg or .webp") from None
+
+
+def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str, quality: int = 95) -> Path:
+    """Write ``bgr`` in the kind of ``picture`` (greyscale, alpha) to ``path`` with a provenance tag.
+
+    The file appears under its final name only when complete (temp name + rename).
+    """
+    path = Path(path)
+    fmt = output_format(path)
+    rgb = np.ascontiguousarray(bgr[:, :, ::-1])
+    img = Image.fromarray(rgb, "RGB")
+    if picture.mode in ("L", "1", "I", "I;16") or (picture.mode == "P" and _is_grey(bgr)):
+        img = img.convert("L")
+    if picture.alpha is not None and fmt in ("PNG", "WEBP"):
+        img = img.convert("RGBA") if img.mode == "RGB" else img.convert("LA")
+        img.putalpha(Image.fromarray(picture.alpha, "L"))
+    exif = Image.Exif()
+    exif[0x010E] = provenance  # ImageDescription
+    exif[0x0131] = "facestation"  # Software
+    kwargs: dict[str, object] = {"exif": exif.tobytes()}
+    if fmt == "PNG":
+        info = PngImagePlugin.PngInfo()
+        info.add_itxt("Description", provenance)
+        info.add_text("Software", "facestation")
+        kwargs["pnginfo"] = info
+    elif fmt == "JPEG":
+        kwargs.update(quality=quality, subsampling=0 if quality >= 90 else 2, comment=provenance.encode())
+    elif fmt == "WEBP":
+        kwargs.update(quality=quality)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        img.save(tmp, format=fmt, **kwargs)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def read_provenance(path: Path | str) -> str | None:
+    """The provenance text written by :func:`write_image`, or None."""
+    with Image.open(path) as img:
+        text = img.info.get("Description") or img.info.get("comment")
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        if not text:
+            text = img.getexif().get(0x010E)
+    return str(text) if text else None
+
+
+def _is_grey(bgr: Frame) -> bool:
+    return bool(np.array_equal(bgr[:, :, 0], bgr[:, :, 1]) and np.array_equal(bgr[:, :, 1], bgr[:, :, 2]))

@@ -1,0 +1,42 @@
+"""Swapper registry: resolves ``swapper.model`` (including ``auto``) to a Swapper."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from pipeline.models import catalog, store
+from pipeline.settings import SwapperSettings
+from pipeline.swap.base import Swapper
+from pipeline.types import Provider
+
+log = logging.getLogger(__name__)
+
+# ``auto`` takes the first installed of these, else the built-in classic swapper.
+AUTO_ORDER = ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "hyperswap_1b_256", "hyperswap_1c_256",
+              "simswap_256", "ghost_2_256")
+
+CLASSIC_NOTICE = ("no neural swapper is installed: using the built-in classic swapper (lower quality); "
+                  "see `facestation models list` to install one")
+
+
+def resolve_name(name: str) -> tuple[str, str | None]:
+    """(swapper name to use, notice for the user or None)."""
+    if name != "auto":
+        return name, None
+    for candidate in AUTO_ORDER:
+        entry = catalog.get(candidate)
+        if store.is_installed(entry) and (entry.recogniser is None or store.is_installed(catalog.get(entry.recogniser))):
+            return candidate, None
+    return "classic", CLASSIC_NOTICE
+
+
+def make_swapper(settings: SwapperSettings, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Swapper:
+    name, _ = resolve_name(settings.model)
+    if name == "classic":
+        from pipeline.swap.classic import ClassicSwapper
+
+        return ClassicSwapper(poisson=settings.poisson)
+    from pipeline.swap.neural import NeuralSwapper
+
+    return NeuralSwapper(name, providers=tuple(providers), threads=threads)
