@@ -9,6 +9,7 @@ output can be written back in the same kind (greyscale stays greyscale, alpha is
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from pipeline.types import Frame
 MAX_PIXELS = int(os.environ.get("FACESTATION_MAX_PIXELS", str(16384 * 16384 // 2)))  # ~134 MP
 FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
 IMAGE_SUFFIXES = frozenset(FORMATS) | {".bmp", ".tif", ".tiff"}
+Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's bomb check then agrees with ours
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,12 @@ def read_image(path: Path | str) -> Picture:
                 img.load()
                 img = ImageOps.exif_transpose(img)
                 return _to_picture(img, fmt)
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise BadMedia(f"{path.name} is too large to decode safely") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        found = re.search(r"\((\d+) pixels\)", str(exc))
+        size = f" ({int(found.group(1)) / 1e6:.0f} MP)" if found else ""
+        raise BadMedia(
+            f"{path.name} is too large{size}, over the {MAX_PIXELS / 1e6:.0f} MP limit; refused before decoding"
+        ) from None
     except UnidentifiedImageError:
         raise BadMedia(f"{path.name} is not an image (unrecognised format)") from None
     except OSError as exc:

@@ -143,8 +143,45 @@ def import_file(src: Path, name: str | None = None) -> ModelEntry:
     return entry
 
 
-def fetch(name: str, progress: bool = True) -> Path:
-    """Download a catalog model with resume and progress, verify its hash, install it."""
+ProgressFn = Callable[[int, int], None]  # (bytes done, bytes total or 0)
+
+
+def _resuming_downloader(dest_part: Path, progress: ProgressFn | None) -> Callable[..., None]:
+    """A pooch downloader that keeps a partial file beside the target and resumes it with HTTP Range."""
+    import urllib.request
+
+    def download(url: str, output_file: str, _pooch: object, check_only: bool = False) -> None:
+        if check_only:
+            return
+        done = dest_part.stat().st_size if dest_part.is_file() else 0
+        request = urllib.request.Request(url, headers={"Range": f"bytes={done}-"} if done else {})
+        with urllib.request.urlopen(request, timeout=60) as resp:  # noqa: S310 - catalog URLs are https
+            if done and resp.status != 206:  # server ignored the range: start over
+                done = 0
+            total = int(resp.headers.get("Content-Length") or 0) + done
+            with open(dest_part, "ab" if done else "wb") as fh:
+                while block := resp.read(1 << 20):
+                    fh.write(block)
+                    done += len(block)
+                    if progress:
+                        progress(done, total)
+        if total and done < total:
+            raise OSError(f"download interrupted at {done} of {total} bytes; run the fetch again to resume")
+        shutil.copyfile(dest_part, output_file)
+        dest_part.unlink()
+
+    return download
+
+
+def _print_progress(done: int, total: int) -> None:
+    import sys
+
+    pct = f"{100 * done / total:5.1f}%" if total else ""
+    print(f"\r  {done / 1e6:8.1f} MB {pct}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def fetch(name: str, progress: ProgressFn | bool = True) -> Path:
+    """Download a catalog model (resuming a partial download), verify its hash, install it."""
     import pooch
 
     entry = catalog.get(name)
@@ -155,24 +192,24 @@ def fetch(name: str, progress: bool = True) -> Path:
     dest = installed_path(entry)
     if dest.is_file():
         return dest
+    callback = _print_progress if progress is True else (progress or None)
     known_hash = f"sha256:{entry.sha256}" if entry.sha256 else None
+    expected_crc = None if entry.sha256 else _expected_crc(entry)
     try:
-        downloaded = pooch.retrieve(
-            url=entry.url, known_hash=known_hash, fname=entry.file + ".download", path=models_dir(),
-            progressbar=progress,
-        )
+        downloaded = Path(pooch.retrieve(
+            url=entry.url, known_hash=known_hash, fname=entry.file + ".verified", path=models_dir(),
+            downloader=_resuming_downloader(dest.with_name(dest.name + ".part"), callback), progressbar=False,
+        ))
     except ValueError as exc:  # pooch's hash mismatch; it deletes the file
         raise ModelMismatch(f"{entry.name}: downloaded file failed verification ({exc})") from None
-    except Exception as exc:  # network errors: requests/urllib raise many types
+    except OSError as exc:  # network errors
         raise UserError(f"could not download {entry.name} from {entry.url}: {exc}") from None
-    path = Path(downloaded)
-    if not entry.sha256:
-        try:
-            verify_file(entry, path, _expected_crc(entry))
-        except ModelMismatch:
-            path.unlink(missing_ok=True)
-            raise
-    os.replace(path, dest)
+    try:
+        verify_file(entry, downloaded, expected_crc)
+    except ModelMismatch:
+        downloaded.unlink(missing_ok=True)
+        raise
+    os.replace(downloaded, dest)
     return dest
 
 

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from pipeline import settings as s
+from pipeline.errors import SettingsError
+from pipeline.models import catalog
+from pipeline.types import DetectorName, EnhancerName, SwapperName
+
+REQUIRED_KEYS = [
+    "detector.model", "detector.score", "selector.mode", "swapper.model", "enhancer.model", "color.method",
+    "mask.blur", "output.encoder", "output.quality", "execution.providers", "execution.batch_size",
+]
+
+
+def test_required_keys_exist() -> None:
+    keys = s.keys()
+    for key in REQUIRED_KEYS:
+        assert key in keys
+
+
+def test_overrides_parse_types() -> None:
+    out = s.apply_overrides(s.Settings(), [
+        "detector.score=0.7", "execution.providers=cpu", "execution.batch_size=4", "mask.types=box,region",
+        "video.start=1.5", "mask.padding=0,10,0,10", "swapper.poisson=true", "selector.reference=none",
+    ])
+    assert out.detector.score == 0.7
+    assert out.execution.providers == ("cpu",)
+    assert out.execution.batch_size == 4
+    assert out.mask.types == ("box", "region")
+    assert out.video.start == 1.5
+    assert out.mask.padding == (0, 10, 0, 10)
+    assert out.swapper.poisson is True
+    assert out.selector.reference is None
+    assert s.apply_overrides(out, ["execution.batch_size=auto"]).execution.batch_size == "auto"
+
+
+def test_original_is_not_mutated() -> None:
+    base = s.Settings()
+    s.apply_overrides(base, ["detector.score=0.9"])
+    assert base.detector.score == 0.5
+    with pytest.raises(Exception):
+        base.detector.score = 0.1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("detector.score=3", "detector.score"),
+        ("detector.scor=0.3", "detector.scor"),
+        ("nosection=1", "nosection"),
+        ("selector.mode=everyone", "selector.mode"),
+        ("execution.batch_size=abc", "execution.batch_size"),
+        ("execution.batch_size=0", "execution.batch_size"),
+        ("detector.size=333", "detector.size"),
+        ("mask.padding=0,200,0,0", "mask.padding"),
+        ("execution.providers=gpu", "execution.providers"),
+        ("output.quality=101", "output.quality"),
+    ],
+)
+def test_bad_values_name_the_key(override: str, named: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        s.apply_overrides(s.Settings(), [override])
+    assert named in str(err.value)
+
+
+def test_malformed_override() -> None:
+    with pytest.raises(SettingsError, match="section.key=value"):
+        s.apply_overrides(s.Settings(), ["detector.score"])
+
+
+def test_validate_rejects_unknown_top_level_and_nested_keys() -> None:
+    with pytest.raises(SettingsError, match="unknown settings key 'colour'"):
+        s.validate({"colour": {}})
+    with pytest.raises(SettingsError, match="detector.fast"):
+        s.validate({"detector": {"fast": True}})
+
+
+def test_json_round_trip() -> None:
+    a = s.apply_overrides(s.Settings(), ["color.method=mkl", "mask.types=box,occlusion"])
+    b = s.Settings.model_validate_json(s.to_json(a))
+    assert a == b
+
+
+@pytest.mark.parametrize("literal", [DetectorName, SwapperName, EnhancerName])
+def test_every_model_choice_is_in_the_catalog(literal: object) -> None:
+    for name in typing.get_args(literal):
+        if name in ("auto", "classic", "none"):
+            continue
+        assert catalog.get(name).name == name
