@@ -1,0 +1,333 @@
+"""Named presets: the settings model saved as a small JSON document.
+
+A preset file is ``{"schema": N, "name": ..., "description": ..., "settings": {...}}`` where
+``settings`` is :class:`~pipeline.settings.Settings` dumped as JSON. Settings may be partial: a
+missing key takes its default. Older schema versions are migrated on load by a registry of
+one-step functions (:data:`MIGRATIONS`); a newer schema than this build knows is refused.
+
+Built-in presets ship in the repository (``presets/``) and cannot be changed or deleted; user
+presets live in :func:`pipeline.paths.user_presets_dir`. Names are unique across both: saving a
+user preset under a built-in name is refused, so a name always means the same thing for every
+user of a shared install. (A file dropped by hand into the user folder under a built-in name is
+ignored; the built-in wins.)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline import paths
+from pipeline.errors import SettingsError, UserError
+from pipeline.settings import SCHEMA_VERSION, Settings, keys, validate
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".json"
+MAX_NAME = 64
+_NAME_RE = re.compile(r"[\w .-]+")  # \w: unicode letters, digits and "_"
+
+Document = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PresetInfo:
+    name: str
+    builtin: bool
+    description: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    settings: Settings
+    builtin: bool
+    path: Path | None
+
+
+# ---------------------------------------------------------------- names
+
+
+def safe_name(name: str) -> str:
+    """Return ``name`` (surrounding spaces stripped) if it is a safe preset name, else raise UserError.
+
+    Allowed: letters, digits, space, ``-``, ``_`` and ``.`` (not first, not last), 1..64 characters.
+    Anything that could leave the presets folder (separators, ``..``, absolute paths, NUL,
+    control characters) is refused.
+    """
+    if not isinstance(name, str):
+        raise UserError(f"a preset name must be text, got {type(name).__name__}")
+    cleaned = name.strip()
+    shown = name.encode("unicode_escape").decode("ascii")
+    rule = f"use 1-{MAX_NAME} letters, digits, spaces, '-', '_' or '.'"
+    if not cleaned:
+        raise UserError(f"a preset name cannot be empty: {rule}")
+    if len(cleaned) > MAX_NAME:
+        raise UserError(f"preset name is {len(cleaned)} characters long; {rule}")
+    if "/" in cleaned or "\\" in cleaned or os.sep in cleaned or (os.altsep and os.altsep in cleaned):
+        raise UserError(f"preset name '{shown}' contains a path separator; {rule}")
+    if not _NAME_RE.fullmatch(cleaned):
+        raise UserError(f"preset name '{shown}' contains a character that is not allowed; {rule}")
+    if cleaned.startswith(".") or cleaned.endswith(".") or ".." in cleaned:
+        raise UserError(f"preset name '{shown}' cannot start or end with '.' or contain '..'; {rule}")
+    return cleaned
+
+
+# ---------------------------------------------------------------- schema migration
+
+
+def _v0_to_v1(doc: Document) -> Document:
+    """v0 presets stored settings as flat ``section_key`` names with a few older spellings.
+
+    e.g. ``{"detector_model": "yunet", "face_swapper_model": "classic", "execution_providers": ["cpu"]}``.
+    """
+    renamed = {
+        "face_detector_model": "detector.model",
+        "face_detector_score": "detector.score",
+        "face_detector_size": "detector.size",
+        "face_swapper_model": "swapper.model",
+        "face_enhancer_model": "enhancer.model",
+        "face_enhancer_blend": "enhancer.blend",
+        "face_mask_types": "mask.types",
+        "face_mask_blur": "mask.blur",
+        "color_transfer": "color.method",
+        "output_video_quality": "output.quality",
+        "output_video_encoder": "output.encoder",
+        "output_video_preset": "output.preset",
+        "execution_thread_count": "execution.threads",
+    }
+    known = keys()
+    sections = sorted({k.split(".", 1)[0] for k in known}, key=len, reverse=True)
+    nested: dict[str, dict[str, Any]] = {}
+    for flat, value in dict(doc.get("settings") or {}).items():
+        dotted = renamed.get(flat)
+        if dotted is None:
+            section = next((s for s in sections if flat.startswith(s + "_")), None)
+            dotted = f"{section}.{flat[len(section) + 1 :]}" if section else None
+        if dotted is None or dotted not in known:
+            raise SettingsError(f"unknown settings key '{flat}' in a schema 0 preset")
+        section, key = dotted.split(".", 1)
+        nested.setdefault(section, {})[key] = value
+    return {**doc, "schema": 1, "settings": nested}
+
+
+# MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {0: _v0_to_v1}
+
+
+def migrate(doc: Document) -> Document:
+    """Bring a preset document up to :data:`SCHEMA_VERSION`, one step at a time."""
+    if not isinstance(doc, dict):
+        raise SettingsError("a preset file must hold a JSON object")
+    if "schema" not in doc and "settings" not in doc and "version" in doc:
+        doc = {"schema": doc["version"], "settings": doc}  # a bare settings dump (settings.to_json)
+    schema = doc.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 0:
+        raise SettingsError(f"preset 'schema' must be a whole number >= 0, got {schema!r}")
+    if schema > SCHEMA_VERSION:
+        raise SettingsError(
+            f"preset schema {schema} is newer than this facestation understands ({SCHEMA_VERSION}); "
+            "update facestation to use it"
+        )
+    while schema < SCHEMA_VERSION:
+        doc = MIGRATIONS[schema](doc)
+        log.debug("migrated preset %r from schema %d to %d", doc.get("name"), schema, schema + 1)
+        schema = doc["schema"]
+    return doc
+
+
+def parse(doc: Document) -> tuple[Settings, str]:
+    """Migrate and validate a preset document; returns (settings, description)."""
+    doc = migrate(doc)
+    unknown = set(doc) - {"schema", "name", "description", "settings"}
+    if unknown:
+        raise SettingsError(
+            f"unknown preset field '{sorted(unknown)[0]}' (valid: schema, name, description, settings)"
+        )
+    data = doc.get("settings", {})
+    if not isinstance(data, dict):
+        raise SettingsError("preset 'settings' must be a JSON object")
+    version = data.get("version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise SettingsError(f"settings.version: expected {SCHEMA_VERSION}, got {version!r}")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise SettingsError("preset 'description' must be text")
+    return validate({**data, "version": SCHEMA_VERSION}), description
+
+
+def document(name: str, settings: Settings, description: str = "") -> Document:
+    return {
+        "schema": SCHEMA_VERSION,
+        "name": name,
+        "description": description,
+        "settings": settings.model_dump(mode="json"),
+    }
+
+
+# ---------------------------------------------------------------- files
+
+
+def _read_json(path: Path) -> Document:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"preset file not found: {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read preset file {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"{path.name} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path.name} must hold a JSON object")
+    return data
+
+
+def _write_atomic(path: Path, doc: Document) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".preset-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _scan(folder: Path, builtin: bool) -> dict[str, PresetInfo]:
+    found: dict[str, PresetInfo] = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob(f"*{SUFFIX}")):
+        name = path.stem
+        try:
+            safe_name(name)
+            description = _read_json(path).get("description", "")
+        except UserError as exc:
+            log.warning("skipping preset file %s: %s", path, exc)
+            continue
+        found[name] = PresetInfo(name, builtin, description if isinstance(description, str) else "", path)
+    return found
+
+
+def _all() -> dict[str, PresetInfo]:
+    builtins = _scan(paths.builtin_presets_dir(), builtin=True)
+    users = {n: i for n, i in _scan(paths.user_presets_dir(), builtin=False).items() if n not in builtins}
+    return {**builtins, **users}
+
+
+def list_presets() -> list[PresetInfo]:
+    """Every preset, built-ins first, each group sorted by name."""
+    return sorted(_all().values(), key=lambda i: (not i.builtin, i.name.lower()))
+
+
+def _is_path(name_or_path: str | Path) -> bool:
+    text = str(name_or_path)
+    return isinstance(name_or_path, Path) or text.endswith(SUFFIX) or "/" in text or os.sep in text
+
+
+def _find(name: str) -> PresetInfo:
+    presets = _all()
+    info = presets.get(name.strip())
+    if info is None:
+        available = ", ".join(i.name for i in list_presets()) or "none"
+        raise UserError(f"no preset named '{name}' (available: {available})")
+    return info
+
+
+def read(name_or_path: str | Path) -> Preset:
+    """Load a preset by name or from a ``.json`` path, with its description."""
+    if _is_path(name_or_path):
+        path = Path(name_or_path).expanduser()
+        doc = _read_json(path)
+        name, builtin = str(doc.get("name") or path.stem), False
+    else:
+        info = _find(str(name_or_path))
+        path, name, builtin = info.path, info.name, info.builtin
+        doc = _read_json(path)
+    try:
+        settings, description = parse(doc)
+    except SettingsError as exc:
+        raise SettingsError(f"preset '{name}' ({path}): {exc}") from None
+    return Preset(name, description, settings, builtin, path)
+
+
+def load(name_or_path: str | Path) -> Settings:
+    """Settings of a preset given by name or ``.json`` path."""
+    return read(name_or_path).settings
+
+
+def _builtin_names() -> set[str]:
+    return {n.lower() for n in _scan(paths.builtin_presets_dir(), builtin=True)}
+
+
+def _user_path(name: str) -> Path:
+    cleaned = safe_name(name)
+    if cleaned.lower() in _builtin_names():
+        raise UserError(f"'{cleaned}' is a built-in preset and cannot be changed; save under another name")
+    folder = paths.user_presets_dir().resolve()
+    path = (folder / f"{cleaned}{SUFFIX}").resolve()
+    if path.parent != folder:  # belt and braces: safe_name already refuses anything that could escape
+        raise UserError(f"preset name '{cleaned}' would leave the presets folder")
+    return path
+
+
+def save(name: str, settings: Settings, description: str = "", *, overwrite: bool = True) -> Path:
+    """Save ``settings`` as a user preset; returns its file. Nothing is written if the name is refused."""
+    if not isinstance(settings, Settings):
+        raise TypeError(f"save() needs a Settings object, got {type(settings).__name__}")
+    path = _user_path(name)
+    if not overwrite and path.exists():
+        raise UserError(f"a preset named '{path.stem}' already exists")
+    _write_atomic(path, document(path.stem, settings, description))
+    log.info("saved preset %r to %s", path.stem, path)
+    return path
+
+
+def delete(name: str) -> None:
+    """Delete a user preset. Built-in presets cannot be deleted."""
+    info = _find(safe_name(name))
+    if info.builtin:
+        raise UserError(f"'{info.name}' is a built-in preset and cannot be deleted")
+    info.path.unlink()
+    log.info("deleted preset %r", info.name)
+
+
+def export(name: str, destination: str | Path) -> Path:
+    """Write a preset (built-in or user) to ``destination`` (a file, or a folder to put ``NAME.json`` in)."""
+    preset = read(safe_name(name))
+    dest = Path(destination).expanduser()
+    if dest.is_dir():
+        dest = dest / f"{preset.name}{SUFFIX}"
+    _write_atomic(dest, document(preset.name, preset.settings, preset.description))
+    return dest
+
+
+def import_file(path: str | Path, name: str | None = None, *, overwrite: bool = False) -> Path:
+    """Validate (and migrate) a preset file and save it as a user preset named ``name``.
+
+    Without ``name`` the file's own ``name`` field is used, else its file name.
+    """
+    source = Path(path).expanduser()
+    doc = _read_json(source)
+    target = name if name is not None else str(doc.get("name") or source.stem)
+    _user_path(target)  # refuse a bad name before the (slower) validation
+    try:
+        settings, description = parse(doc)
+    except SettingsError as exc:
+        raise SettingsError(f"{source.name}: {exc}") from None
+    return save(target, settings, description, overwrite=overwrite)
