@@ -1,0 +1,148 @@
+"""YuNet face detector (built in, OpenCV Zoo, MIT): box, five landmarks and score per face.
+
+Each frame is resized with its aspect kept so the long side is ``size``, padded right and bottom to
+a multiple of 32, and run through the graph; frames of the same padded shape share one batch.
+Outputs per stride s in (8, 16, 32) hold one anchor per cell, row-major: score = sqrt(cls · obj),
+centre = (cell + offset) · s, side = exp(log-side) · s, landmark = (cell + offset) · s.
+YuNet's five points are already in image orientation: left eye (smaller x), right eye, nose, left
+mouth, right mouth.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.faces.nms import nms as suppress
+from pipeline.types import Face, Frame, Provider
+
+log = logging.getLogger(__name__)
+
+STRIDES = (8, 16, 32)
+ALIGN = 32  # input sides must be multiples of the largest stride
+TOP_K = 5000  # candidates kept before NMS
+
+
+def to_bgr(frame: npt.NDArray[np.uint8]) -> Frame:
+    """A 3-channel BGR view of a grey (H,W), (H,W,1), BGR or BGRA frame."""
+    if frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] == 1):
+        return np.asarray(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        return np.asarray(cv2.cvtColor(frame, cv2.COLOR_BGRA2BGR))
+    if frame.ndim == 3 and frame.shape[2] == 3:
+        return frame
+    raise ValueError(f"expected a grey, BGR or BGRA image, got shape {frame.shape}")
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+class YuNetDetector:
+    """The built-in YuNet detector behind the faces.base.Detector protocol."""
+
+    name = "yunet"
+
+    def __init__(self, score: float = 0.5, nms: float = 0.3, size: int = 640,
+                 providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
+        if size < ALIGN:
+            raise ValueError(f"detector size must be at least {ALIGN}, got {size}")
+        self.score = float(score)
+        self.nms = float(nms)
+        self.size = int(size)
+        self.providers = tuple(providers)
+        self.threads = int(threads)
+        self._session: Any = None
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            from pipeline.models.store import get_session
+
+            self._session = get_session("yunet", self.providers, self.threads)
+        return self._session
+
+    def _input_shape(self) -> tuple[int | None, int | None, int | None]:
+        """(batch, height, width) fixed by the graph, None where dynamic."""
+        shape = self.session.get_inputs()[0].shape
+        n, h, w = (d if isinstance(d, int) else None for d in (shape[0], shape[2], shape[3]))
+        return n, h, w
+
+    def prepare(self, frame: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], float]:
+        """(3,H,W) float32 network input and the frame -> input scale."""
+        image = to_bgr(frame)
+        height, width = image.shape[:2]
+        scale = self.size / max(height, width)
+        new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
+        if (new_w, new_h) != (width, height):
+            interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+            image = cv2.resize(image, (new_w, new_h), interpolation=interpolation)
+        _, fixed_h, fixed_w = self._input_shape()
+        pad_h = fixed_h or _round_up(new_h, ALIGN)
+        pad_w = fixed_w or _round_up(new_w, ALIGN)
+        if new_h > pad_h or new_w > pad_w:
+            raise ValueError(f"detector size {self.size} does not fit the model's fixed input {pad_w}×{pad_h}")
+        blob = np.zeros((3, pad_h, pad_w), dtype=np.float32)
+        blob[:, :new_h, :new_w] = image.transpose(2, 0, 1)
+        return blob, scale
+
+    def detect(self, frames: Sequence[npt.NDArray[np.uint8]]) -> list[list[Face]]:
+        """One list of faces per frame, in frame pixels, best score first."""
+        prepared = [self.prepare(f) for f in frames]
+        results: list[list[Face]] = [[] for _ in frames]
+        groups: dict[tuple[int, int], list[int]] = {}
+        for index, (blob, _) in enumerate(prepared):
+            groups.setdefault(blob.shape[1:], []).append(index)
+        fixed_batch, _, _ = self._input_shape()
+        step = fixed_batch or len(frames) or 1
+        input_name = self.session.get_inputs()[0].name
+        output_names = [f"{k}_{s}" for k in ("cls", "obj", "bbox", "kps") for s in STRIDES]
+        for (height, width), indices in groups.items():
+            for start in range(0, len(indices), step):
+                chunk = indices[start:start + step]
+                batch = np.stack([prepared[i][0] for i in chunk])
+                outputs = dict(zip(output_names, self.session.run(output_names, {input_name: batch}), strict=True))
+                for row, index in enumerate(chunk):
+                    results[index] = self._decode(outputs, row, height, width, prepared[index][1])
+        return results
+
+    def _decode(self, outputs: dict[str, npt.NDArray[np.float32]], row: int, height: int, width: int,
+                scale: float) -> list[Face]:
+        scores, boxes, points = [], [], []
+        for s in STRIDES:
+            rows, cols = height // s, width // s
+            cls = outputs[f"cls_{s}"][row, :, 0]
+            if cls.size != rows * cols:
+                raise ValueError(f"yunet stride {s} gave {cls.size} anchors for a {width}×{height} input")
+            obj = outputs[f"obj_{s}"][row, :, 0]
+            score = np.sqrt(np.clip(cls * obj, 0.0, 1.0))
+            keep = np.flatnonzero(score >= self.score)
+            if keep.size == 0:
+                continue
+            cell = np.stack([keep % cols, keep // cols], axis=1).astype(np.float32)  # (x, y) of each anchor
+            bbox = outputs[f"bbox_{s}"][row, keep]
+            centre = (cell + bbox[:, :2]) * s
+            side = np.exp(bbox[:, 2:4]) * s
+            boxes.append(np.concatenate([centre - side / 2, centre + side / 2], axis=1))
+            kps = outputs[f"kps_{s}"][row, keep].reshape(-1, 5, 2)
+            points.append((cell[:, None, :] + kps) * s)
+            scores.append(score[keep])
+        if not scores:
+            return []
+        all_scores = np.concatenate(scores)
+        all_boxes = np.concatenate(boxes) / scale
+        all_points = np.concatenate(points) / scale
+        if all_scores.size > TOP_K:
+            top = np.argsort(-all_scores, kind="stable")[:TOP_K]
+            all_scores, all_boxes, all_points = all_scores[top], all_boxes[top], all_points[top]
+        kept = suppress(all_boxes, all_scores, self.nms)
+        return [
+            Face(box=all_boxes[i].astype(np.float32), landmarks=all_points[i].astype(np.float32),
+                 score=float(all_scores[i]))
+            for i in kept
+        ]
