@@ -36,7 +36,7 @@ Pixels = npt.NDArray[np.float64]
 
 def to_lab(crop: Crop) -> npt.NDArray[np.float32]:
     """BGR uint8 -> float32 L*a*b* (L 0..100)."""
-    return cv2.cvtColor(crop.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
+    return np.asarray(cv2.cvtColor(crop.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB), np.float32)
 
 
 def from_lab(lab: npt.NDArray[np.floating]) -> Crop:

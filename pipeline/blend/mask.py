@@ -56,7 +56,8 @@ def box_mask(size: int, blur: float = 0.3, padding: Padding = (0, 0, 0, 0)) -> M
         raise ValueError(f"mask blur must be between 0 and 1, got {blur}")
     if len(padding) != 4 or any(not 0 <= p <= 100 for p in padding):
         raise ValueError(f"mask padding must be four percentages 0..100 (top, right, bottom, left), got {padding}")
-    return _box_mask(int(size), float(blur), tuple(float(p) for p in padding))  # type: ignore[arg-type]
+    top, right, bottom, left = (float(p) for p in padding)
+    return _box_mask(int(size), float(blur), (top, right, bottom, left))
 
 
 @lru_cache(maxsize=32)

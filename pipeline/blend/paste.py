@@ -60,7 +60,7 @@ def _poisson(src: Frame, dst: Frame, mask: Mask) -> Frame:
     # OpenCV places the mask's bounding rect at centre - size // 2: this centre puts it back where it was.
     center = (bx + bw // 2, by + bh // 2)
     cloned = cv2.seamlessClone(src_p, dst_p, mask_p, center, cv2.NORMAL_CLONE)
-    return cloned[p:-p, p:-p]
+    return np.asarray(cloned[p:-p, p:-p], dtype=np.uint8)
 
 
 def paste_back(
@@ -93,10 +93,10 @@ def paste_back(
     m = np.asarray(matrix, np.float64).copy()
     m[:, 2] += m[:, :2] @ np.array([x0, y0], np.float64)
     flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
-    alpha = cv2.warpAffine(np.ascontiguousarray(mask, np.float32), m, size, flags=flags,
-                           borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    alpha = np.asarray(cv2.warpAffine(np.ascontiguousarray(mask, np.float32), m, size, flags=flags,
+                                      borderMode=cv2.BORDER_CONSTANT, borderValue=0), dtype=np.float32)
     np.clip(alpha, 0.0, 1.0, out=alpha)
-    warped = cv2.warpAffine(crop, m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
+    warped = np.asarray(cv2.warpAffine(crop, m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE), dtype=np.uint8)
     region = out[y0:y1, x0:x1]
     if poisson:
         warped = _poisson(warped, region, alpha)
