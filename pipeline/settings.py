@@ -103,8 +103,8 @@ class LandmarkSettings(_Section):
 class TrackerSettings(_Section):
     enabled: bool = True
     max_gap: int = Field(8, ge=0, le=120, description="frames a lost face is interpolated across")
-    min_cutoff: float = Field(1.0, gt=0.0, le=100.0, description="One-Euro filter: lower = smoother")
-    beta: float = Field(0.05, ge=0.0, le=10.0, description="One-Euro filter: speed response")
+    min_cutoff: float = Field(0.3, gt=0.0, le=100.0, description="One-Euro filter (Hz): lower = smoother")
+    beta: float = Field(3.0, ge=0.0, le=100.0, description="One-Euro filter: speed response (face sizes/s)")
     scene_cut: Unit = Field(0.35, description="histogram distance that starts a new scene")
 
 
