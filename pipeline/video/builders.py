@@ -1,0 +1,206 @@
+"""ffmpeg command builders: tiny pure functions returning ``list[str]`` (never a shell string).
+
+They take plain values, not probe results or settings objects, so each can be tested as a list
+without running ffmpeg. Media paths go through :func:`media_arg` (``file:`` + absolute path), so a
+name containing ``:`` or starting with ``-`` is never read as a protocol or an option.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from pipeline.types import EncoderPreset
+
+QUIET = ["-hide_banner", "-nostdin", "-loglevel", "error"]
+
+# ffprobe colour names -> the names swscale's ``in/out_color_matrix`` understands
+_SWS_MATRIX = {
+    "bt709": "bt709", "smpte170m": "smpte170m", "bt470bg": "bt470", "bt601": "bt601",
+    "fcc": "fcc", "smpte240m": "smpte240m", "bt2020nc": "bt2020", "bt2020c": "bt2020",
+}
+HDR_TRANSFERS = ("smpte2084", "arib-std-b67")  # PQ, HLG
+
+# Audio codecs a container takes as a stream copy; anything else is re-encoded.
+_COPYABLE_AUDIO = {
+    ".mp4": {"aac", "mp3", "alac", "ac3", "eac3", "opus"},
+    ".m4v": {"aac", "mp3", "alac", "ac3", "eac3"},
+    ".mov": {"aac", "mp3", "alac", "ac3", "eac3", "pcm_s16le", "pcm_s24le"},
+    ".webm": {"opus", "vorbis"},
+}
+_X264_PRESETS: dict[str, str] = {
+    "fastest": "ultrafast", "fast": "veryfast", "medium": "medium", "slow": "slow", "slowest": "veryslow",
+}
+_NVENC_PRESETS: dict[str, str] = {"fastest": "p1", "fast": "p3", "medium": "p4", "slow": "p6", "slowest": "p7"}
+
+
+def media_arg(path: str | Path) -> str:
+    return "file:" + str(Path(path).absolute())
+
+
+def rate_arg(fps: Fraction | float) -> str:
+    value = Fraction(fps).limit_denominator(1001 * 1000)
+    return f"{value.numerator}/{value.denominator}"
+
+
+def sws_matrix(color_space: str | None, height: int) -> str:
+    """The YUV<->RGB matrix for a stream: its tag if known, else bt709 for HD and bt601 for SD."""
+    if color_space and color_space in _SWS_MATRIX:
+        return _SWS_MATRIX[color_space]
+    return "bt709" if height >= 720 else "smpte170m"
+
+
+# --- probing and capability checks -------------------------------------------------------------
+
+def probe_cmd(ffprobe: str, path: str | Path) -> list[str]:
+    return [ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", media_arg(path)]
+
+
+def ffmpeg_info_cmd(ffmpeg: str, path: str | Path) -> list[str]:
+    """``ffmpeg -i FILE``: prints stream info on stderr and exits 1 (no output given)."""
+    return [ffmpeg, "-hide_banner", "-nostdin", "-i", media_arg(path)]
+
+
+def list_encoders_cmd(ffmpeg: str) -> list[str]:
+    return [ffmpeg, "-hide_banner", "-encoders"]
+
+
+def trial_encode_cmd(ffmpeg: str, encoder: str) -> list[str]:
+    """Encode one 256x256 frame to nowhere: succeeds only if the encoder really opens."""
+    return [*([ffmpeg] + QUIET), "-f", "lavfi", "-i", "color=c=gray:s=256x256:r=1",
+            "-frames:v", "1", "-pix_fmt", "yuv420p", "-c:v", encoder, "-f", "null", "-"]
+
+
+def trial_decode_cmd(ffmpeg: str, path: str | Path, hwaccel: str) -> list[str]:
+    """Decode one frame of ``path`` on ``hwaccel`` with no software fallback (frames stay on device)."""
+    return [*([ffmpeg] + QUIET), "-hwaccel", hwaccel, "-hwaccel_output_format", hwaccel,
+            "-i", media_arg(path), "-map", "0:v:0", "-frames:v", "1", "-f", "null", "-"]
+
+
+# --- decoding ----------------------------------------------------------------------------------
+
+def tonemap_filter(transfer: str, primaries: str | None, color_space: str | None, color_range: str | None) -> str:
+    """HDR (PQ/HLG, bt2020) -> SDR bt709 8-bit with zscale + tonemap (hable), as yuv420p."""
+    tin = transfer
+    pin = primaries if primaries and primaries != "unknown" else "bt2020"
+    min_ = color_space if color_space in ("bt2020nc", "bt2020c") else "bt2020nc"
+    rin = "full" if color_range == "pc" else "limited"
+    return (f"zscale=tin={tin}:min={min_}:pin={pin}:rin={rin}:t=linear:npl=100,format=gbrpf32le,"
+            "zscale=p=bt709,tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=limited,format=yuv420p")
+
+
+def decode_filters(
+    *,
+    matrix: str,
+    color_range: str | None,
+    cfr_fps: Fraction | None = None,
+    tonemap: str | None = None,
+) -> str:
+    """Filter chain ending in packed BGR: optional constant-rate resampling, optional tone-map,
+    then the YUV->BGR conversion with the stream's own matrix (swscale would otherwise assume bt601)."""
+    parts = []
+    if cfr_fps is not None:
+        parts.append(f"fps=fps={rate_arg(cfr_fps)}")
+    if tonemap:
+        parts.append(tonemap)
+        matrix, color_range = "bt709", "tv"
+    in_range = "pc" if color_range == "pc" else "tv"
+    parts.append(f"scale=in_color_matrix={matrix}:in_range={in_range}")
+    parts.append("format=bgr24")
+    return ",".join(parts)
+
+
+def decode_cmd(
+    ffmpeg: str,
+    path: str | Path,
+    *,
+    filters: str,
+    start: float | None = None,
+    duration: float | None = None,
+    hwaccel: str | None = None,
+) -> list[str]:
+    """Decode the first video stream to raw BGR24 on stdout. ``-ss`` before ``-i`` seeks fast and
+    accurately; ``-t`` after it limits the output duration. ffmpeg applies the rotation tag itself."""
+    cmd = [ffmpeg, *QUIET]
+    if hwaccel:
+        cmd += ["-hwaccel", hwaccel]
+    if start:
+        cmd += ["-ss", f"{start:.6f}"]
+    cmd += ["-i", media_arg(path)]
+    if duration is not None:
+        cmd += ["-t", f"{duration:.6f}"]
+    cmd += ["-map", "0:v:0", "-an", "-sn", "-dn", "-vf", filters, "-fps_mode", "passthrough",
+            "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
+    return cmd
+
+
+# --- encoding ----------------------------------------------------------------------------------
+
+def quality_args(encoder: str, quality: int, preset: EncoderPreset) -> list[str]:
+    """output.quality 0..100 and output.preset -> rate-control args.
+
+    libx264: CRF 35 (q=0) .. 12 (q=100); libx265: CRF 40 .. 16; NVENC: VBR with ``-cq`` 40 .. 14,
+    presets p1..p7, ``-tune hq``."""
+    q = min(max(quality, 0), 100) / 100.0
+    if encoder.endswith("_nvenc"):
+        cq = round(40 - 26 * q)
+        return ["-preset", _NVENC_PRESETS[preset], "-tune", "hq", "-rc", "vbr", "-cq", str(cq), "-b:v", "0"]
+    if encoder == "libx265":
+        return ["-preset", _X264_PRESETS[preset], "-crf", str(round(40 - 24 * q)), "-tag:v", "hvc1",
+                "-x265-params", "log-level=error"]
+    return ["-preset", _X264_PRESETS[preset], "-crf", str(round(35 - 23 * q))]
+
+
+def audio_codec_args(container: str, audio_codec: str | None) -> list[str]:
+    """Stream-copy the source audio where the output container takes it, else re-encode
+    (Opus for WebM, AAC elsewhere)."""
+    suffix = container.lower() if container.startswith(".") else f".{container.lower()}"
+    if audio_codec and (suffix == ".mkv" or audio_codec in _COPYABLE_AUDIO.get(suffix, ())):
+        return ["-c:a", "copy"]
+    if suffix == ".webm":
+        return ["-c:a", "libopus", "-b:a", "160k"]
+    return ["-c:a", "aac", "-b:a", "192k"]
+
+
+def color_tag_args(color_space: str, primaries: str, transfer: str, color_range: str = "tv") -> list[str]:
+    return ["-colorspace", color_space, "-color_primaries", primaries, "-color_trc", transfer,
+            "-color_range", color_range]
+
+
+def encode_cmd(
+    ffmpeg: str,
+    output: str | Path,
+    *,
+    width: int,
+    height: int,
+    fps: Fraction | float,
+    video_args: list[str],
+    matrix: str = "bt709",
+    color_args: list[str] | None = None,
+    audio_source: str | Path | None = None,
+    audio_start: float | None = None,
+    audio_duration: float | None = None,
+    audio_args: list[str] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> list[str]:
+    """Raw BGR24 frames on stdin -> ``output``, optionally muxing the first audio stream of
+    ``audio_source`` (trimmed to ``audio_start`` + ``audio_duration``)."""
+    cmd = [ffmpeg, *QUIET, "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
+           "-framerate", rate_arg(fps), "-i", "pipe:0"]
+    if audio_source is not None:
+        if audio_start:
+            cmd += ["-ss", f"{audio_start:.6f}"]
+        if audio_duration is not None:
+            cmd += ["-t", f"{audio_duration:.6f}"]
+        cmd += ["-i", media_arg(audio_source)]
+    cmd += ["-map", "0:v:0"]
+    if audio_source is not None:
+        cmd += ["-map", "1:a:0", *(audio_args or ["-c:a", "aac"])]
+    cmd += ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format=yuv420p", *video_args]
+    cmd += color_args or []
+    for key, value in (metadata or {}).items():
+        cmd += ["-metadata", f"{key}={value}"]
+    if Path(output).suffix.lower() in (".mp4", ".mov", ".m4v"):
+        cmd += ["-movflags", "+faststart"]
+    cmd.append(media_arg(output))
+    return cmd

@@ -1,0 +1,119 @@
+"""Decode a video to BGR uint8 frames (numpy HxWx3), in order, through an ffmpeg pipe.
+
+Why a pipe and not PyAV: measured on the same 1080p clip (scripts/bench_video_io.py, BENCHMARKS.md)
+the two are within ~10 % of each other, and the pipe gets ffmpeg's filters for free (autorotation,
+accurate seeking, the fps filter for VFR, zscale tone-mapping) while a hung or crashed decoder
+cannot take the Python process with it.
+
+What the frames look like:
+- upright: ffmpeg applies the rotation tag (``VideoInfo.width/height`` are the upright size);
+- constant rate: a VFR source is resampled to its average rate with the ``fps`` filter, so the
+  frame count is duration x fps and the output keeps the source's duration;
+- SDR 8-bit: HDR (PQ/HLG, bt2020, 10-bit) is tone-mapped to bt709 with zscale + tonemap (hable)
+  when this ffmpeg has zscale (Debian's does); otherwise it is only converted with the bt2020
+  matrix (colours look flat; a warning is logged);
+- YUV->BGR uses the stream's own matrix and range (bt709 for untagged HD, bt601 for untagged SD).
+Nothing is written to disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.errors import BadMedia, Cancelled
+from pipeline.video import builders, encoders, ffmpeg
+from pipeline.video.probe import VideoInfo, probe
+from pipeline.video.process import FFmpegProcess
+
+log = logging.getLogger(__name__)
+
+
+def decode_filters(info: VideoInfo, ffmpeg_exe: str) -> str:
+    """The filter chain for ``info``: VFR -> CFR, HDR -> SDR, YUV -> BGR with the right matrix."""
+    tonemap = None
+    if info.is_hdr:
+        if {"zscale", "tonemap"} <= ffmpeg.filters(ffmpeg_exe):
+            tonemap = builders.tonemap_filter(info.color_transfer or "smpte2084", info.color_primaries,
+                                              info.color_space, info.color_range)
+        else:
+            log.warning("%s is HDR but this ffmpeg has no zscale: converting without tone-mapping", info.path.name)
+    # the matrix is chosen from the coded size: rotation does not change what the encoder tagged
+    coded_height = info.width if info.rotation in (90, 270) else info.height
+    return builders.decode_filters(
+        matrix=builders.sws_matrix(info.color_space, coded_height),
+        color_range=info.color_range,
+        cfr_fps=info.fps if info.is_vfr else None,
+        tonemap=tonemap,
+    )
+
+
+def _trim(info: VideoInfo, start: float | None, end: float | None) -> tuple[float | None, float | None]:
+    if start is not None and start >= info.duration:
+        raise BadMedia(f"{info.path.name}: trim start {start:g} s is past the end of the video ({info.duration:.2f} s)")
+    if end is not None and end <= (start or 0.0):
+        raise BadMedia(f"{info.path.name}: trim end {end:g} s is not after the start {start or 0:g} s")
+    duration = None if end is None or end >= info.duration else end - (start or 0.0)
+    return (start or None), duration
+
+
+def read_frames(
+    path: str | Path,
+    *,
+    info: VideoInfo | None = None,
+    start: float | None = None,
+    end: float | None = None,
+    cancel: threading.Event | None = None,
+    hwaccel: str = "auto",
+) -> Iterator[np.ndarray]:
+    """Yield BGR uint8 frames of ``path`` (optionally trimmed to ``start``..``end`` seconds).
+
+    The generator owns its ffmpeg process: closing it early, an error or ``cancel`` being set kills
+    and reaps the process. Cancellation raises :class:`~pipeline.errors.Cancelled` within ~0.1 s.
+    ``hwaccel``: ``"auto"`` (NVDEC if a trial decode works) or ``"none"``.
+    Each yielded array is new (safe to keep or hand to another thread).
+    """
+    info = info or probe(path)
+    exe = ffmpeg.ffmpeg_exe()
+    trim_start, duration = _trim(info, start, end)
+    accel, reason = encoders.choose_hwaccel(hwaccel, exe, info.path, info.codec, info.pix_fmt)
+    log.debug("decoding %s: %s", info.path.name, reason)
+    cmd = builders.decode_cmd(exe, info.path, filters=decode_filters(info, exe), start=trim_start,
+                              duration=duration, hwaccel=accel)
+    return _frames(cmd, info, cancel)
+
+
+def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None) -> Iterator[np.ndarray]:
+    shape = (info.height, info.width, 3)
+    size = info.height * info.width * 3
+    process = FFmpegProcess(cmd, stdout=True, cancel=cancel)
+    count = 0
+    try:
+        while True:
+            frame = np.empty(shape, np.uint8)
+            view = memoryview(frame).cast("B")
+            got = 0
+            while got < size:
+                n = process.stdout.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+            if got < size:
+                break
+            count += 1
+            yield frame
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("decoding cancelled")
+        rc = process.wait()
+        if process.cancelled or (cancel is not None and cancel.is_set()):
+            raise Cancelled("decoding cancelled")
+        if rc != 0:
+            raise BadMedia(f"{info.path.name}: decoding failed after {count} frames ({process.last_error()})")
+        if count == 0:
+            raise BadMedia(f"{info.path.name}: no frames could be decoded ({process.last_error()})")
+    finally:
+        process.close()

@@ -1,0 +1,175 @@
+"""Encode BGR frames to a video file through an ffmpeg pipe, muxing the source's original audio.
+
+- Size: libx264/NVENC with yuv420p need even sizes; an odd width/height is padded by one
+  replicated pixel column/row (so the output is at most 1 px larger, never cropped or black-edged).
+- Colour: the BGR->YUV matrix and the colour tags follow the source (bt709 for HD, bt601/smpte170m
+  for untagged SD); HDR sources were tone-mapped on decode, so their output is tagged bt709.
+- Audio: the first audio stream of the source, trimmed like the video, stream-copied when the
+  output container takes the codec, else re-encoded (AAC; Opus for WebM).
+- Provenance: ``comment``/``description`` metadata (see :mod:`pipeline.provenance`).
+- Atomic: ffmpeg writes to a hidden temp name in the output folder, renamed on success only; an
+  error, :meth:`Encoder.abort` or the cancel event removes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from pipeline.errors import Cancelled, FacestationError
+from pipeline.provenance import provenance_metadata
+from pipeline.types import Encoder as EncoderName
+from pipeline.types import EncoderPreset
+from pipeline.video import builders, encoders, ffmpeg
+from pipeline.video.probe import VideoInfo
+from pipeline.video.process import FFmpegProcess
+
+log = logging.getLogger(__name__)
+
+_SDR_DEFAULTS = {"bt709": ("bt709", "bt709", "bt709"), "smpte170m": ("smpte170m", "smpte170m", "smpte170m")}
+
+
+class EncodeError(FacestationError):
+    """ffmpeg failed while writing the output (disk full, bad parameters...)."""
+
+
+def output_colors(source: VideoInfo | None, height: int) -> tuple[str, list[str]]:
+    """(swscale matrix, colour tag args) for the output, copied from the source where it is SDR."""
+    if source is None or source.is_hdr:
+        return "bt709", builders.color_tag_args("bt709", "bt709", "bt709")
+    coded_height = source.width if source.rotation in (90, 270) else source.height
+    matrix = builders.sws_matrix(source.color_space, coded_height)
+    space, primaries, transfer = _SDR_DEFAULTS.get(matrix, _SDR_DEFAULTS["bt709"])
+    return matrix, builders.color_tag_args(
+        source.color_space or space, source.color_primaries or primaries, source.color_transfer or transfer
+    )
+
+
+class Encoder:
+    """Feed BGR uint8 frames with :meth:`write`; :meth:`close` finishes the file, :meth:`abort` drops it.
+
+    Use as a context manager: an exception inside the block aborts.
+    """
+
+    def __init__(
+        self,
+        output: str | Path,
+        *,
+        width: int,
+        height: int,
+        fps: Fraction | float,
+        source: VideoInfo | None = None,
+        start: float | None = None,
+        end: float | None = None,
+        keep_audio: bool = True,
+        encoder: EncoderName = "auto",
+        quality: int = 80,
+        preset: EncoderPreset = "medium",
+        models: list[str] | tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.output = Path(output).absolute()
+        self.width, self.height = width, height
+        self.frames = 0
+        self._cancel = cancel
+        self._done = False
+        exe = ffmpeg.ffmpeg_exe()
+        self.encoder, self.encoder_reason = encoders.choose_encoder(encoder, exe)
+        out_w, out_h = width + width % 2, height + height % 2
+        self._pad = np.empty((out_h, out_w, 3), np.uint8) if (out_w, out_h) != (width, height) else None
+        matrix, color_args = output_colors(source, out_h)
+        audio = source if source is not None and keep_audio and source.has_audio else None
+        audio_duration = None
+        if audio is not None and end is not None and end < audio.duration:
+            audio_duration = end - (start or 0.0)
+        self.output.parent.mkdir(parents=True, exist_ok=True)
+        self.partial = self.output.with_name(f".{self.output.stem}.{uuid.uuid4().hex[:8]}.partial{self.output.suffix}")
+        cmd = builders.encode_cmd(
+            exe, self.partial, width=out_w, height=out_h, fps=fps,
+            video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
+            matrix=matrix, color_args=color_args,
+            audio_source=audio.path if audio else None, audio_start=start, audio_duration=audio_duration,
+            audio_args=builders.audio_codec_args(self.output.suffix, audio.audio_codec) if audio else None,
+            metadata=provenance_metadata(models),
+        )
+        log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
+        self._process = FFmpegProcess(cmd, stdin=True, cancel=cancel)
+
+    def _check_cancel(self) -> None:
+        if self._process.cancelled or (self._cancel is not None and self._cancel.is_set()):
+            self.abort()
+            raise Cancelled("encoding cancelled")
+
+    def write(self, frame: np.ndarray) -> None:
+        """Append one BGR uint8 frame of the size given at construction."""
+        if self._done:
+            raise EncodeError("write() after close() or abort()")
+        if frame.shape != (self.height, self.width, 3) or frame.dtype != np.uint8:
+            self.abort()
+            raise ValueError(f"expected a {self.height}x{self.width}x3 uint8 frame, got {frame.shape} {frame.dtype}")
+        self._check_cancel()
+        if self._pad is not None:
+            h, w = self.height, self.width
+            self._pad[:h, :w] = frame
+            self._pad[h:, :w] = frame[-1:]
+            self._pad[:, w:] = self._pad[:, w - 1 : w]
+            frame = self._pad
+        try:
+            self._process.stdin.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
+        except (BrokenPipeError, OSError) as exc:
+            self._check_cancel()
+            self._process.wait()
+            message = self._process.last_error()
+            self.abort()
+            raise EncodeError(f"encoding {self.output.name} failed at frame {self.frames}: {message}") from exc
+        self.frames += 1
+
+    def close(self) -> Path:
+        """Finish the file and move it to its final name; returns that path."""
+        if self._done:
+            return self.output
+        self._check_cancel()
+        if self.frames == 0:
+            self.abort()
+            raise EncodeError(f"no frames were written to {self.output.name}")
+        try:
+            self._process.stdin.close()
+        except OSError:
+            pass
+        rc = self._process.wait()
+        self._check_cancel()
+        if rc != 0:
+            message = self._process.last_error()
+            self.abort()
+            raise EncodeError(f"encoding {self.output.name} failed: {message}")
+        self._process.close()
+        os.replace(self.partial, self.output)
+        self._done = True
+        return self.output
+
+    def abort(self) -> None:
+        """Stop ffmpeg and remove the partial file. Safe to call more than once."""
+        self._done = True
+        self._process.close()
+        self.partial.unlink(missing_ok=True)
+
+    def __enter__(self) -> Encoder:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:  # last resort: never leave an ffmpeg behind
+        process = getattr(self, "_process", None)
+        if process is not None and not self._done:
+            self.abort()

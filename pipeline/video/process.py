@@ -1,0 +1,102 @@
+"""One ffmpeg child process, owned by exactly one Python object.
+
+stderr is drained on a thread (its tail kept for error messages, so a chatty ffmpeg never blocks
+on a full pipe); a watcher thread kills the process within ~0.1 s of the cancel event being set;
+:meth:`FFmpegProcess.close` kills and reaps it, so no ffmpeg outlives its owner.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import subprocess
+import threading
+from typing import IO
+
+log = logging.getLogger(__name__)
+
+_POLL_S = 0.1
+
+
+class FFmpegProcess:
+    def __init__(
+        self,
+        cmd: list[str],
+        *,
+        stdin: bool = False,
+        stdout: bool = False,
+        cancel: threading.Event | None = None,
+        tail_lines: int = 30,
+    ) -> None:
+        log.debug("starting %s", subprocess.list2cmdline(cmd))
+        self.cmd = cmd
+        self._tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+        )
+        self.cancelled = False
+        self._cancel = cancel
+        self._stderr_thread = threading.Thread(target=self._drain, name="ffmpeg-stderr", daemon=True)
+        self._stderr_thread.start()
+        if cancel is not None:
+            threading.Thread(target=self._watch, name="ffmpeg-cancel", daemon=True).start()
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in iter(self.proc.stderr.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                self._tail.append(line)
+
+    def _watch(self) -> None:
+        assert self._cancel is not None
+        while self.proc.poll() is None:
+            if self._cancel.wait(_POLL_S):
+                self.cancelled = True
+                self.kill()
+                return
+
+    def tail(self, lines: int = 5) -> str:
+        """The last lines ffmpeg wrote to stderr, joined for an error message."""
+        self._stderr_thread.join(timeout=1.0)
+        return " | ".join(list(self._tail)[-lines:])
+
+    def last_error(self) -> str:
+        """The most telling stderr line (the last one, usually), or the exit status."""
+        self._stderr_thread.join(timeout=1.0)
+        return self._tail[-1] if self._tail else f"ffmpeg exited with status {self.proc.returncode}"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        """Kill if still running, reap, close pipes. Safe to call twice."""
+        self.kill()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        self.proc.wait()
+        self._stderr_thread.join(timeout=1.0)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
