@@ -1,0 +1,124 @@
+"""The render job record and its state machine.
+
+::
+
+    queued ──claim──► running ──finish──► done | failed | cancelled
+      │  ▲              │  (stale heartbeat / worker restart: back to queued, keeps its place)
+      │  └──────────────┘
+      └──cancel──► cancelled          failed | cancelled ──retry──► queued (at the end)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from pipeline.errors import UserError
+from pipeline.settings import Settings, validate
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+STATES: tuple[JobState, ...] = get_args(JobState)
+FINAL_STATES: frozenset[JobState] = frozenset({"done", "failed", "cancelled"})
+
+Action = Literal["claim", "cancel", "finish", "requeue", "retry", "move", "delete"]
+
+# Which states each action may start from, and the state it leads to (None: several / not a state change).
+ACTIONS: dict[Action, tuple[frozenset[JobState], JobState | None]] = {
+    "claim": (frozenset({"queued"}), "running"),
+    "cancel": (frozenset({"queued", "running"}), "cancelled"),
+    "finish": (frozenset({"running"}), None),  # done | failed | cancelled
+    "requeue": (frozenset({"running"}), "queued"),  # a dead or restarting worker's job
+    "retry": (frozenset({"failed", "cancelled"}), "queued"),
+    "move": (frozenset({"queued"}), None),
+    "delete": (frozenset({"queued", "done", "failed", "cancelled"}), None),
+}
+
+_HINTS: dict[Action, str] = {
+    "cancel": "it has already ended",
+    "finish": "only a running job can be finished",
+    "retry": "only failed or cancelled jobs can be retried",
+    "move": "only queued jobs can move",
+    "delete": "cancel it first",
+}
+
+
+class JobNotFound(UserError):
+    """No job with that id (deleted, or never existed)."""
+
+
+class IllegalTransition(UserError):
+    """The job is in a state where that action makes no sense (cancel a finished job, delete a running one)."""
+
+
+def check(action: Action, job_id: int, current: JobState) -> None:
+    """Raise IllegalTransition unless ``action`` may be applied to a job in state ``current``."""
+    allowed, _ = ACTIONS[action]
+    if current not in allowed:
+        hint = _HINTS.get(action)
+        raise IllegalTransition(
+            f"cannot {action} job {job_id}: it is {current}" + (f" ({hint})" if hint else "")
+        )
+
+
+@dataclass(frozen=True)
+class Progress:
+    frames_done: int = 0
+    frames_total: int | None = None
+    fps: float | None = None
+    eta_s: float | None = None
+    stage: dict[str, Any] = field(default_factory=dict)  # per-stage timings, device memory, current step...
+
+    @property
+    def fraction(self) -> float | None:
+        if not self.frames_total:
+            return None
+        return min(1.0, self.frames_done / self.frames_total)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the queue, as read at one moment. Re-read it with ``JobStore.get`` for fresh values."""
+
+    id: int
+    owner: str
+    sources: tuple[str, ...]
+    target: str
+    output: str
+    settings_json: str
+    state: JobState
+    position: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    progress: Progress
+    log: str
+    error: str | None
+    attempts: int
+    worker_id: str | None
+    heartbeat_at: float | None
+    cancel_requested: bool
+    resume: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Job:
+        """Build from a database row (column names = field names; JSON columns decoded)."""
+        data = dict(row)
+        stage = json.loads(data.pop("stage"))
+        data["progress"] = Progress(
+            data.pop("frames_done"), data.pop("frames_total"), data.pop("fps"), data.pop("eta_s"), stage
+        )
+        data["settings_json"] = data.pop("settings")
+        data["sources"] = tuple(json.loads(data["sources"]))
+        data["resume"] = json.loads(data["resume"])
+        data["cancel_requested"] = bool(data["cancel_requested"])
+        return cls(**data)
+
+    @property
+    def settings(self) -> Settings:
+        """The validated settings the job was queued with."""
+        return validate(json.loads(self.settings_json))
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINAL_STATES

@@ -1,0 +1,310 @@
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline import paths
+from pipeline.errors import UserError
+from pipeline.jobs.model import IllegalTransition, JobNotFound
+from pipeline.jobs.store import SCHEMA_VERSION, ClaimLost, JobStore
+from pipeline.settings import Settings, validate
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _settings() -> Settings:
+    data = Settings().model_dump()
+    data["swapper"]["pixel_boost"] = 256
+    data["execution"]["providers"] = ("cpu",)
+    return validate(data)
+
+
+def _add(store: JobStore, n: int = 1, owner: str = "ann") -> list[int]:
+    return [
+        store.add([f"/in/src{i}.jpg"], f"/in/clip{i}.mp4", f"/out/o{i}.mp4", _settings(), owner).id
+        for i in range(n)
+    ]
+
+
+def _queued(store: JobStore) -> list[int]:
+    return [j.id for j in store.list(states=["queued"])]
+
+
+def test_default_location_wal_and_schema(isolated_dirs: dict[str, Path]) -> None:
+    store = JobStore()
+    assert store.path == paths.data_dir() / "queue.sqlite3"
+    assert str(store.path).startswith(str(isolated_dirs["data"]))
+    con = sqlite3.connect(store.path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.commit()
+    con.close()
+    with pytest.raises(UserError, match="newer facestation"):
+        JobStore(store.path)
+
+
+def test_add_get_list_and_persistence(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    job = store.add(["/a.jpg", Path("/b.jpg")], "/t.mp4", "/o.mp4", _settings(), owner="ann")
+    assert job.state == "queued" and job.sources == ("/a.jpg", "/b.jpg") and job.attempts == 0
+    assert job.settings == _settings()
+    store.add(["/c.jpg"], "/t2.mp4", "/o2.mp4", Settings(), owner="bob")
+    reopened = JobStore(tmp_path / "q.db")  # survives a restart
+    assert reopened.get(job.id) == job
+    assert [j.owner for j in reopened.list()] == ["ann", "bob"]
+    assert [j.id for j in reopened.list(owner="bob")] == [job.id + 1]
+    assert reopened.list(states=["running"]) == []
+    with pytest.raises(UserError, match="unknown job state 'runing'"):
+        reopened.list(states=["runing"])  # type: ignore[list-item]
+    with pytest.raises(JobNotFound, match="no job 999"):
+        reopened.get(999)
+    with pytest.raises(UserError, match="at least one source"):
+        store.add([], "/t.mp4", "/o.mp4", Settings())
+
+
+def test_state_machine(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = JobStore(tmp_path / "q.db", clock=clock)
+    a, b, c = _add(store, 3)
+    job = store.claim_next("w1")
+    assert job is not None and job.id == a and job.state == "running" and job.worker_id == "w1"
+    assert job.attempts == 1 and job.started_at == clock.now
+    for action in (store.retry, store.delete):
+        with pytest.raises(IllegalTransition, match=f"job {a}: it is running"):
+            action(a)
+    clock.now += 5
+    done = store.finish(a, "done", worker_id="w1")
+    assert done.state == "done" and done.finished_at == clock.now and done.error is None
+    for action in (store.retry, store.request_cancel):
+        with pytest.raises(IllegalTransition, match="it is done"):
+            action(a)
+    with pytest.raises(IllegalTransition, match="it is done"):
+        store.finish(a, "failed", "late")
+    with pytest.raises(IllegalTransition, match="it is queued"):
+        store.finish(b, "done")
+    with pytest.raises(ValueError):
+        store.finish(b, "running")
+    assert store.claim_next("w1").id == b  # type: ignore[union-attr]
+    failed = store.finish(b, "failed", "ffmpeg exited with 1")
+    assert failed.state == "failed" and failed.error == "ffmpeg exited with 1"
+    assert store.claim_next("w1").id == c  # type: ignore[union-attr]
+    assert store.claim_next("w2") is None
+
+
+def test_worker_reports(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db", log_limit=100)
+    (a,) = _add(store)
+    store.claim_next("w1")
+    assert (
+        store.update_progress(
+            a, frames_done=10, frames_total=300, fps=25.0, eta_s=11.6, stage={"swap": 0.02}, worker_id="w1"
+        )
+        is False
+    )
+    assert store.update_progress(a, frames_done=20, fps=26.0, eta_s=10.8, worker_id="w1") is False
+    store.set_resume(a, {"segments": ["seg000.mkv", "seg001.mkv"]}, worker_id="w1")
+    for i in range(20):
+        store.append_log(a, f"line {i:02d}")
+    job = store.get(a)
+    assert job.progress.frames_done == 20 and job.progress.frames_total == 300 and job.progress.fps == 26.0
+    assert job.progress.stage == {"swap": 0.02} and job.progress.fraction == pytest.approx(20 / 300)
+    assert job.resume == {"segments": ["seg000.mkv", "seg001.mkv"]}
+    assert len(job.log) <= 100 and job.log.endswith("line 19\n") and "line 00" not in job.log
+    with pytest.raises(ClaimLost):
+        store.heartbeat(a, "w2")
+    with pytest.raises(ClaimLost):
+        store.update_progress(a, frames_done=1, worker_id="w2")
+    with pytest.raises(ClaimLost):
+        store.finish(a, "done", worker_id="w2")
+    assert store.get(a).progress.frames_done == 20  # the impostor changed nothing
+
+
+def test_cancel(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    a, b = _add(store, 2)
+    store.claim_next("w1")
+    queued = store.request_cancel(b)
+    assert queued.state == "cancelled" and queued.finished_at is not None
+    assert store.claim_next("w2") is None  # the cancelled job is never claimed
+    running = store.request_cancel(a)
+    assert running.state == "running" and running.cancel_requested
+    assert store.heartbeat(a, "w1") is True
+    assert store.update_progress(a, frames_done=5, worker_id="w1") is True
+    assert store.finish(a, "cancelled", worker_id="w1").state == "cancelled"
+    with pytest.raises(IllegalTransition, match="cannot cancel"):
+        store.request_cancel(a)
+
+
+def test_retry_goes_to_the_end_and_keeps_resume(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    a, b, c = _add(store, 3)
+    store.claim_next("w1")
+    store.set_resume(a, {"segments": ["s0"]}, worker_id="w1")
+    store.finish(a, "failed", "out of memory")
+    store.request_cancel(b)
+    retried = store.retry(a)
+    assert retried.state == "queued" and retried.error is None and retried.attempts == 0
+    assert retried.resume == {"segments": ["s0"]}
+    store.retry(b)
+    assert _queued(store) == [c, a, b]
+    with pytest.raises(IllegalTransition, match="it is queued"):
+        store.retry(c)
+
+
+def test_reorder(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    ids = _add(store, 5)
+    a, b, c, d, e = ids
+    store.claim_next("w1")  # a runs: only queued jobs take part in the order
+    assert _queued(store) == [b, c, d, e]
+    store.move(e, "up")
+    assert _queued(store) == [b, c, e, d]
+    store.move(b, "down")
+    assert _queued(store) == [c, b, e, d]
+    store.move(d, "top")
+    assert _queued(store) == [d, c, b, e]
+    store.move(d, "bottom")
+    assert _queued(store) == [c, b, e, d]
+    store.move(e, 0)
+    assert _queued(store) == [e, c, b, d]
+    store.move(e, 99)  # clamped
+    assert _queued(store) == [c, b, d, e]
+    store.move(c, "up")  # already first: no change
+    assert _queued(store) == [c, b, d, e]
+    assert [j.id for j in store.list()][0] == a  # the running job keeps its place in the full list
+    assert store.claim_next("w2").id == c  # type: ignore[union-attr]
+    with pytest.raises(IllegalTransition, match="only queued jobs can move"):
+        store.move(a, "top")
+    with pytest.raises(UserError, match="move where"):
+        store.move(b, "sideways")  # type: ignore[arg-type]
+
+
+def test_delete(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    a, b, c = _add(store, 3)
+    store.claim_next("w1")
+    with pytest.raises(IllegalTransition, match="cancel it first"):
+        store.delete(a)
+    store.delete(b)
+    with pytest.raises(JobNotFound):
+        store.get(b)
+    with pytest.raises(JobNotFound):
+        store.delete(b)
+    store.finish(a, "done")
+    store.delete(a)
+    assert [j.id for j in store.list()] == [c]
+
+
+def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = JobStore(tmp_path / "q.db", stale_after=60, max_attempts=2, clock=clock)
+    a, b = _add(store, 2)
+    store.claim_next("dead")
+    store.set_resume(a, {"segments": ["s0", "s1"]}, worker_id="dead")
+    clock.now += 50
+    store.heartbeat(a, "dead")
+    clock.now += 59  # 59 s since the last heartbeat: still alive
+    assert store.claim_next("w2").id == b  # type: ignore[union-attr]
+    store.heartbeat(b, "w2")
+    clock.now += 2  # a: 61 s silent
+    assert store.reclaim_stale() == [a]
+    job = store.get(a)
+    assert job.state == "queued" and job.worker_id is None and job.resume == {"segments": ["s0", "s1"]}
+    assert "worker dead silent for 61 s" in job.log
+    assert store.get(b).state == "running"
+    with pytest.raises(ClaimLost):  # the zombie wakes up: it must stop
+        store.heartbeat(a, "dead")
+    again = store.claim_next("w3")
+    assert again is not None and again.id == a and again.attempts == 2 and again.worker_id == "w3"
+    clock.now += 61  # w3 dies too; b's worker (w2) went silent as well
+    assert store.claim_next("w4") is not None  # reclaims both, then claims b again
+    a_job, b_job = store.get(a), store.get(b)
+    assert a_job.state == "failed" and "gave up after 2 attempts" in (a_job.error or "")
+    assert b_job.state == "running" and b_job.worker_id == "w4" and b_job.attempts == 2
+
+
+def test_stale_job_with_cancel_requested_ends_cancelled(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = JobStore(tmp_path / "q.db", stale_after=10, clock=clock)
+    (a,) = _add(store)
+    store.claim_next("w1")
+    store.request_cancel(a)
+    clock.now += 11
+    assert store.claim_next("w2") is None
+    assert store.get(a).state == "cancelled"
+
+
+def test_release_worker_on_restart(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    a, b = _add(store, 2)
+    store.claim_next("gpu0")
+    store.claim_next("gpu1")
+    assert store.release_worker("gpu0") == [a]
+    assert store.get(a).state == "queued" and store.get(b).state == "running"
+    assert store.claim_next("gpu0").id == a  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- several processes at once
+
+
+def _adder(db: str, owner: str, n: int) -> None:
+    store = JobStore(db)
+    for i in range(n):
+        store.add([f"/src/{owner}.jpg"], f"/t/{owner}{i}.mp4", f"/o/{owner}{i}.mp4", Settings(), owner=owner)
+
+
+def _claimer(db: str, worker: str, expected: int, deadline: float, results: multiprocessing.Queue) -> None:
+    store = JobStore(db)
+    mine: list[int] = []
+    while time.time() < deadline:
+        job = store.claim_next(worker)
+        if job is None:
+            if len(store.list(states=["done"])) >= expected:
+                break
+            time.sleep(0.002)
+            continue
+        store.update_progress(job.id, frames_done=1, frames_total=1, worker_id=worker)
+        store.append_log(job.id, f"done by {worker}")
+        store.finish(job.id, "done", worker_id=worker)
+        mine.append(job.id)
+    results.put((worker, mine))
+
+
+def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "q.db")
+    JobStore(db)
+    ctx = multiprocessing.get_context("spawn")
+    results: multiprocessing.Queue = ctx.Queue()
+    deadline = time.time() + 60
+    procs = [
+        ctx.Process(target=_adder, args=(db, "ann", 100)),
+        ctx.Process(target=_adder, args=(db, "bob", 100)),
+        ctx.Process(target=_claimer, args=(db, "w1", 200, deadline, results)),
+        ctx.Process(target=_claimer, args=(db, "w2", 200, deadline, results)),
+    ]
+    for p in procs:
+        p.start()
+    claimed = dict(results.get(timeout=90) for _ in range(2))
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    jobs = JobStore(db).list()
+    ids = [j.id for j in jobs]
+    assert len(jobs) == 200 and len(set(ids)) == 200
+    assert sorted(j.owner for j in jobs).count("ann") == 100
+    assert len({j.position for j in jobs}) == 200  # queue order is a total order
+    assert all(j.state == "done" and j.attempts == 1 for j in jobs)
+    both = claimed["w1"] + claimed["w2"]
+    assert sorted(both) == sorted(ids)  # each job claimed exactly once, by one worker
+    assert all(j.log == f"done by {j.worker_id}\n" for j in jobs)
