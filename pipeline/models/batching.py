@@ -1,0 +1,128 @@
+"""Give a batch-1 export a dynamic batch axis, where the graph allows it.
+
+Many exports fix dim 0 of their inputs and outputs to 1 although no node depends on it. Rewriting
+that dim to a symbolic one lets a single run take N crops. Whether it is safe cannot be read off
+the graph in general (a Reshape to a literal ``[1, …]`` breaks it), so every rewrite is checked:
+one batch-2 run must equal two batch-1 runs. Rewritten files are cached under
+``cache_dir()/batched/`` keyed by the source file's sha256; a failed check is remembered as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+BATCH_DIM = "batch"
+_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8}
+_lock = threading.Lock()
+_memo: dict[tuple[str, int, int], Path | None] = {}
+
+
+def _unbatch(value_infos: Any) -> int:
+    """Set dim 0 of each tensor type whose dim 0 is fixed to 1 to the symbolic batch dim; how many changed."""
+    changed = 0
+    for vi in value_infos:
+        tensor = vi.type.tensor_type
+        if not tensor.HasField("shape") or not tensor.shape.dim:
+            continue
+        first = tensor.shape.dim[0]
+        if first.HasField("dim_value") and first.dim_value == 1:
+            first.ClearField("dim_value")
+            first.dim_param = BATCH_DIM
+            changed += 1
+    return changed
+
+
+def _sample(arg: Any, batch: int, rng: np.random.Generator) -> npt.NDArray[Any]:
+    shape = [batch] + [d if isinstance(d, int) and d > 0 else 64 for d in arg.shape[1:]]
+    dtype = _NP_TYPES.get(arg.type)
+    if dtype is None:
+        raise ValueError(f"input {arg.name} has unsupported type {arg.type}")
+    return rng.uniform(0.0, 1.0, size=shape).astype(dtype)
+
+
+def _verify(path: Path) -> None:
+    """Raise unless one batch-2 run of ``path`` equals two batch-1 runs."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # a failing run is an expected answer here, not an error to log
+    session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {a.name: _sample(a, 2, rng) for a in session.get_inputs() if len(a.shape) > 0}
+    feeds.update({a.name: np.array(0.5, dtype=_NP_TYPES[a.type]) for a in session.get_inputs() if len(a.shape) == 0})
+    both = session.run(None, feeds)
+    singles = [session.run(None, {k: v[i:i + 1] if v.ndim else v for k, v in feeds.items()}) for i in range(2)]
+    for index, out in enumerate(both):
+        joined = np.concatenate([s[index] for s in singles])
+        tol = 1e-2 if out.dtype == np.float16 else 1e-4
+        if out.shape != joined.shape or not np.allclose(out, joined, rtol=tol, atol=tol):
+            raise ValueError(f"output {index}: batch-2 run differs from two batch-1 runs")
+
+
+def dynamic_batch(src: Path, dst: Path) -> bool:
+    """Write ``src`` with a symbolic batch axis to ``dst`` if the result checks out; False (no ``dst``) otherwise."""
+    import onnx
+
+    src, dst = Path(src), Path(dst)
+    model = onnx.load(str(src))
+    graph = model.graph
+    initialisers = {i.name for i in graph.initializer}
+    real_inputs = [i for i in graph.input if i.name not in initialisers]
+    if _unbatch(real_inputs) == 0:
+        log.info("%s: no input has a fixed batch of 1; nothing to rewrite", src.name)
+        return False
+    _unbatch(graph.output)
+    _unbatch(graph.value_info)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(dst.name + f".part-{os.getpid()}")
+    try:
+        onnx.save(model, str(tmp))
+        _verify(tmp)
+    except Exception as exc:  # onnxruntime's load/run errors have their own types
+        tmp.unlink(missing_ok=True)
+        log.info("%s keeps batch 1: %s", src.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return False
+    os.replace(tmp, dst)
+    log.info("%s: batch axis made dynamic (%s)", src.name, dst)
+    return True
+
+
+def batched_path(path: Path) -> Path | None:
+    """A dynamic-batch version of the model at ``path`` (cached), or None where batching it fails."""
+    from pipeline.models.store import sha256_of
+
+    path = Path(path)
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    with _lock:
+        if key in _memo:
+            return _memo[key]
+        digest = sha256_of(path)
+        folder = cache_dir() / "batched"
+        dst = folder / f"{digest}.onnx"
+        failed = folder / f"{digest}.failed"
+        result: Path | None
+        if dst.is_file():
+            result = dst
+        elif failed.is_file():
+            result = None
+        elif dynamic_batch(path, dst):
+            result = dst
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            failed.touch()
+            result = None
+        _memo[key] = result
+        return result
