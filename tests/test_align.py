@@ -4,7 +4,16 @@ import cv2
 import numpy as np
 import pytest
 
-from pipeline.faces.align import TEMPLATES, align, estimate, invert, similarity, template_points, transform_points, warp
+from pipeline.faces.align import (
+    TEMPLATES,
+    align,
+    estimate,
+    invert,
+    similarity,
+    template_points,
+    transform_points,
+    warp,
+)
 
 INSIGHTFACE_112 = [[38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.7366], [41.5493, 92.3655], [70.7299, 92.2041]]
 

@@ -81,7 +81,7 @@ class YuNetDetector:
         new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
         if (new_w, new_h) != (width, height):
             interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-            image = cv2.resize(image, (new_w, new_h), interpolation=interpolation)
+            image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=interpolation), dtype=np.uint8)
         _, fixed_h, fixed_w = self._input_shape()
         pad_h = fixed_h or _round_up(new_h, ALIGN)
         pad_w = fixed_w or _round_up(new_w, ALIGN)

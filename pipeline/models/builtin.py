@@ -244,9 +244,9 @@ def _rewrite(data: bytes, rewrite: Rewrite) -> Any:
 
 def _batch_consistent(model: Any) -> bool:
     """Does a batch of two give what two batches of one give? (Random input, fixed seed.)"""
-    import onnxruntime as ort
+    from pipeline.models.sessions import ort
 
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort().InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     spec = session.get_inputs()[0]
     shape = [d if isinstance(d, int) else 64 for d in spec.shape[1:]]
     rng = np.random.default_rng(0)
