@@ -11,7 +11,13 @@ from onnx import numpy_helper
 
 from pipeline.errors import ModelMismatch
 from pipeline.models import catalog, sessions
-from tests.surrogates import SURROGATE_NAMES, default_classes, default_landmarks68, install_surrogate, make_surrogate
+from tests.surrogates import (
+    SURROGATE_NAMES,
+    default_classes,
+    default_landmarks68,
+    install_surrogate,
+    make_surrogate,
+)
 
 _NP = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
 

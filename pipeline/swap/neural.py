@@ -1,0 +1,162 @@
+"""Neural swappers of the catalog: inswapper, HyperSwap, SimSwap, GHOST.
+
+Each takes an aligned target crop and a source identity vector:
+- inswapper: ``latent = mean ArcFace embedding @ emap`` (emap = the model's last graph initializer,
+  512×512), divided by its L2 norm;
+- HyperSwap: the L2-normalised ArcFace (w600k) embedding;
+- SimSwap / GHOST: their own recogniser's embedding, L2-normalised.
+Crops are normalised per the catalog entry (channel order, mean, std); outputs are de-normalised
+with the same mean/std (inswapper: identity) and clipped to [0, 1]. Exports that fix batch = 1
+are rewritten to a dynamic batch where that checks out (models.batching); otherwise crops run one
+at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.errors import ModelMismatch, NoFaceFound, UserError
+from pipeline.faces.arcface import OnnxRecogniser, l2_normalise, normalise
+from pipeline.models import batching, catalog, sessions, store
+from pipeline.types import Face, Frame, Provider, Template
+
+log = logging.getLogger(__name__)
+
+_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
+
+
+@dataclass(frozen=True, eq=False)
+class SourceIdentity:
+    """What prepare_source builds: the vector fed to the model and the averaged embedding it came from."""
+
+    swapper: str
+    latent: npt.NDArray[np.float32]  # (D,) what the model's ``source`` input receives
+    embedding: npt.NDArray[np.float32]  # (D,) L2-normalised mean recogniser embedding
+    count: int  # how many source faces were averaged
+
+
+@functools.lru_cache(maxsize=4)
+def _read_emap(path: str, size: int, mtime_ns: int) -> npt.NDArray[np.float32]:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(path, load_external_data=False)
+    if not model.graph.initializer:
+        raise ModelMismatch(f"{Path(path).name} has no initializers: no inswapper emap to read")
+    emap = numpy_helper.to_array(model.graph.initializer[-1]).astype(np.float32)
+    if emap.shape != (512, 512):
+        raise ModelMismatch(f"{Path(path).name}: the last initializer is {emap.shape}, expected the 512×512 emap")
+    return emap
+
+
+def read_emap(path: Path) -> npt.NDArray[np.float32]:
+    """The inswapper emap (last graph initializer), read once per file."""
+    stat = Path(path).stat()
+    return _read_emap(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+class NeuralSwapper:
+    """swap.base.Swapper for every ONNX swapper in the catalog."""
+
+    builtin = False
+
+    def __init__(self, name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
+        entry = catalog.get(name)
+        if entry.role != "swapper" or entry.template is None or entry.recogniser is None:
+            valid = [e.name for e in catalog.by_role("swapper")]
+            raise UserError(f"'{name}' is not a neural swapper (choose from: {', '.join(valid)})")
+        self.name = name
+        self.entry = entry
+        self.crop_size = entry.input_size
+        self.template: Template = entry.template
+        self.providers = tuple(providers)
+        self.threads = threads
+        self.recogniser = OnnxRecogniser(entry.recogniser, providers, threads)
+        self._session: Any = None
+        self._batch: int | None = None  # None: dynamic
+
+    @property
+    def uses_emap(self) -> bool:
+        return self.name.startswith("inswapper")
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            self._session, self._batch = self._load()
+        return self._session
+
+    @property
+    def batch(self) -> int | None:
+        """Crops per run: None = all at once (dynamic batch axis)."""
+        _ = self.session
+        return self._batch
+
+    def _load(self) -> tuple[Any, int | None]:
+        path = store.model_path(self.entry)
+        session = sessions.load(path, self.entry, self.providers, self.threads)
+        fixed = {a.shape[0] for a in session.get_inputs() if isinstance(a.shape[0], int)}
+        if not fixed:
+            return session, None
+        if fixed == {1}:
+            batched = batching.batched_path(path)
+            if batched is not None:
+                log.info("%s runs with a dynamic batch", self.name)
+                return sessions.load(batched, self.entry, self.providers, self.threads), None
+        log.info("%s runs one crop at a time (its batch axis is fixed)", self.name)
+        return session, min(fixed)
+
+    def prepare_source(self, sources: Sequence[tuple[Frame, Face]]) -> SourceIdentity:
+        """Average the embeddings of the source faces into the vector this model takes."""
+        if not sources:
+            raise NoFaceFound("no source face to swap in: give at least one source image with a face")
+        embeddings = self.recogniser.embed_faces(sources)
+        embedding = l2_normalise(embeddings.mean(axis=0))
+        if self.uses_emap:
+            latent = l2_normalise(embedding @ read_emap(store.model_path(self.entry)))
+        else:
+            latent = embedding
+        return SourceIdentity(self.name, latent, embedding, len(sources))
+
+    def _inputs(self) -> tuple[Any, Any]:
+        args = self.session.get_inputs()
+        target = next(a for a in args if len(a.shape) == 4)
+        source = next(a for a in args if len(a.shape) == 2)
+        return target, source
+
+    def swap(self, crops: npt.NDArray[np.uint8], identity: object) -> npt.NDArray[np.uint8]:
+        """(N, S, S, 3) BGR uint8 aligned target crops -> swapped crops, same shape."""
+        if not isinstance(identity, SourceIdentity) or identity.swapper != self.name:
+            raise TypeError(f"{self.name}.swap needs the identity made by its own prepare_source")
+        crops = np.asarray(crops)
+        size = self.crop_size
+        if crops.ndim != 4 or crops.shape[1:] != (size, size, 3) or crops.dtype != np.uint8:
+            raise ValueError(f"{self.name} takes (N,{size},{size},3) uint8 crops, got {crops.shape} {crops.dtype}")
+        if len(crops) == 0:
+            return crops.copy()
+        target, source = self._inputs()
+        blob = normalise(crops, self.entry).astype(_NP_TYPES.get(target.type, np.float32))
+        latent = identity.latent.astype(_NP_TYPES.get(source.type, np.float32))[None]
+        step = self.batch or len(blob)
+        out = []
+        for start in range(0, len(blob), step):
+            chunk = blob[start:start + step]
+            feeds = {target.name: chunk, source.name: np.repeat(latent, len(chunk), axis=0)}
+            out.append(np.asarray(self.session.run(None, feeds)[0], dtype=np.float32))
+        return self._denormalise(np.concatenate(out))
+
+    def _denormalise(self, y: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+        mean = np.asarray(self.entry.mean, np.float32).reshape(1, 3, 1, 1)
+        std = np.asarray(self.entry.std, np.float32).reshape(1, 3, 1, 1)
+        pixels = np.clip(y * std + mean, 0.0, 1.0) * 255.0
+        image = np.rint(pixels).astype(np.uint8).transpose(0, 2, 3, 1)
+        if self.entry.channels == "rgb":
+            image = image[..., ::-1]
+        return np.ascontiguousarray(image)
