@@ -98,18 +98,25 @@ def _pyav_probe(path: Path) -> dict[str, Any]:
     try:
         container = av.open(str(path))
     except (av.error.FFmpegError, UnicodeDecodeError) as exc:
-        raise BadMedia(f"{path.name}: {_reason(str(exc))}") from None
+        # PyAV does not pass on ffmpeg's log line: an MP4/MOV header with no readable index is truncated
+        hint = "moov atom not found" if _is_mp4_family(path) else ""
+        raise BadMedia(f"{path.name}: {_reason(hint + ' ' + str(exc))}") from None
     with container:
         streams: list[dict[str, Any]] = []
         for stream in container.streams:
             ctx = stream.codec_context
             entry: dict[str, Any] = {"codec_type": stream.type, "codec_name": ctx.name if ctx else None}
-            if stream.type == "video":
+            if stream.type == "video" and ctx is not None:
                 entry.update(_pyav_video(container, stream))
             streams.append(entry)
         fmt = {"format_name": container.format.name,
                "duration": str(container.duration / 1e6) if container.duration else None}
     return {"streams": streams, "format": fmt}
+
+
+def _is_mp4_family(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(12)[4:8] == b"ftyp"
 
 
 def _pyav_video(container: Any, stream: Any) -> dict[str, Any]:
@@ -192,11 +199,13 @@ def _to_info(path: Path, data: dict[str, Any], ffmpeg_exe: str) -> VideoInfo:
         detail = "audio only" if audios else "no streams ffmpeg recognises"
         raise BadMedia(f"{path.name}: has no video stream ({detail})")
     video = videos[0]
-    codec = _tag(video.get("codec_name")) or "none"
+    codec = _tag(video.get("codec_name")) or "unknown"
     if container == "image2" or container.endswith("_pipe"):
         raise BadMedia(f"{path.name}: is an image ({codec}), not a video")
-    if codec == "none" or codec not in ffmpeg.decoders(ffmpeg_exe):
-        raise BadMedia(f"{path.name}: uses a video codec this ffmpeg cannot decode ({video.get('codec_tag_string') or codec})")
+    if codec in ("none", "unknown") or codec not in ffmpeg.decoders(ffmpeg_exe):
+        tag = str(video.get("codec_tag_string") or "")
+        shown = codec if codec not in ("none", "unknown") else (tag if tag.isalnum() else "unknown codec")
+        raise BadMedia(f"{path.name}: uses a video codec this ffmpeg cannot decode ({shown})")
     width, height = int(video.get("width") or 0), int(video.get("height") or 0)
     if width <= 0 or height <= 0:
         raise BadMedia(f"{path.name}: the video stream has no picture size (corrupt file?)")
