@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -258,21 +260,25 @@ def test_release_worker_on_restart(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- several processes at once
 
 
-def _adder(db: str, owner: str, n: int) -> None:
+def _adder(db: str, owner: str, n: int, start: Any) -> None:
     store = JobStore(db)
+    start.wait()
     for i in range(n):
         store.add([f"/src/{owner}.jpg"], f"/t/{owner}{i}.mp4", f"/o/{owner}{i}.mp4", Settings(), owner=owner)
+        time.sleep(0.001)  # spread the adds so that claims interleave with them
 
 
-def _claimer(db: str, worker: str, expected: int, deadline: float, results: multiprocessing.Queue) -> None:
+def _claimer(db: str, worker: str, expected: int, start: Any, results: multiprocessing.Queue) -> None:
     store = JobStore(db)
     mine: list[int] = []
+    start.wait()
+    deadline = time.time() + 60
     while time.time() < deadline:
         job = store.claim_next(worker)
         if job is None:
             if len(store.list(states=["done"])) >= expected:
                 break
-            time.sleep(0.002)
+            time.sleep(0.001)
             continue
         store.update_progress(job.id, frames_done=1, frames_total=1, worker_id=worker)
         store.append_log(job.id, f"done by {worker}")
@@ -286,12 +292,12 @@ def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None
     JobStore(db)
     ctx = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue = ctx.Queue()
-    deadline = time.time() + 60
+    start = ctx.Barrier(4)
     procs = [
-        ctx.Process(target=_adder, args=(db, "ann", 100)),
-        ctx.Process(target=_adder, args=(db, "bob", 100)),
-        ctx.Process(target=_claimer, args=(db, "w1", 200, deadline, results)),
-        ctx.Process(target=_claimer, args=(db, "w2", 200, deadline, results)),
+        ctx.Process(target=_adder, args=(db, "ann", 100, start)),
+        ctx.Process(target=_adder, args=(db, "bob", 100, start)),
+        ctx.Process(target=_claimer, args=(db, "w1", 200, start, results)),
+        ctx.Process(target=_claimer, args=(db, "w2", 200, start, results)),
     ]
     for p in procs:
         p.start()
@@ -308,3 +314,27 @@ def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None
     both = claimed["w1"] + claimed["w2"]
     assert sorted(both) == sorted(ids)  # each job claimed exactly once, by one worker
     assert all(j.log == f"done by {j.worker_id}\n" for j in jobs)
+    # the processes really overlapped: jobs were claimed while others were still being added
+    assert min(j.started_at or 0.0 for j in jobs) < max(j.created_at for j in jobs)
+    assert claimed["w1"] and claimed["w2"]
+
+
+def test_threads_share_one_store(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    taken: list[int] = []
+
+    def work(worker: str) -> None:
+        for _ in range(25):
+            _add(store)
+            job = store.claim_next(worker)
+            if job is not None:
+                store.finish(job.id, "done", worker_id=worker)
+                taken.append(job.id)
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(store.list()) == 100
+    assert len(taken) == len(set(taken)) == len(store.list(states=["done"]))

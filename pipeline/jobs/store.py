@@ -17,7 +17,9 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -99,45 +101,49 @@ class JobStore:
         self.log_limit = log_limit
         self._busy_timeout = busy_timeout
         self._clock = clock
+        self._local = threading.local()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._initialise()
 
     # ------------------------------------------------------------ connections
 
     def _connect(self) -> sqlite3.Connection:
+        """This thread's connection (one per thread and process: sqlite3 connections must not be shared)."""
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is not None and self._local.pid == os.getpid():
+            return con
         con = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
         con.row_factory = sqlite3.Row
         con.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
         con.execute("PRAGMA synchronous = NORMAL")
+        self._local.con, self._local.pid = con, os.getpid()
         return con
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their thread's store is garbage-collected)."""
+        con = getattr(self._local, "con", None)
+        if con is not None and self._local.pid == os.getpid():
+            con.close()
+        self._local.con = None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        finally:
-            con.close()
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        con = self._connect()
+        con.execute("BEGIN IMMEDIATE")
         try:
             yield con
-        finally:
-            con.close()
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+    def _read(self) -> sqlite3.Connection:
+        return self._connect()
 
     def _initialise(self) -> None:
-        with self._read() as con:
-            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode != "wal":
-                log.warning("queue database %s is in %s mode, not WAL", self.path, mode)
+        mode = self._read().execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            log.warning("queue database %s is in %s mode, not WAL", self.path, mode)
         with self._write() as con:
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -167,8 +173,7 @@ class JobStore:
         return cls._to_job(row)
 
     def get(self, job_id: int) -> Job:
-        with self._read() as con:
-            return self._fetch(con, job_id)
+        return self._fetch(self._read(), job_id)
 
     def list(self, owner: str | None = None, states: Sequence[JobState] | None = None) -> builtins.list[Job]:
         """Jobs in queue order, optionally only one owner's and/or only some states."""
@@ -183,8 +188,7 @@ class JobStore:
             where.append(f"state IN ({', '.join('?' * len(states))})")
             params.extend(states)
         sql = "SELECT * FROM jobs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY position"
-        with self._read() as con:
-            return [self._to_job(r) for r in con.execute(sql, params)]
+        return [self._to_job(r) for r in self._read().execute(sql, params)]
 
     # ------------------------------------------------------------ queue edits
 
