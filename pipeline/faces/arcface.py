@@ -24,10 +24,19 @@ log = logging.getLogger(__name__)
 
 
 def normalise(crops: npt.NDArray[np.uint8], entry: ModelEntry) -> npt.NDArray[np.float32]:
-    """(N,H,W,3) BGR uint8 -> (N,3,H,W) float32 in the entry's channel order, mean and std."""
-    pixels = crops[..., ::-1] if entry.channels == "rgb" else crops
-    x = (pixels.astype(np.float32) / 255.0 - np.asarray(entry.mean, np.float32)) / np.asarray(entry.std, np.float32)
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=np.float32)
+    """(N,H,W,3) BGR uint8 -> (N,3,H,W) float32 in the entry's channel order, mean and std.
+
+    One fused pass: x/255 − mean)/std = x·scale − offset, read straight from the transposed view.
+    """
+    chw = crops.transpose(0, 3, 1, 2)
+    if entry.channels == "rgb":
+        chw = chw[:, ::-1]
+    std = np.asarray(entry.std, np.float64)
+    scale = (1.0 / (255.0 * std)).astype(np.float32).reshape(1, 3, 1, 1)
+    offset = (np.asarray(entry.mean, np.float64) / std).astype(np.float32).reshape(1, 3, 1, 1)
+    out = np.multiply(chw, scale, dtype=np.float32)
+    out -= offset
+    return out
 
 
 def l2_normalise(x: npt.NDArray[np.floating], axis: int = -1) -> npt.NDArray[np.float32]:

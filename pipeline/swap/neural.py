@@ -153,10 +153,14 @@ class NeuralSwapper:
         return self._denormalise(np.concatenate(out))
 
     def _denormalise(self, y: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
-        mean = np.asarray(self.entry.mean, np.float32).reshape(1, 3, 1, 1)
+        """(N,3,S,S) model output -> (N,S,S,3) BGR uint8: ×std + mean, clipped to [0, 1], rounded."""
         std = np.asarray(self.entry.std, np.float32).reshape(1, 3, 1, 1)
-        pixels = np.clip(y * std + mean, 0.0, 1.0) * 255.0
-        image = np.rint(pixels).astype(np.uint8).transpose(0, 2, 3, 1)
+        mean = np.asarray(self.entry.mean, np.float32).reshape(1, 3, 1, 1)
+        y = np.array(y, dtype=np.float32)  # a private copy to work in place
+        y *= 255.0 * std
+        y += 255.0 * mean + 0.5  # + 0.5 then truncate = round half up on non-negative values
+        np.clip(y, 0.0, 255.5, out=y)
+        hwc = y.transpose(0, 2, 3, 1)
         if self.entry.channels == "rgb":
-            image = image[..., ::-1]
-        return np.ascontiguousarray(image)
+            hwc = hwc[..., ::-1]
+        return np.ascontiguousarray(hwc.astype(np.uint8))
