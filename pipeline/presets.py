@@ -250,7 +250,11 @@ def _find(name: str) -> PresetInfo:
 
 
 def read(name_or_path: str | Path) -> Preset:
-    """Load a preset by name or from a ``.json`` path, with its description."""
+    """Load a preset by name or from a file, with its description.
+
+    A :class:`~pathlib.Path`, or text ending in ``.json`` or containing a path separator, is a file;
+    anything else is a preset name.
+    """
     if _is_path(name_or_path):
         path = Path(name_or_path).expanduser()
         doc = _read_json(path)

@@ -225,8 +225,12 @@ def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
     assert job.state == "queued" and job.worker_id is None and job.resume == {"segments": ["s0", "s1"]}
     assert "worker dead silent for 61 s" in job.log
     assert store.get(b).state == "running"
-    with pytest.raises(ClaimLost):  # the zombie wakes up: it must stop
+    with pytest.raises(ClaimLost):  # the zombie wakes up: it must stop, and cannot end the job
         store.heartbeat(a, "dead")
+    with pytest.raises(ClaimLost):
+        store.finish(a, "done", worker_id="dead")
+    with pytest.raises(ClaimLost):
+        store.set_resume(a, {}, worker_id="dead")
     again = store.claim_next("w3")
     assert again is not None and again.id == a and again.attempts == 2 and again.worker_id == "w3"
     clock.now += 61  # w3 dies too; b's worker (w2) went silent as well

@@ -409,9 +409,11 @@ class JobStore:
             raise ValueError(f"finish() takes done, failed or cancelled, not {state!r}")
         with self._write() as con:
             job = self._fetch(con, job_id)
+            if worker_id is not None and (job.state != "running" or job.worker_id != worker_id):
+                raise ClaimLost(
+                    f"job {job_id} is {job.state} and held by {job.worker_id or 'no worker'}, not {worker_id}"
+                )
             check("finish", job_id, job.state)
-            if worker_id is not None and job.worker_id != worker_id:
-                raise ClaimLost(f"job {job_id} is held by {job.worker_id}, not {worker_id}")
             if state == "failed" and not error:
                 error = "failed without a message"
             con.execute(
