@@ -49,7 +49,8 @@ def letterbox(frame: npt.NDArray[np.uint8], size: int, entry: ModelEntry) -> tup
     scale = size / max(height, width)
     new_w, new_h = min(size, max(1, round(width * scale))), min(size, max(1, round(height * scale)))
     if (new_w, new_h) != (width, height):
-        image = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+        image = np.asarray(cv2.resize(image, (new_w, new_h),
+                                      interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR), np.uint8)
     canvas = np.zeros((size, size, 3), np.uint8)
     canvas[:new_h, :new_w] = image
     pixels = canvas[..., ::-1] if entry.channels == "rgb" else canvas
