@@ -84,12 +84,18 @@ def make_clip(
     target = path if not rotation else path.with_name(f"unrotated_{path.name}")
     _run([*cmd, "-map", "0:v", *(["-map", "1:a"] if audio else []), str(target)], stdin)
     if rotation:
-        import imageio_ffmpeg
-
-        _run([imageio_ffmpeg.get_ffmpeg_exe(), *_Q, "-display_rotation", str(rotation), "-i", str(target),
-              "-c", "copy", str(path)])
+        set_rotation(target, path, rotation)
         target.unlink()
     return path
+
+
+def set_rotation(src: Path, dest: Path, degrees: int) -> Path:
+    """Copy ``src`` with a display-matrix rotation (counter-clockwise degrees, as ffprobe reports)."""
+    import imageio_ffmpeg  # Debian's ffmpeg 5.1 has no -display_rotation
+
+    _run([imageio_ffmpeg.get_ffmpeg_exe(), *_Q, "-display_rotation", str(degrees), "-i", str(src),
+          "-c", "copy", str(dest)])
+    return dest
 
 
 def _face_frames(image: str | Path | np.ndarray, n: int, w: int, h: int) -> np.ndarray:
