@@ -34,6 +34,15 @@ class Source:
 
 
 @dataclass
+class Swapped:
+    """One face of one frame after the swapper: where it came from and what replaces it."""
+
+    matrix: np.ndarray  # frame -> crop
+    crop: Frame  # the aligned target crop
+    result: Frame  # the swapped crop
+
+
+@dataclass
 class FaceProcessor:
     settings: Settings
     sources: Sequence[Path | str | Frame]
@@ -105,27 +114,39 @@ class FaceProcessor:
             faces = [f.with_embedding(e) for f, e in zip(faces, embeddings, strict=True)]
         return selection.select(faces, sel.mode, sel.order, self.reference, sel.reference_distance, sel.min_size)
 
-    def apply(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[Frame]:
-        """Swap the given faces in their frames; all crops of all frames go through the swapper as one batch."""
+    def swap(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[list[Swapped]]:
+        """Align and swap every given face; all crops of all frames go through the swapper as one batch."""
         size, template = self.swapper.crop_size, self.swapper.template
-        crops, matrices, owners = [], [], []
+        items: list[list[Swapped]] = [[] for _ in frames]
+        crops, owners = [], []
         for i, (frame, frame_faces) in enumerate(zip(frames, faces, strict=True)):
             for face in frame_faces:
                 m = align.estimate(face.landmarks, template, size)
-                crops.append(align.warp(frame, m, size))
-                matrices.append(m)
-                owners.append(i)
-        out = [f for f in frames]
-        if not crops:
-            return out
-        swapped = self.swapper.swap(np.stack(crops), self.identity)
+                crop = align.warp(frame, m, size)
+                items[i].append(Swapped(m, crop, crop))
+                crops.append(crop)
+                owners.append((i, len(items[i]) - 1))
+        if crops:
+            swapped = self.swapper.swap(np.stack(crops), self.identity)
+            for (i, k), result in zip(owners, swapped, strict=True):
+                items[i][k].result = result
+        return items
+
+    def blend(self, frame: Frame, items: Sequence[Swapped]) -> Frame:
+        """Colour-match each swapped crop to its target crop and paste it back into ``frame``."""
         c = self.settings.color
         poisson = self.settings.swapper.poisson and not self.swapper.builtin
-        for crop, result, m, i in zip(crops, swapped, matrices, owners, strict=True):
+        for item in items:
+            result = item.result
             if c.method != "none":
-                result = color.transfer(result, crop, c.method, c.strength, self.mask)
-            out[i] = paste.paste_back(out[i], result, m, self.mask, poisson=poisson)
-        return out
+                result = color.transfer(result, item.crop, c.method, c.strength, self.mask)
+            frame = paste.paste_back(frame, result, item.matrix, self.mask, poisson=poisson)
+        return frame
+
+    def apply(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[Frame]:
+        """Swap the given faces in their frames."""
+        swapped = self.swap(frames, faces)
+        return [self.blend(f, items) for f, items in zip(frames, swapped, strict=True)]
 
     def process(self, frames: Sequence[Frame]) -> list[Frame]:
         detected = self.detect(frames)

@@ -110,3 +110,19 @@ def loaded() -> list[dict[str, Any]]:
     with _lock:
         return [{"model": Path(k[0]).name, "requested": list(k[1]), "providers": s.get_providers()}
                 for k, s in _cache.items()]
+
+
+def device_memory_mb() -> float | None:
+    """Memory used on the first NVIDIA GPU (MB), from nvidia-smi; None where it cannot be read."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=2, check=True).stdout
+        return float(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None

@@ -1,0 +1,178 @@
+"""The video render: end to end on generated clips with a real face."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from pipeline.cli import main
+from pipeline.errors import Cancelled
+from pipeline.faces.recognise import cosine, embed_faces
+from pipeline.faces.sface import SFaceRecogniser
+from pipeline.faces.yunet import YuNetDetector
+from pipeline.process import FaceProcessor
+from pipeline.render import Render, render
+from pipeline.settings import Settings, apply_overrides
+from pipeline.video.decode import read_frames
+from tests import photos
+from tests.videos import count_frames, make_clip, stream_info
+
+ONE = apply_overrides(Settings(), ["selector.mode=one"])
+
+
+@pytest.fixture(scope="module")
+def face_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_clip(tmp_path_factory.mktemp("clips") / "face.mp4", seconds=1.5, size=(480, 360),
+                     face_image=photos.astronaut())
+
+
+def _identity_gain(original: Path, swapped: Path, every: int = 5) -> list[float]:
+    det, rec = YuNetDetector(), SFaceRecogniser()
+    src = photos.grace_hopper()
+    ref = embed_faces(rec, src, [max(det.detect([src])[0], key=lambda f: f.area)])[0]
+    gains = []
+    for i, (a, b) in enumerate(zip(read_frames(original), read_frames(swapped), strict=True)):
+        if i % every:
+            continue
+        fa, fb = det.detect([a])[0], det.detect([b])[0]
+        if not fa:
+            continue  # no face visible in the input frame
+        assert fb, f"frame {i}: the face vanished"
+        ea = embed_faces(rec, a, [max(fa, key=lambda f: f.area)])[0]
+        eb = embed_faces(rec, b, [max(fb, key=lambda f: f.area)])[0]
+        gains.append(cosine(ref, eb) - cosine(ref, ea))
+    return gains
+
+
+def _no_ffmpeg_children() -> bool:
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        if not [p for p in psutil.Process().children(recursive=True) if "ffmpeg" in p.name()]:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.mp4"
+    seen = []
+    result = render(ONE, [photos.grace_hopper_path()], face_clip, out, progress=seen.append, progress_every=0.0)
+    assert result.frames == count_frames(face_clip) == count_frames(out) == 45
+    info = stream_info(out)
+    kinds = {s["codec_type"] for s in info["streams"]}
+    assert kinds == {"video", "audio"}
+    video = next(s for s in info["streams"] if s["codec_type"] == "video")
+    assert video["r_frame_rate"] == "30/1" and video.get("color_primaries") == "bt709"
+    assert "synthetic" in info["format"]["tags"].get("comment", "")
+    gains = _identity_gain(face_clip, out)
+    assert gains and min(gains) >= 0.2, gains
+    assert seen[-1].frames_done == 45 and seen[-1].eta_s == 0.0
+    assert set(result.stage_s) == {"decode", "detect", "swap", "blend", "encode"}
+    assert _no_ffmpeg_children()
+
+
+def test_batches_across_frames_equal_single_frames(face_clip: Path) -> None:
+    frames = list(read_frames(face_clip))[:6]
+    processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
+    batched = processor.process(frames)
+    single = [processor.process([f])[0] for f in frames]
+    for a, b in zip(batched, single, strict=True):
+        assert np.abs(a.astype(int) - b).max() <= 1
+
+
+def test_tracker_fills_frames_where_detection_missed(face_clip: Path, tmp_path: Path) -> None:
+    processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
+    real_detect = processor.detector.detect
+    counter = {"n": 0}
+    missed = set(range(10, 14)) | {30}
+
+    def flaky(frames):  # type: ignore[no-untyped-def]
+        found = real_detect(frames)
+        out = []
+        for faces in found:
+            out.append([] if counter["n"] in missed else faces)
+            counter["n"] += 1
+        return out
+
+    processor.detector.detect = flaky  # type: ignore[method-assign]
+    settings = apply_overrides(ONE, ["execution.batch_size=1"])
+    out = tmp_path / "tracked.mp4"
+    Render(settings, [], face_clip, out, processor=processor).run()
+    gains = _identity_gain(face_clip, out, every=1)
+    frames_checked = [g for i, g in enumerate(gains) if i in missed]
+    assert len(frames_checked) == len(missed) and min(frames_checked) >= 0.2, frames_checked
+
+
+def test_cancel_stops_quickly_and_leaves_nothing(face_clip: Path, tmp_path: Path) -> None:
+    long_clip = make_clip(tmp_path / "long.mp4", seconds=20, size=(480, 360), face_image=photos.astronaut())
+    out = tmp_path / "cancelled.mp4"
+    cancel = threading.Event()
+    job = Render(ONE, [photos.grace_hopper_path()], long_clip, out, cancel=cancel,
+                 progress=lambda p: cancel.set() if p.frames_done >= 20 else None, progress_every=0.0)
+    started = time.time()
+    with pytest.raises(Cancelled):
+        job.run()
+    assert time.time() - started < 15
+    assert not out.exists() and not list(tmp_path.glob(".*partial*"))
+    assert _no_ffmpeg_children()
+
+
+def test_trim(face_clip: Path, tmp_path: Path) -> None:
+    out = tmp_path / "trim.mp4"
+    s = apply_overrides(ONE, ["video.start=0.5", "video.end=1.0"])
+    render(s, [photos.grace_hopper_path()], face_clip, out)
+    assert abs(count_frames(out) - 15) <= 1
+
+
+def test_cli_video_with_spaces_and_non_ascii(face_clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "mes vidéos ünï"
+    folder.mkdir()
+    target = folder / "clip à moi.mp4"
+    target.write_bytes(face_clip.read_bytes())
+    out = folder / "sortie é.mp4"
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(target), "--output", str(out),
+                 "--set", "selector.mode=one", "--json"])
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["frames"] == 45 and Path(summary["output"]) == out and out.exists()
+
+
+def test_cli_bad_videos_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.videos import make_audio_only, make_image_as_video, make_truncated, make_unknown_codec
+
+    good = make_clip(tmp_path / "good.mp4", seconds=1, size=(160, 120))
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    cases = {
+        "empty": empty,
+        "truncated": make_truncated(good, tmp_path / "cut.mp4"),
+        "audio": make_audio_only(tmp_path / "sound.mp4"),
+        "image": make_image_as_video(tmp_path / "picture.mp4"),
+        "codec": make_unknown_codec(tmp_path / "weird.mkv"),
+    }
+    for kind, path in cases.items():
+        code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(path),
+                     "--output", str(tmp_path / "o.mp4")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2, (kind, err)
+        assert len(err.splitlines()) == 1 and path.name in err and "Traceback" not in err, (kind, err)
+    assert not (tmp_path / "o.mp4").exists()
+
+
+def test_cli_reports_cancel_with_exit_status(monkeypatch: pytest.MonkeyPatch, face_clip: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import pipeline.render as render_mod
+
+    def cancelled(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise Cancelled("render cancelled")
+
+    monkeypatch.setattr(render_mod, "render", cancelled)
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(face_clip),
+                 "--output", str(tmp_path / "o.mp4")])
+    assert code == 130 and "cancelled" in capsys.readouterr().err
