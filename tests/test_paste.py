@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pipeline.blend.mask import box_mask
-from pipeline.blend.paste import paste_back, paste_many
+from pipeline.blend.paste import paste_back, paste_many, poisson_blend
 
 S = 128
 
@@ -134,3 +134,24 @@ def test_paste_many_pastes_each_face() -> None:
 def test_mask_crop_size_mismatch_raises() -> None:
     with pytest.raises(ValueError, match="same size"):
         paste_back(noise_frame(), np.zeros((S, S, 3), np.uint8), face_matrix(200, 200, 100, 0), box_mask(64))
+
+
+def test_poisson_blend_solver_properties() -> None:
+    rng = np.random.default_rng(8)
+    src = cv2.GaussianBlur(rng.integers(0, 256, (120, 150, 3), dtype=np.uint8), (0, 0), 2)
+    dst = cv2.GaussianBlur(rng.integers(0, 256, (120, 150, 3), dtype=np.uint8), (0, 0), 2)
+    mask = np.zeros((120, 150), np.float32)
+    cv2.ellipse(mask, (75, 60), (40, 30), 0, 0, 360, 1.0, -1)
+    # Blending an image into itself, or into itself plus a constant, returns it: only gradients count.
+    assert np.array_equal(poisson_blend(dst, dst, mask), dst)
+    assert np.array_equal(poisson_blend(cv2.add(dst, 30), dst, mask), dst)
+    out = poisson_blend(src, dst, mask)
+    assert np.array_equal(out, poisson_blend(src, dst, mask)), "must be deterministic"
+    inside = mask > 0
+    ys, xs = np.nonzero(inside)
+    box = np.zeros_like(inside)
+    box[ys.min():ys.max() + 1, xs.min():xs.max() + 1] = True
+    assert np.array_equal(out[~box], dst[~box])  # outside the mask's bounding box: untouched
+    detail = lambda im: (im[..., 1].astype(float) - cv2.GaussianBlur(im[..., 1], (0, 0), 3).astype(float))[inside]  # noqa: E731
+    assert np.corrcoef(detail(out), detail(src))[0, 1] > 0.9
+    assert np.array_equal(poisson_blend(src, dst, np.zeros_like(mask)), dst)

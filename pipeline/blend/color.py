@@ -44,27 +44,31 @@ def from_lab(lab: npt.NDArray[np.floating]) -> Crop:
     return np.clip(np.rint(bgr * 255.0), 0, 255).astype(np.uint8)
 
 
-def _selection(mask: Mask | None, shape: tuple[int, ...]) -> npt.NDArray[np.bool_] | None:
+def _selection(mask: Mask | None, shape: tuple[int, ...]) -> npt.NDArray[np.uint8] | None:
+    """The masked pixels as an 8-bit mask (OpenCV's form), or None for the whole crop."""
     if mask is None:
         return None
     if mask.shape[:2] != shape[:2]:
         raise ValueError(f"colour mask {mask.shape[:2]} must match the crop {shape[:2]}")
-    select = mask > 0.5
-    if np.count_nonzero(select) < MIN_PIXELS:
-        log.debug("colour mask keeps %d pixels: using the whole crop", np.count_nonzero(select))
+    select = (mask > 0.5).view(np.uint8)
+    count = cv2.countNonZero(select)
+    if count < MIN_PIXELS:
+        log.debug("colour mask keeps %d pixels: using the whole crop", count)
         return None
     return select
 
 
-def _pixels(image: npt.NDArray, select: npt.NDArray[np.bool_] | None) -> Pixels:
-    flat = image[select] if select is not None else image.reshape(-1, image.shape[-1])
+def _pixels(image: npt.NDArray, select: npt.NDArray[np.uint8] | None) -> Pixels:
+    flat = image[select.view(bool)] if select is not None else image.reshape(-1, image.shape[-1])
     return flat.astype(np.float64)
 
 
-def _reinhard(src: Pixels, tgt: Pixels) -> tuple[Pixels, Pixels]:
-    """(scale per channel, offset) with out = x * scale + offset."""
-    mu_s, mu_t = src.mean(0), tgt.mean(0)
-    scale = tgt.std(0) / np.maximum(src.std(0), 1e-3)
+def _reinhard(lab_s: npt.NDArray[np.float32], lab_t: npt.NDArray[np.float32],
+              select: npt.NDArray[np.uint8] | None) -> tuple[Pixels, Pixels]:
+    """(matrix, offset) with out = x @ matrix + offset: a per-channel scale and shift."""
+    mu_s, sd_s = (v.ravel() for v in cv2.meanStdDev(lab_s, mask=select))
+    mu_t, sd_t = (v.ravel() for v in cv2.meanStdDev(lab_t, mask=select))
+    scale = sd_t / np.maximum(sd_s, 1e-3)
     return np.diag(scale), mu_t - mu_s * scale
 
 
@@ -76,8 +80,10 @@ def _sqrtm(sym: Pixels) -> tuple[Pixels, Pixels]:
     return (vectors * root) @ vectors.T, (vectors / root) @ vectors.T
 
 
-def _mkl(src: Pixels, tgt: Pixels) -> tuple[Pixels, Pixels]:
+def _mkl(lab_s: npt.NDArray[np.float32], lab_t: npt.NDArray[np.float32],
+         select: npt.NDArray[np.uint8] | None) -> tuple[Pixels, Pixels]:
     """(matrix, offset) with out = x @ matrix + offset; matrix maps N(mu_s, A) onto N(mu_t, B)."""
+    src, tgt = _pixels(lab_s, select), _pixels(lab_t, select)
     mu_s, mu_t = src.mean(0), tgt.mean(0)
     a, b = np.cov(src, rowvar=False), np.cov(tgt, rowvar=False)
     reg = 1e-3 * max(np.trace(a), np.trace(b)) / 3 + 1e-4
@@ -89,11 +95,12 @@ def _mkl(src: Pixels, tgt: Pixels) -> tuple[Pixels, Pixels]:
     return t, mu_t - mu_s @ t
 
 
-def _histogram(source: Crop, target: Crop, select: npt.NDArray[np.bool_] | None) -> Crop:
+def _histogram(source: Crop, target: Crop, select: npt.NDArray[np.uint8] | None) -> Crop:
     out = np.empty_like(source)
+    chosen = select.view(bool) if select is not None else None
     for c in range(source.shape[-1]):
-        s = source[..., c][select] if select is not None else source[..., c].ravel()
-        t = target[..., c][select] if select is not None else target[..., c].ravel()
+        s = source[..., c][chosen] if chosen is not None else source[..., c].ravel()
+        t = target[..., c][chosen] if chosen is not None else target[..., c].ravel()
         cdf_s = np.cumsum(np.bincount(s, minlength=256)).astype(np.float64) / s.size
         cdf_t = np.cumsum(np.bincount(t, minlength=256)).astype(np.float64) / t.size
         # Each source level goes to the target level at the same quantile (inverse target CDF); a level
@@ -131,9 +138,9 @@ def transfer(
     elif method in ("reinhard", "mkl"):
         lab_s, lab_t = to_lab(source_crop), to_lab(target_crop)
         fit = _reinhard if method == "reinhard" else _mkl
-        matrix, offset = fit(_pixels(lab_s, select), _pixels(lab_t, select))
-        mapped = lab_s.reshape(-1, 3).astype(np.float64) @ matrix + offset
-        full = from_lab(mapped.reshape(lab_s.shape))
+        matrix, offset = fit(lab_s, lab_t, select)
+        affine = np.hstack([matrix.T, offset[:, None]])  # cv2.transform: out = A[:, :3] @ x + A[:, 3]
+        full = from_lab(np.asarray(cv2.transform(lab_s, affine), np.float32))
     else:
         raise ValueError(f"unknown colour method {method!r}; choose one of: none, reinhard, mkl, histogram")
     if strength >= 1.0:

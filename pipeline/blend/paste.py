@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -19,10 +20,9 @@ from pipeline.types import Frame, Mask, Matrix
 
 log = logging.getLogger(__name__)
 
-_POISSON_PAD = 4  # seamlessClone misbehaves when the mask touches the image edge
 
 
-def _support(mask: Mask) -> tuple[int, int, int, int] | None:
+def _support(mask: npt.NDArray[np.floating] | npt.NDArray[np.bool_]) -> tuple[int, int, int, int] | None:
     """Bounding box (x0, y0, x1, y1), exclusive end, of the mask's non-zero pixels; None if empty."""
     rows = np.flatnonzero(mask.any(axis=1))
     if rows.size == 0:
@@ -47,20 +47,65 @@ def _frame_roi(matrix: Matrix, box: tuple[int, int, int, int], shape: tuple[int,
     return fx0, fy0, fx1, fy1
 
 
-def _poisson(src: Frame, dst: Frame, mask: Mask) -> Frame:
-    """seamlessClone of ``src`` into ``dst`` (same size) where ``mask`` > 0; dst unchanged elsewhere."""
-    p = _POISSON_PAD
-    binary = np.where(mask > 0, 255, 0).astype(np.uint8)
-    src_p = cv2.copyMakeBorder(src, p, p, p, p, cv2.BORDER_REFLECT)
-    dst_p = cv2.copyMakeBorder(dst, p, p, p, p, cv2.BORDER_REFLECT)
-    mask_p = cv2.copyMakeBorder(binary, p, p, p, p, cv2.BORDER_CONSTANT, value=0)
-    bx, by, bw, bh = cv2.boundingRect(mask_p)
-    if bw < 3 or bh < 3:
-        return src
-    # OpenCV places the mask's bounding rect at centre - size // 2: this centre puts it back where it was.
-    center = (bx + bw // 2, by + bh // 2)
-    cloned = cv2.seamlessClone(src_p, dst_p, mask_p, center, cv2.NORMAL_CLONE)
-    return np.asarray(cloned[p:-p, p:-p], dtype=np.uint8)
+@lru_cache(maxsize=16)
+def _sine_basis(n: int) -> npt.NDArray[np.float32]:
+    """Orthonormal type-I sine transform matrix of order ``n`` (symmetric, its own inverse)."""
+    k = np.arange(1, n + 1, dtype=np.float64)
+    basis = np.sqrt(2.0 / (n + 1)) * np.sin(np.pi * np.outer(k, k) / (n + 1))
+    return basis.astype(np.float32)
+
+
+@lru_cache(maxsize=16)
+def _laplacian_eigenvalues(n: int, m: int) -> npt.NDArray[np.float32]:
+    """Eigenvalues of the 5-point Laplacian on an n×m grid with zero boundary, in the sine basis."""
+    ky = 2.0 * np.cos(np.pi * np.arange(1, n + 1) / (n + 1)) - 2.0
+    kx = 2.0 * np.cos(np.pi * np.arange(1, m + 1) / (m + 1)) - 2.0
+    return (ky[:, None] + kx[None, :]).astype(np.float32)
+
+
+def poisson_blend(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.uint8], mask: Mask) -> npt.NDArray[np.uint8]:
+    """Gradient-domain (Poisson) blend of ``src`` into ``dst`` where ``mask`` > 0; same-size H×W×C images.
+
+    Solves the discrete Poisson equation whose guidance field is ``src``'s gradient on every pixel
+    edge touching the mask and ``dst``'s elsewhere, with ``dst`` as the boundary value around the
+    mask's bounding box (Pérez et al. 2003), exactly, by diagonalising the Laplacian in the sine basis.
+    Pixels outside that box are ``dst``'s; inside the box only the masked part is meaningful (callers
+    alpha-blend through their mask). Written here because OpenCV 5.0's seamlessClone gives different
+    results on successive identical calls.
+    """
+    inside = mask > 0
+    out = dst.copy()
+    box = _support(inside)
+    if box is None:
+        return out
+    # Solve on the mask's bounding box plus a one-pixel ring of boundary values.
+    x0, y0, x1, y1 = max(box[0] - 1, 0), max(box[1] - 1, 0), min(box[2] + 1, inside.shape[1]), min(box[3] + 1, inside.shape[0])
+    if x1 - x0 < 3 or y1 - y0 < 3:
+        return out
+    inside = inside[y0:y1, None, x0:x1]
+    # Layout H×C×W so that each sine transform is a single matrix product (one GEMM per side).
+    s = src[y0:y1, x0:x1].astype(np.float32).transpose(0, 2, 1)
+    d = dst[y0:y1, x0:x1].astype(np.float32).transpose(0, 2, 1)
+    use_x, use_y = inside[:, :, 1:] | inside[:, :, :-1], inside[1:] | inside[:-1]
+    gx = np.where(use_x, s[:, :, 1:] - s[:, :, :-1], d[:, :, 1:] - d[:, :, :-1])
+    gy = np.where(use_y, s[1:] - s[:-1], d[1:] - d[:-1])
+    rhs = (gx[1:-1, :, 1:] - gx[1:-1, :, :-1]) + (gy[1:, :, 1:-1] - gy[:-1, :, 1:-1])
+    # The known boundary values move to the right-hand side; the interior is solved with zero boundary.
+    rhs[0] -= d[0, :, 1:-1]
+    rhs[-1] -= d[-1, :, 1:-1]
+    rhs[:, :, 0] -= d[1:-1, :, 0]
+    rhs[:, :, -1] -= d[1:-1, :, -1]
+    n, channels, m = rhs.shape
+    sn, sm = _sine_basis(n), _sine_basis(m)
+
+    def transform(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        left = (sn @ x.reshape(n, channels * m)).reshape(n * channels, m)
+        return np.asarray((left @ sm).reshape(n, channels, m), dtype=np.float32)
+
+    interior = transform(transform(rhs) / _laplacian_eigenvalues(n, m)[:, None, :])
+    result = np.clip(np.rint(interior.transpose(0, 2, 1)), 0, 255).astype(np.uint8)
+    out[y0 + 1:y1 - 1, x0 + 1:x1 - 1] = result
+    return out
 
 
 def paste_back(
@@ -76,7 +121,7 @@ def paste_back(
 
     ``mask`` is in crop space (same height and width as ``crop``), float in [0, 1]. Returns a new frame
     unless ``inplace`` is set, in which case ``frame`` itself is written and returned. ``poisson``
-    Poisson-blends (cv2.seamlessClone) the crop into the frame before the alpha blend.
+    Poisson-blends (:func:`poisson_blend`) the crop into the frame before the alpha blend.
     """
     if crop.shape[:2] != mask.shape[:2]:
         raise ValueError(f"mask {mask.shape[:2]} and crop {crop.shape[:2]} must have the same size")
@@ -99,7 +144,7 @@ def paste_back(
     warped = np.asarray(cv2.warpAffine(crop, m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE), dtype=np.uint8)
     region = out[y0:y1, x0:x1]
     if poisson:
-        warped = _poisson(warped, region, alpha)
+        warped = poisson_blend(warped, region, alpha)
     base = region.astype(np.float32)
     blended = base + (warped.astype(np.float32) - base) * alpha[..., None]
     # Where alpha is 0 ``blended`` equals ``base`` exactly; the explicit select makes that a guarantee.
