@@ -101,8 +101,8 @@ def poisson_blend(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.uint8], mask: 
     def transform(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         # cv2.gemm rather than numpy's matmul: OpenBLAS threads spin badly when the cores are busy
         # (10x slower under load), and these products are small.
-        left = cv2.gemm(sn, np.ascontiguousarray(x).reshape(n, channels * m), 1.0, None, 0.0)
-        right = cv2.gemm(left.reshape(n * channels, m), sm, 1.0, None, 0.0)
+        left = cv2.gemm(sn, np.ascontiguousarray(x).reshape(n, channels * m), 1.0, None, 0.0)  # type: ignore[call-overload]
+        right = cv2.gemm(left.reshape(n * channels, m), sm, 1.0, None, 0.0)  # type: ignore[call-overload]
         return np.asarray(right, dtype=np.float32).reshape(n, channels, m)
 
     interior = transform(transform(rhs) / _laplacian_eigenvalues(n, m)[:, None, :])
