@@ -189,6 +189,10 @@ def _is_sequence(annotation: Any) -> bool:
     return any(_is_sequence(arg) for arg in typing.get_args(annotation) if arg is not type(None))
 
 
+def _allows_none(annotation: Any) -> bool:
+    return annotation is type(None) or type(None) in typing.get_args(annotation)
+
+
 def _parse_value(raw: str, annotation: Any) -> Any:
     text = raw.strip()
     if text[:1] in "[{\"" or text in ("null", "true", "false"):
@@ -196,7 +200,7 @@ def _parse_value(raw: str, annotation: Any) -> Any:
             return json.loads(text)
         except json.JSONDecodeError:
             pass
-    if text.lower() in ("none", "null", ""):
+    if text.lower() in ("none", "null", "") and _allows_none(annotation):
         return None
     if _is_sequence(annotation):
         return [p.strip() for p in text.split(",") if p.strip()]

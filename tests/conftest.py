@@ -29,6 +29,8 @@ def isolated_dirs(tmp_path: Path, session_cache: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("FACESTATION_DATA", str(dirs["data"]))
     monkeypatch.setenv("FACESTATION_CACHE", str(session_cache))
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    for var in ("FACESTATION_PRESETS", "FACESTATION_OUTPUTS", "FACESTATION_FFMPEG"):
+        monkeypatch.delenv(var, raising=False)
     dirs["cache"] = session_cache
     return dirs
 

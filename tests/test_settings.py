@@ -24,7 +24,7 @@ def test_required_keys_exist() -> None:
 def test_overrides_parse_types() -> None:
     out = s.apply_overrides(s.Settings(), [
         "detector.score=0.7", "execution.providers=cpu", "execution.batch_size=4", "mask.types=box,region",
-        "video.start=1.5", "mask.padding=0,10,0,10", "swapper.poisson=true", "selector.reference=none",
+        "video.start=1.5", "mask.padding=0,10,0,10", "swapper.poisson=true", "selector.reference=none", "enhancer.model=none",
     ])
     assert out.detector.score == 0.7
     assert out.execution.providers == ("cpu",)
@@ -34,6 +34,7 @@ def test_overrides_parse_types() -> None:
     assert out.mask.padding == (0, 10, 0, 10)
     assert out.swapper.poisson is True
     assert out.selector.reference is None
+    assert out.enhancer.model == "none"
     assert s.apply_overrides(out, ["execution.batch_size=auto"]).execution.batch_size == "auto"
 
 

@@ -1,0 +1,146 @@
+"""``facestation bench``: the pipeline against the transcode limit and a naive loop, on one clip, in one run.
+
+(a) transcode: decode -> encode with the same settings, nothing else (the ceiling for any face swapper);
+(b) naive: read a frame, detect, swap, paste, write — batch 1, one thread, like the usual tools;
+(c) facestation: the staged, batched render. Reported as fps and ratios measured side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from pipeline.errors import UserError
+from pipeline.process import FaceProcessor
+from pipeline.render import Render
+from pipeline.settings import Settings
+from pipeline.video.decode import read_frames
+from pipeline.video.encode import Encoder
+from pipeline.video.probe import probe
+
+log = logging.getLogger(__name__)
+
+
+def default_face() -> Path:
+    """A real public-domain face photo that ships with matplotlib (installed with the dev extra)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError("bench needs a face: pass --source IMG (and --target VIDEO), or install matplotlib") from None
+    path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
+    if not path.is_file():
+        raise UserError("bench needs a face: pass --source IMG")
+    return path
+
+
+def make_test_clip(path: Path, face: Path, seconds: float = 10.0, size: tuple[int, int] = (1920, 1080),
+                   fps: int = 30) -> Path:
+    """A clip of ``face`` drifting and zooming over a plain background (no audio)."""
+    from pipeline.image import read_image
+
+    img = read_image(face).bgr
+    w, h = size
+    n = round(seconds * fps)
+    base = 0.6 * min(w / img.shape[1], h / img.shape[0])
+    background = np.full((h, w, 3), (60, 90, 120), np.uint8)
+    with Encoder(path, width=w, height=h, fps=fps, encoder="libx264", quality=80, preset="fastest") as enc:
+        for i in range(n):
+            t = i / max(1, n - 1)
+            scale = base * (0.85 + 0.3 * t)
+            dx, dy = 0.15 * w * np.sin(2 * np.pi * t), 0.05 * h * np.cos(2 * np.pi * t)
+            m = np.array([[scale, 0, w / 2 - scale * img.shape[1] / 2 + dx],
+                          [0, scale, h / 2 - scale * img.shape[0] / 2 + dy]], np.float32)
+            enc.write(cv2.warpAffine(img, m, (w, h), dst=background.copy(), borderMode=cv2.BORDER_TRANSPARENT))
+    return path
+
+
+def _transcode(target: Path, out: Path, s: Settings) -> float:
+    info = probe(target)
+    started = time.perf_counter()
+    n = 0
+    with Encoder(out, width=info.width, height=info.height, fps=info.fps, source=info, encoder=s.output.encoder,
+                 quality=s.output.quality, preset=s.output.preset, keep_audio=s.video.keep_audio) as enc:
+        for frame in read_frames(target, info=info):
+            enc.write(frame)
+            n += 1
+    return n / (time.perf_counter() - started)
+
+
+def _naive(processor: FaceProcessor, target: Path, out: Path, s: Settings) -> float:
+    info = probe(target)
+    started = time.perf_counter()
+    n = 0
+    with Encoder(out, width=info.width, height=info.height, fps=info.fps, source=info, encoder=s.output.encoder,
+                 quality=s.output.quality, preset=s.output.preset, keep_audio=s.video.keep_audio) as enc:
+        for frame in read_frames(target, info=info):
+            faces = processor.select(frame, processor.detect([frame])[0])
+            enc.write(processor.apply([frame], [faces])[0])
+            n += 1
+    return n / (time.perf_counter() - started)
+
+
+def run_bench(settings: Settings, sources: list[Path], target: Path | None, workdir: Path) -> dict[str, Any]:
+    if target is None:
+        log.info("generating a 10 s 1080p30 test clip")
+        target = make_test_clip(workdir / "bench-1080p.mp4", sources[0])
+    info = probe(target)
+    processor = FaceProcessor(settings, sources)
+    processor.process([next(read_frames(target, info=info))])  # warm the models
+    transcode = _transcode(target, workdir / "transcode.mp4", settings)
+    naive = _naive(processor, target, workdir / "naive.mp4", settings)
+    result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info,
+                    cancel=threading.Event()).run()
+    return {
+        "clip": {"path": str(target), "width": info.width, "height": info.height, "fps": float(info.fps),
+                 "frames": info.frame_count},
+        "models": processor.models,
+        "encoder": result.encoder,
+        "batch_size": result.batch_size,
+        "fps": {"transcode": round(transcode, 2), "naive": round(naive, 2), "pipeline": result.fps},
+        "ratio": {"pipeline_vs_transcode": round(result.fps / transcode, 3),
+                  "pipeline_vs_naive": round(result.fps / naive, 3)},
+        "stage_busy_s": result.stage_s,
+        "ms_per_frame": {k: round(1000 * v / max(1, result.frames), 2) for k, v in result.stage_s.items()},
+        "faces_swapped": result.faces_swapped,
+        "peak_rss_mb": result.peak_rss_mb,
+    }
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from pipeline.cli import _load_settings
+
+    settings = _load_settings(args)
+    sources = [Path(s) for s in args.source] if args.source else [default_face()]
+    with tempfile.TemporaryDirectory(prefix="facestation-bench-") as tmp:
+        report = run_bench(settings, sources, Path(args.target) if args.target else None, Path(tmp))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        c = report["clip"]
+        print(f"clip {c['width']}x{c['height']} {c['fps']:g} fps, {c['frames']} frames; models {', '.join(report['models'])}; "
+              f"encoder {report['encoder']}; batch {report['batch_size']}")
+        for name, fps in report["fps"].items():
+            print(f"  {name:10} {fps:7.2f} fps")
+        r = report["ratio"]
+        print(f"  pipeline / transcode = {r['pipeline_vs_transcode']:.2f}   pipeline / naive = {r['pipeline_vs_naive']:.2f}")
+        print("  busy ms per frame: " + ", ".join(f"{k} {v}" for k, v in report["ms_per_frame"].items()))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("bench", help="measure the pipeline against the transcode limit and a naive loop")
+    p.add_argument("--target", metavar="VIDEO", help="clip to use (default: a generated 10 s 1080p30 clip)")
+    p.add_argument("--source", action="append", metavar="IMG", help="face to swap in (default: matplotlib's grace_hopper)")
+    p.add_argument("--preset", metavar="NAME|FILE")
+    p.add_argument("--set", action="append", metavar="section.key=value")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_bench)
