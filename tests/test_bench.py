@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.bench import make_test_clip, run_bench
+from pipeline.cli import main
+from pipeline.settings import Settings, apply_overrides
+from tests import photos
+from tests.videos import count_frames
+
+
+def test_bench_reports_all_paths_on_a_small_clip(tmp_path: Path) -> None:
+    clip = make_test_clip(tmp_path / "c.mp4", photos.grace_hopper_path(), seconds=1.0, size=(320, 240))
+    assert count_frames(clip) == 30
+    report = run_bench(apply_overrides(Settings(), ["selector.mode=one"]), [photos.grace_hopper_path()], clip, tmp_path)
+    assert set(report["fps"]) == {"transcode", "naive", "temp_frames", "pipeline"}
+    assert all(v > 0 for v in report["fps"].values())
+    assert report["faces_swapped"] >= 28  # the face is visible in every frame
+    assert report["ratio"]["pipeline_vs_naive"] == pytest.approx(report["fps"]["pipeline"] / report["fps"]["naive"], rel=0.01)
+
+
+def test_bench_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clip = make_test_clip(tmp_path / "c.mp4", photos.grace_hopper_path(), seconds=0.5, size=(256, 192))
+    assert main(["bench", "--target", str(clip), "--no-temp-frames", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["fps"]["temp_frames"] is None and report["batch_size"] >= 1
