@@ -211,3 +211,21 @@ def test_image_frames_clip_from_face_image(tmp_path: Path) -> None:
     frames = list(read_frames(src))
     assert len(frames) == videos.count_frames(src) == 10
     assert diff(frames[0], frames[-1]) > 1  # it moves
+
+
+def test_bundled_imageio_ffmpeg_decodes_and_encodes(clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no system ffmpeg/ffprobe: imageio-ffmpeg + PyAV probing
+    out = tmp_path / "o" / "out.mp4"
+    _, n = transcode(clip, out)
+    got = probe(out)
+    assert n == 60 and got.frame_count == 60 and got.has_audio
+
+
+@pytest.mark.slow
+def test_round_trip_1080p(tmp_path: Path) -> None:
+    src = videos.make_clip(tmp_path / "hd.mp4", seconds=1, size=(1920, 1080), fps=30)
+    out = tmp_path / "o" / "out.mp4"
+    info, n = transcode(src, out)
+    got = probe(out)
+    assert n == 30 == videos.count_frames(out) and (got.width, got.height) == (1920, 1080)
+    assert abs(got.duration - info.duration) <= 1 / 30 and got.has_audio

@@ -95,10 +95,10 @@ def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None) -> 
     try:
         while True:
             frame = np.empty(shape, np.uint8)
-            view = memoryview(frame).cast("B")
+            view = memoryview(frame.data).cast("B")
             got = 0
             while got < size:
-                n = process.stdout.readinto(view[got:])
+                n = process.stdout.readinto(view[got:])  # type: ignore[attr-defined]
                 if not n:
                     break
                 got += n

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -122,7 +123,7 @@ class Encoder:
             self._pad[:, w:] = self._pad[:, w - 1 : w]
             frame = self._pad
         try:
-            self._process.stdin.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
+            self._process.stdin.write(memoryview(np.ascontiguousarray(frame).data).cast("B"))
         except (BrokenPipeError, OSError) as exc:
             self._check_cancel()
             self._process.wait()
@@ -139,10 +140,8 @@ class Encoder:
         if self.frames == 0:
             self.abort()
             raise EncodeError(f"no frames were written to {self.output.name}")
-        try:
+        with contextlib.suppress(OSError):
             self._process.stdin.close()
-        except OSError:
-            pass
         rc = self._process.wait()
         self._check_cancel()
         if rc != 0:

@@ -8,10 +8,11 @@ on a full pipe); a watcher thread kills the process within ~0.1 s of the cancel 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import subprocess
 import threading
-from typing import IO
+from typing import IO, BinaryIO, cast
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,10 @@ class FFmpegProcess:
         return self.proc.stdin
 
     @property
-    def stdout(self) -> IO[bytes]:
+    def stdout(self) -> BinaryIO:
+        """Unbuffered (``bufsize=0``): a raw FileIO, so ``readinto`` fills caller buffers directly."""
         assert self.proc.stdout is not None
-        return self.proc.stdout
+        return cast(BinaryIO, self.proc.stdout)
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
@@ -92,10 +94,8 @@ class FFmpegProcess:
         self.kill()
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
-                try:
+                with contextlib.suppress(OSError):
                     pipe.close()
-                except OSError:
-                    pass
         self.proc.wait()
         self._stderr_thread.join(timeout=1.0)
         if self.proc.stderr is not None:
