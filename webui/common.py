@@ -1,0 +1,73 @@
+"""What every tab needs: the app's configuration, the job store, who is asking, and error display."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gradio as gr
+
+from pipeline.errors import UserError
+
+log = logging.getLogger("webui")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class UiConfig:
+    """How the UI runs. ``users`` empty = no login (localhost only); ``admins`` see every user's jobs."""
+
+    host: str = "127.0.0.1"
+    port: int = 7860
+    users: tuple[tuple[str, str], ...] = ()
+    admins: frozenset[str] = field(default_factory=frozenset)
+    max_upload: str = "2gb"
+    outputs: Path | None = None  # default pipeline.paths.outputs_dir() at start
+    data: Path | None = None  # default pipeline.paths.data_dir() at start
+    worker: bool = True  # start a background render worker if pipeline.jobs.worker exists
+    poll_s: float = 1.0  # how often the Queue tab asks the store for progress
+
+
+@dataclass
+class Ctx:
+    """Shared by the tab builders of one app."""
+
+    config: UiConfig
+    outputs: Path
+    store: Any  # pipeline.jobs.store.JobStore
+
+    def owner(self, request: gr.Request | None) -> str:
+        return (getattr(request, "username", None) or "") if request is not None else ""
+
+    def is_admin(self, request: gr.Request | None) -> bool:
+        return not self.config.users or self.owner(request) in self.config.admins
+
+
+def warn(exc: UserError) -> None:
+    gr.Warning(str(exc))
+
+
+def user_errors(fn: F) -> F:
+    """Turn the engine's UserError into a Gradio error toast the user can act on (and log it)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            log.info("%s: %s", fn.__name__, exc)
+            raise gr.Error(str(exc), print_exception=False) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def file_url(path: str | Path) -> str:
+    """The URL Gradio serves an allowed file at (only files under ``allowed_paths`` answer)."""
+    from urllib.parse import quote
+
+    return "/gradio_api/file=" + quote(str(path))

@@ -1,0 +1,154 @@
+"""One Gradio control per settings key, derived from the settings model (never from retyped lists).
+
+Choices come from the ``Literal`` vocabulary with ``typing.get_args``; slider ranges from the pydantic
+field constraints (``ge``/``le``/``gt``/``multiple_of``). :func:`settings_from` turns the controls'
+values back into a validated :class:`~pipeline.settings.Settings`, :func:`values_of` does the reverse.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+import gradio as gr
+from annotated_types import Ge, Gt, Le, MultipleOf
+from pydantic.fields import FieldInfo
+
+from pipeline import settings as settings_mod
+from pipeline.settings import Settings
+
+# which tab shows which settings section; every section except ``version`` appears exactly once
+SECTION_TABS: dict[str, str] = {
+    "selector": "Faces",
+    "detector": "Detector",
+    "landmarks": "Detector",
+    "tracker": "Detector",
+    "swapper": "Swapper & Enhancer",
+    "enhancer": "Swapper & Enhancer",
+    "mask": "Mask & Colour",
+    "color": "Mask & Colour",
+    "output": "Output",
+    "video": "Output",
+    "execution": "Output",
+}
+# Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
+NONE_VALUE = "_none"
+READ_ONLY = frozenset({"selector.reference"})  # set by clicking a face in the gallery, never typed (a server path)
+
+
+def _literal_choices(annotation: Any) -> list[Any] | None:
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    return None
+
+
+def _constraints(info: FieldInfo) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for meta in info.metadata:
+        if isinstance(meta, Ge):
+            out["min"] = float(meta.ge)  # type: ignore[arg-type]
+        elif isinstance(meta, Gt):
+            out["min"] = float(meta.gt)  # type: ignore[arg-type]
+        elif isinstance(meta, Le):
+            out["max"] = float(meta.le)  # type: ignore[arg-type]
+        elif isinstance(meta, MultipleOf):
+            out["step"] = float(meta.multiple_of)  # type: ignore[arg-type]
+    return out
+
+
+def _unwrap(annotation: Any) -> tuple[Any, FieldInfo | None]:
+    """``Annotated[float, Field(...)]`` -> (float, its FieldInfo)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extra = typing.get_args(annotation)
+        infos = [e for e in extra if isinstance(e, FieldInfo)]
+        return base, infos[0] if infos else None
+    return annotation, None
+
+
+def _label(key: str, info: FieldInfo) -> str:
+    name = key.split(".", 1)[1].replace("_", " ")
+    return name
+
+
+def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Component:
+    """The widget for one settings key, with ``elem_id`` = ``set-section-key`` for tests and styling."""
+    annotation, inner = _unwrap(info.annotation)
+    label = _label(key, info)
+    common: dict[str, Any] = {"label": label, "info": info.description, "elem_id": "set-" + key.replace(".", "-")}
+    choices = _literal_choices(annotation)
+    if choices is not None:
+        pairs = [("(none)", NONE_VALUE) if c == "none" else (str(c), c) for c in choices]
+        return gr.Dropdown(choices=pairs, value=NONE_VALUE if value == "none" else value, **common)
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and _literal_choices(args[0]):
+        return gr.CheckboxGroup(choices=_literal_choices(args[0]), value=list(value), **common)
+    if annotation is bool:
+        return gr.Checkbox(value=value, **common)
+    if annotation in (int, float):
+        limits = _constraints(info) | (_constraints(inner) if inner else {})
+        if "min" in limits and "max" in limits:
+            step = limits.get("step") or (1 if annotation is int else 0.01)
+            return gr.Slider(limits["min"], limits["max"], value=value, step=step, **common)
+        return gr.Number(value=value, precision=0 if annotation is int else None, minimum=limits.get("min"),
+                         maximum=limits.get("max"), **common)
+    if args and type(None) in args and str in args:  # optional text: empty = None
+        return gr.Textbox(value=value or "", interactive=key not in READ_ONLY, **common)
+    if args and type(None) in args:  # optional number: empty = None
+        return gr.Number(value=value, **common)
+    if origin is tuple:  # fixed tuple of ints (mask.padding): "a, b, c, d"
+        return gr.Textbox(value=", ".join(str(v) for v in value), **common)
+    # unions such as Literal["auto"] | int (execution.batch_size): free text, validated by the model
+    return gr.Textbox(value=str(value), **common)
+
+
+def create_section(section: str, settings: Settings) -> dict[str, gr.components.Component]:
+    """Controls of one settings section, in declaration order, keyed ``section.key``."""
+    out: dict[str, gr.components.Component] = {}
+    current = getattr(settings, section)
+    for key, info in settings_mod.keys().items():
+        if key.split(".", 1)[0] != section:
+            continue
+        out[key] = make_control(key, info, getattr(current, key.split(".", 1)[1]))
+    return out
+
+
+def _to_setting(key: str, value: Any) -> Any:
+    if value == NONE_VALUE:
+        return "none"
+    if value == "" and type(None) in typing.get_args(settings_mod.keys()[key].annotation):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        annotation, _ = _unwrap(settings_mod.keys()[key].annotation)
+        if annotation is int or _literal_choices(annotation) is not None:
+            return int(value)
+    if isinstance(value, str) and key == "mask.padding":
+        return [p.strip() for p in value.split(",") if p.strip()]
+    return value
+
+
+def settings_from(keys: Sequence[str], values: Sequence[Any], base: Settings | None = None) -> Settings:
+    """Validated settings from control values (raises SettingsError naming the bad key)."""
+    overrides = {k: _to_setting(k, v) for k, v in zip(keys, values, strict=True)}
+    return settings_mod.apply_overrides(base or Settings(), overrides)
+
+
+def values_of(keys: Sequence[str], settings: Settings) -> list[Any]:
+    """Control values showing ``settings``, in the order of ``keys``."""
+    out: list[Any] = []
+    for key in keys:
+        section, name = key.split(".", 1)
+        value = getattr(getattr(settings, section), name)
+        if key == "mask.padding":
+            value = ", ".join(str(v) for v in value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif key == "execution.batch_size":
+            value = str(value)
+        elif value == "none":
+            value = NONE_VALUE
+        elif value is None and key in READ_ONLY:
+            value = ""
+        out.append(value)
+    return out

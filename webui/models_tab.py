@@ -1,0 +1,57 @@
+"""Models tab: what is installed or missing (size, licence), fetch with a progress bar, import a local file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from pipeline.models import store
+
+COLUMNS = ["model", "role", "state", "size (MB)", "licence"]
+
+
+def rows() -> list[list[Any]]:
+    out = []
+    for r in store.status():
+        state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
+        out.append([r.name, r.role, state, round(r.size / 1e6, 1) if r.size else None, r.licence])
+    return out
+
+
+def missing() -> list[str]:
+    return [r.name for r in store.status() if not r.installed and not r.builtin]
+
+
+def create() -> dict[str, Any]:
+    c: dict[str, Any] = {}
+    c["table"] = gr.Dataframe(rows(), headers=COLUMNS, interactive=False, elem_id="models-table")
+    with gr.Row():
+        c["name"] = gr.Dropdown(choices=missing(), label="Download a missing model", elem_id="model-name")
+        c["fetch"] = gr.Button("Fetch", elem_id="model-fetch")
+    with gr.Row():
+        c["file"] = gr.File(label="Import a model file you already have (.onnx)", file_types=[".onnx"],
+                            type="filepath", elem_id="model-import")
+        c["import_name"] = gr.Textbox(label="Catalog name (if the file name differs)", elem_id="model-import-name")
+    c["message"] = gr.Markdown("", elem_id="models-message")
+    return c
+
+
+def fetch(name: str | None, progress: gr.Progress = gr.Progress()) -> tuple[list[list[Any]], dict[str, Any], str]:
+    """Download one model (a file transfer, not a render) with a progress bar."""
+    if not name:
+        return rows(), gr.update(), "choose a model first"
+
+    def report(done: int, total: int) -> None:
+        progress(done / total if total else None, desc=f"{name}: {done / 1e6:.1f} MB")
+
+    path = store.fetch(name, progress=report)
+    return rows(), gr.update(choices=missing(), value=None), f"installed **{name}** ({path.name})"
+
+
+def import_(path: str | None, name: str) -> tuple[list[list[Any]], dict[str, Any], str]:
+    if not path:
+        return rows(), gr.update(), ""
+    entry = store.import_file(Path(path), name.strip() or None)
+    return rows(), gr.update(choices=missing(), value=None), f"imported **{entry.name}**"
