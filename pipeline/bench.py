@@ -25,6 +25,7 @@ from pipeline.errors import UserError
 from pipeline.process import FaceProcessor
 from pipeline.render import Render
 from pipeline.settings import Settings
+from pipeline.types import Frame
 from pipeline.video.decode import read_frames
 from pipeline.video.encode import Encoder
 from pipeline.video.probe import probe
@@ -103,7 +104,9 @@ def _temp_frames(processor: FaceProcessor, target: Path, out: Path, s: Settings,
     started = time.perf_counter()
     subprocess.run([exe, "-v", "error", "-i", str(target), "-vsync", "0", str(frames_dir / "%06d.png")], check=True)
     for png in sorted(frames_dir.glob("*.png")):
-        frame = cv2.imread(str(png))
+        frame: Frame | None = cv2.imread(str(png))  # type: ignore[assignment]
+        if frame is None:
+            raise UserError(f"cannot read back {png.name}")
         faces = processor.select(frame, processor.detect([frame])[0])
         cv2.imwrite(str(png), processor.apply([frame], [faces])[0])
     n = len(list(frames_dir.glob("*.png")))
@@ -123,7 +126,7 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         target = make_test_clip(workdir / "bench-1080p.mp4", sources[0])
     info = probe(target)
     processor = FaceProcessor(settings, sources)
-    processor.process([next(read_frames(target, info=info))])  # warm the models
+    processor.process([next(iter(read_frames(target, info=info)))])  # warm the models
     transcode = _transcode(target, workdir / "transcode.mp4", settings)
     naive = _naive(processor, target, workdir / "naive.mp4", settings)
     temp_frames = _temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir) if with_temp else None

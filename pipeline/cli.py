@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pipeline import __version__
 from pipeline.errors import Cancelled, FacestationError, UserError
@@ -24,7 +24,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors are user errors too
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors are user errors too
         raise UserError(f"{self.prog}: {message}")
 
 

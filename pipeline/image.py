@@ -58,8 +58,7 @@ def read_image(path: Path | str) -> Picture:
                     )
                 fmt = img.format
                 img.load()
-                img = ImageOps.exif_transpose(img)
-                return _to_picture(img, fmt)
+                return _to_picture(ImageOps.exif_transpose(img), fmt)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         size = f" ({int(found.group(1)) / 1e6:.0f} MP)" if found else ""

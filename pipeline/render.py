@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 
 from pipeline.errors import Cancelled, UserError
@@ -226,7 +225,7 @@ class Render:
             def run_batch() -> None:
                 t0 = time.perf_counter()
                 found = self.processor.detect(batch)
-                ready = []
+                ready: list[tuple[Frame, list[Face]]] = []
                 for frame, faces in zip(batch, found, strict=True):
                     ready.extend(tracker.push(frame, self.processor.select(frame, faces), frame))
                 self._busy["detect"] += time.perf_counter() - t0
@@ -303,7 +302,7 @@ class Render:
                 t.join(timeout=5)
             encoder.abort()
             try:
-                frames_in.close()
+                frames_in.close()  # type: ignore[attr-defined]
             except ValueError:  # still running in a stage that did not stop in time
                 log.warning("decoder did not stop within 5 s")
             if self.cancel.is_set():

@@ -3,6 +3,7 @@ from __future__ import annotations
 import typing
 
 import pytest
+from pydantic import ValidationError
 
 from pipeline import settings as s
 from pipeline.errors import SettingsError
@@ -42,7 +43,7 @@ def test_original_is_not_mutated() -> None:
     base = s.Settings()
     s.apply_overrides(base, ["detector.score=0.9"])
     assert base.detector.score == 0.5
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         base.detector.score = 0.1  # type: ignore[misc]
 
 

@@ -18,7 +18,7 @@ def make_detector(settings: DetectorSettings, providers: Sequence[Provider] = ("
     if settings.model in ("retinaface", "scrfd"):
         from pipeline.faces.scrfd import ScrfdDetector
 
-        return ScrfdDetector(settings.model, **kw)  # type: ignore[arg-type]
+        return ScrfdDetector(settings.model, **kw)  # type: ignore[arg-type,return-value]
     if settings.model == "yolo_face":
         from pipeline.faces.yolo import YoloFaceDetector
 
@@ -30,7 +30,7 @@ def make_recogniser(name: str, providers: Sequence[Provider] = ("cpu",), threads
     if name == "sface":
         from pipeline.faces.sface import SFaceRecogniser
 
-        return SFaceRecogniser(providers=tuple(providers), threads=threads)  # type: ignore[call-arg]
+        return SFaceRecogniser(providers=tuple(providers), threads=threads)
     from pipeline.faces.arcface import OnnxRecogniser
 
     return OnnxRecogniser(name, providers=tuple(providers), threads=threads)

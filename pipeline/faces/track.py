@@ -31,7 +31,7 @@ class OneEuro:
     def __init__(self, freq: float, min_cutoff: float, beta: float, d_cutoff: float = 0.3) -> None:
         self.freq, self.min_cutoff, self.beta, self.d_cutoff = freq, min_cutoff, beta, d_cutoff
         self.x: np.ndarray | None = None
-        self.dx: np.ndarray | None = None
+        self.dx: np.ndarray = np.zeros(0)
 
     def _alpha(self, cutoff: np.ndarray | float) -> np.ndarray | float:
         tau = 1.0 / (2 * math.pi * cutoff)
