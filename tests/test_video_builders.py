@@ -118,3 +118,14 @@ def test_trial_commands() -> None:
     assert _after(enc, "-f") == "lavfi"
     dec = builders.trial_decode_cmd("ff", "/v/a.mp4", "cuda")
     assert _after(dec, "-hwaccel") == "cuda" and _after(dec, "-hwaccel_output_format") == "cuda"
+
+
+def test_provenance_tag_names_version_models_and_synthetic() -> None:
+    from pipeline import __version__
+    from pipeline.provenance import provenance_metadata, provenance_tag
+
+    tag = provenance_tag(["inswapper_128", "gfpgan_1.4", "inswapper_128"])
+    assert tag.startswith("synthetic media") and f"facestation {__version__}" in tag
+    assert tag.endswith("models: inswapper_128, gfpgan_1.4")  # de-duplicated, in order
+    assert provenance_tag([]).endswith("models: none")
+    assert provenance_metadata(["classic"]) == {"comment": provenance_tag(["classic"]), "description": provenance_tag(["classic"])}

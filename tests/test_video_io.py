@@ -14,7 +14,7 @@ import pytest
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.provenance import provenance_tag
 from pipeline.video.decode import read_frames
-from pipeline.video.encode import EncodeError, Encoder
+from pipeline.video.encode import EncodeError, Encoder, encoder_for
 from pipeline.video.probe import VideoInfo, probe
 from tests import videos
 
@@ -229,3 +229,24 @@ def test_round_trip_1080p(tmp_path: Path) -> None:
     got = probe(out)
     assert n == 30 == videos.count_frames(out) and (got.width, got.height) == (1920, 1080)
     assert abs(got.duration - info.duration) <= 1 / 30 and got.has_audio
+
+
+@pytest.mark.parametrize(("suffix", "expected"), [(".mp4", "aac"), (".mkv", "pcm_s16le")])
+def test_audio_copied_where_container_allows_else_reencoded(tmp_path: Path, suffix: str, expected: str) -> None:
+    src = videos.make_clip(tmp_path / "pcm.mov", seconds=0.5, audio_codec="pcm_s16le")
+    out = tmp_path / "o" / f"out{suffix}"
+    transcode(src, out)
+    assert probe(out).audio_codec == expected
+
+
+def test_encoder_for_uses_settings_trim_and_audio_choice(clip: Path, tmp_path: Path) -> None:
+    from pipeline.settings import Settings, apply_overrides
+
+    settings = apply_overrides(Settings(), ["video.start=0.5", "video.end=1.0", "video.keep_audio=false",
+                                            "output.encoder=libx264", "output.preset=fastest"])
+    info = probe(clip)
+    with encoder_for(tmp_path / "o" / "s.mp4", info, settings, models=["classic"]) as enc:
+        for frame in read_frames(clip, info=info, start=settings.video.start, end=settings.video.end):
+            enc.write(frame)
+    got = probe(enc.output)
+    assert enc.encoder == "libx264" and not got.has_audio and got.frame_count == 15

@@ -73,7 +73,7 @@ def trial_encode_cmd(ffmpeg: str, encoder: str) -> list[str]:
 
 def trial_decode_cmd(ffmpeg: str, path: str | Path, hwaccel: str) -> list[str]:
     """Decode one frame of ``path`` on ``hwaccel`` with no software fallback (frames stay on device)."""
-    return [*([ffmpeg] + QUIET), "-hwaccel", hwaccel, "-hwaccel_output_format", hwaccel,
+    return [*([ffmpeg] + QUIET), "-hwaccel", hwaccel, "-hwaccel_output_format", hwaccel, "-noautorotate",
             "-i", media_arg(path), "-map", "0:v:0", "-frames:v", "1", "-f", "null", "-"]
 
 
@@ -95,12 +95,20 @@ def decode_filters(
     color_range: str | None,
     cfr_fps: Fraction | None = None,
     tonemap: str | None = None,
+    frames: tuple[int, int | None] | None = None,
 ) -> str:
     """Filter chain ending in packed BGR: optional constant-rate resampling, optional tone-map,
-    then the YUV->BGR conversion with the stream's own matrix (swscale would otherwise assume bt601)."""
+    then the YUV->BGR conversion with the stream's own matrix (swscale would otherwise assume bt601).
+
+    ``frames=(a, b)`` keeps only frames a..b-1 (b None: to the end), counted by INDEX after the
+    constant-rate step and before any conversion (skipped frames are never converted). Timestamps are
+    kept, so an output ``-t`` still ends where it would without the range."""
     parts = []
     if cfr_fps is not None:
         parts.append(f"fps=fps={rate_arg(cfr_fps)}")
+    if frames is not None:
+        first, stop = frames
+        parts.append(f"trim=start_frame={int(first)}" + (f":end_frame={int(stop)}" if stop is not None else ""))
     if tonemap:
         parts.append(tonemap)
         matrix, color_range = "bt709", "tv"

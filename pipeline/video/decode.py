@@ -33,8 +33,8 @@ from pipeline.video.process import FFmpegProcess
 log = logging.getLogger(__name__)
 
 
-def decode_filters(info: VideoInfo, ffmpeg_exe: str) -> str:
-    """The filter chain for ``info``: VFR -> CFR, HDR -> SDR, YUV -> BGR with the right matrix."""
+def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | None] | None = None) -> str:
+    """The filter chain for ``info``: VFR -> CFR, [frame range,] HDR -> SDR, YUV -> BGR with the right matrix."""
     tonemap = None
     if info.is_hdr:
         if {"zscale", "tonemap"} <= ffmpeg.filters(ffmpeg_exe):
@@ -49,6 +49,7 @@ def decode_filters(info: VideoInfo, ffmpeg_exe: str) -> str:
         color_range=info.color_range,
         cfr_fps=info.fps if info.is_vfr else None,
         tonemap=tonemap,
+        frames=frames,
     )
 
 
@@ -69,12 +70,16 @@ def read_frames(
     end: float | None = None,
     cancel: threading.Event | None = None,
     hwaccel: str = "auto",
+    frames: tuple[int, int | None] | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield BGR uint8 frames of ``path`` (optionally trimmed to ``start``..``end`` seconds).
 
     The generator owns its ffmpeg process: closing it early, an error or ``cancel`` being set kills
     and reaps the process. Cancellation raises :class:`~pipeline.errors.Cancelled` within ~0.1 s.
     ``hwaccel``: ``"auto"`` (NVDEC if a trial decode works) or ``"none"``.
+    ``frames=(a, b)``: only frames a..b-1 of the (trimmed) stream, by index (b None: to the end); the
+    frames before ``a`` are decoded and dropped inside ffmpeg, so frame ``a`` is exactly the frame a
+    full read yields at index ``a`` (what a resumed render needs).
     Each yielded array is new (safe to keep or hand to another thread).
     """
     info = info or probe(path)
@@ -82,7 +87,7 @@ def read_frames(
     trim_start, duration = _trim(info, start, end)
     accel, reason = encoders.choose_hwaccel(hwaccel, exe, info.path, info.codec, info.pix_fmt)
     log.debug("decoding %s: %s", info.path.name, reason)
-    cmd = builders.decode_cmd(exe, info.path, filters=decode_filters(info, exe), start=trim_start,
+    cmd = builders.decode_cmd(exe, info.path, filters=decode_filters(info, exe, frames), start=trim_start,
                               duration=duration, hwaccel=accel)
     return _frames(cmd, info, cancel)
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from pipeline.errors import Cancelled, FacestationError
 from pipeline.provenance import provenance_metadata
+from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
 from pipeline.types import EncoderPreset
 from pipeline.video import builders, encoders, ffmpeg
@@ -172,3 +173,20 @@ class Encoder:
         process = getattr(self, "_process", None)
         if process is not None and not self._done:
             self.abort()
+
+
+def encoder_for(
+    output: str | Path,
+    info: VideoInfo,
+    settings: Settings,
+    *,
+    models: list[str] | tuple[str, ...] = (),
+    cancel: threading.Event | None = None,
+) -> Encoder:
+    """An Encoder for a render of ``info`` with the output/trim/audio choices of ``settings``."""
+    return Encoder(
+        output, width=info.width, height=info.height, fps=info.fps, source=info,
+        start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
+        encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
+        models=models, cancel=cancel,
+    )
