@@ -1,0 +1,243 @@
+"""Web UI without a browser: controls derived from the settings model, the `ui` command's guards, the
+server's security settings over HTTP, and the preview engine (pixels, latency)."""
+
+from __future__ import annotations
+
+import time
+import typing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gr = pytest.importorskip("gradio")
+httpx = pytest.importorskip("httpx")
+
+from pipeline import preview as engine  # noqa: E402
+from pipeline import settings as settings_mod  # noqa: E402
+from pipeline.cli import main  # noqa: E402
+from pipeline.errors import BadMedia, UserError  # noqa: E402
+from pipeline.settings import Settings  # noqa: E402
+from tests.browser.helpers import running_app  # noqa: E402
+from tests.photos import astronaut, grace_hopper_path  # noqa: E402
+from webui import controls  # noqa: E402
+
+
+# ---------------------------------------------------------------- controls
+
+
+def _all_controls() -> dict[str, object]:
+    out: dict[str, object] = {}
+    with gr.Blocks():
+        for section in controls.SECTION_TABS:
+            made = controls.create_section(section, Settings())
+            assert not set(made) & set(out)
+            out |= made
+    return out
+
+
+def test_every_settings_key_has_exactly_one_control() -> None:
+    made = _all_controls()
+    assert set(made) == set(settings_mod.keys())
+    assert set(controls.SECTION_TABS) == {k.split(".")[0] for k in settings_mod.keys()}
+
+
+def test_choices_and_ranges_come_from_the_settings_model() -> None:
+    made = _all_controls()
+    fields = settings_mod.keys()
+    for key, control in made.items():
+        annotation = fields[key].annotation
+        if typing.get_origin(annotation) is typing.Literal:
+            shown = [v for _, v in control.choices]  # type: ignore[attr-defined]
+            wanted = [controls.NONE_VALUE if v == "none" else v for v in typing.get_args(annotation)]
+            assert shown == wanted, key
+    assert [v for _, v in made["mask.types"].choices] == list(typing.get_args(typing.get_args(  # type: ignore[attr-defined]
+        fields["mask.types"].annotation)[0]))
+    size = made["detector.size"]
+    assert (size.minimum, size.maximum, size.step) == (160, 1280, 32)  # type: ignore[attr-defined]
+    assert (made["enhancer.blend"].minimum, made["enhancer.blend"].maximum) == (0, 100)  # type: ignore[attr-defined]
+
+
+def test_control_values_round_trip_through_settings() -> None:
+    changed = settings_mod.apply_overrides(Settings(), {
+        "detector.size": 320, "enhancer.model": "codeformer", "landmarks.model": "none", "mask.types": ["box", "region"],
+        "mask.padding": [1, 2, 3, 4], "execution.batch_size": 8, "video.start": 1.5, "color.method": "mkl",
+        "swapper.pixel_boost": 256, "tracker.enabled": False,
+    })
+    keys = list(settings_mod.keys())
+    shown = controls.values_of(keys, changed)
+    shown = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in shown]  # as the browser sends
+    assert controls.settings_from(keys, shown) == changed
+    assert controls.settings_from(keys, controls.values_of(keys, Settings())) == Settings()
+
+
+def test_bad_control_value_names_the_key() -> None:
+    with pytest.raises(UserError, match="mask.padding"):
+        controls.settings_from(["mask.padding"], ["1, 2, 300, 4"])
+
+
+# ---------------------------------------------------------------- the `ui` command
+
+
+def test_listen_without_auth_exits_non_zero_with_how_to(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ui", "--listen"]) == 2
+    err = capsys.readouterr().err
+    assert "--auth USER:PASS" in err and "--auth-file" in err
+
+
+def test_ui_options_become_config(tmp_path: Path) -> None:
+    import argparse
+
+    from pipeline import ui_cli
+
+    def parse(*argv: str) -> argparse.Namespace:
+        parser = argparse.ArgumentParser()
+        ui_cli.register(parser.add_subparsers())
+        return parser.parse_args(["ui", *argv])
+
+    cfg = ui_cli.config_from_args(parse("--listen", "--auth", "ann:s3cret:x", "--port", "8000", "--max-upload", "5mb"))
+    assert (cfg.host, cfg.port, cfg.users, cfg.admins, cfg.max_upload) == (
+        "0.0.0.0", 8000, (("ann", "s3cret:x"),), frozenset({"ann"}), "5mb")
+    assert ui_cli.config_from_args(parse()).host == "127.0.0.1"
+    logins = tmp_path / "logins.txt"
+    logins.write_text("# team\nann:a1\n\nbob:b2\n")
+    cfg = ui_cli.config_from_args(parse("--listen", "--auth-file", str(logins), "--admin", "bob"))
+    assert cfg.users == (("ann", "a1"), ("bob", "b2")) and cfg.admins == frozenset({"bob"})
+    for bad in (("--auth", "nopassword"), ("--auth", "ann:x", "--admin", "eve"), ("--max-upload", "lots")):
+        with pytest.raises(UserError):
+            ui_cli.config_from_args(parse(*bad))
+
+
+def test_serve_refuses_network_without_login() -> None:
+    from webui.app import serve
+    from webui.common import UiConfig
+
+    with pytest.raises(UserError, match="--auth"):
+        serve(UiConfig(host="0.0.0.0", worker=False), block=False)  # noqa: S104
+
+
+# ---------------------------------------------------------------- security over HTTP
+
+
+def test_login_upload_cap_and_file_serving(tmp_path: Path) -> None:
+    with running_app(users=(("ann", "pw1"),), admins=frozenset({"ann"}), max_upload="20kb", worker=False) as (url, app):
+        outputs = app.ctx.outputs
+        served = outputs / "local" / "result.txt"
+        served.parent.mkdir(parents=True, exist_ok=True)
+        served.write_text("the output")
+        with httpx.Client(base_url=url, timeout=30) as anon:
+            assert anon.get("/gradio_api/info").status_code == 401
+            assert anon.get(f"/gradio_api/file={served}").status_code in (401, 403)
+        with httpx.Client(base_url=url, timeout=30) as bad:
+            bad.post("/login", data={"username": "ann", "password": "wrong"})
+            assert bad.get("/gradio_api/info").status_code == 401
+        with httpx.Client(base_url=url, timeout=30) as client:
+            assert client.post("/login", data={"username": "ann", "password": "pw1"}).status_code == 200
+            assert client.get("/gradio_api/info").status_code == 200
+            ok = client.get(f"/gradio_api/file={served}")
+            assert ok.status_code == 200 and ok.text == "the output"
+            secret = tmp_path / "secret.txt"
+            secret.write_text("not for you")
+            for probe in ("../../etc/passwd", "/etc/passwd", str(secret), f"{outputs}/../queue.sqlite3",
+                          f"{outputs}/local/../../../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd"):
+                r = client.get(f"/gradio_api/file={probe}")
+                assert r.status_code in (403, 404), (probe, r.status_code)
+                assert "root:" not in r.text and "not for you" not in r.text
+            small = client.post("/gradio_api/upload", files={"files": ("a.jpg", b"x" * 1000, "image/jpeg")})
+            assert small.status_code == 200
+            big = client.post("/gradio_api/upload", files={"files": ("b.jpg", b"x" * 60_000, "image/jpeg")})
+            assert big.status_code == 413
+            assert "maximum allowed size of 20480 bytes" in big.text
+
+
+# ---------------------------------------------------------------- preview engine
+
+
+@pytest.fixture()
+def hd_target(tmp_path: Path) -> tuple[Path, tuple[int, int, int, int]]:
+    """A 1920x1080 PNG with one face (the astronaut) in the middle; returns (path, face region)."""
+    import cv2
+
+    face = cv2.resize(astronaut(), (900, 900))
+    frame = np.full((1080, 1920, 3), 90, np.uint8)
+    frame[90:990, 510:1410] = face
+    path = tmp_path / "hd.png"
+    cv2.imwrite(str(path), frame)
+    return path, (510, 90, 1410, 990)
+
+
+def test_faces_gallery_and_preview_change_only_the_face(hd_target: tuple[Path, tuple[int, ...]]) -> None:
+    path, _ = hd_target
+    found = engine.faces_in(path, 0)
+    assert len(found) == 1
+    x1, y1, x2, y2 = found[0].box
+    assert found[0].crop.shape[2] == 3 and found[0].crop.shape[0] > (y2 - y1)
+    original = engine.read_frame(path)[:, :, ::-1].astype(int)
+    swapped = engine.preview(Settings(), [grace_hopper_path()], path, 0).astype(int)
+    diff = np.abs(swapped - original).sum(axis=2)
+    inside = diff[y1:y2, x1:x2]
+    outside = diff.copy()
+    pad = (x2 - x1) // 2
+    outside[max(0, y1 - pad):y2 + pad, max(0, x1 - pad):x2 + pad] = 0
+    assert inside.mean() > 10
+    assert outside.max() == 0
+    debug = engine.preview(Settings(), [grace_hopper_path()], path, 0, overlay=True)
+    assert np.abs(debug.astype(int) - swapped).sum(axis=2)[y1 - 3:y2 + 3, x1 - 3:x2 + 3].max() > 0
+
+
+def test_preview_latency_1080p(hd_target: tuple[Path, tuple[int, ...]], record_property: object) -> None:
+    path, _ = hd_target
+    engine.preview(Settings(), [grace_hopper_path()], path, 0)  # warm: models, source face, decoded frame
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        engine.preview(Settings(), [grace_hopper_path()], path, 0)
+        times.append((time.perf_counter() - t) * 1000)
+    median = sorted(times)[2]
+    record_property("preview_1080p_ms", round(median, 1))  # type: ignore[operator]
+    print(f"preview 1080p warm: median {median:.0f} ms, runs {[round(t) for t in times]}")
+    assert median < 1500  # the target is 300 ms on an idle 2-core machine; this bound only catches a cold path
+
+
+def test_media_checks_and_safe_names(tmp_path: Path) -> None:
+    fake = tmp_path / "clip.mp4"
+    fake.write_bytes(b"not a video at all" * 100)
+    with pytest.raises(BadMedia):
+        engine.check_media(fake)
+    fake_img = tmp_path / "photo.jpg"
+    fake_img.write_bytes(b"<html>hello</html>")
+    with pytest.raises(BadMedia):
+        engine.stash(fake_img)
+    with pytest.raises(BadMedia):
+        engine.check_media(grace_hopper_path(), ("video",))
+    kept = engine.stash(grace_hopper_path(), ("image",))
+    assert kept.parent.name == "uploads" and kept.read_bytes() == grace_hopper_path().read_bytes()
+    assert engine.safe_stem("../../etc/passwd") == "etc_passwd" and engine.safe_stem("..") == "file"
+    out = engine.output_path(tmp_path / "outputs", Path("/x/../../evil name.jpg"), owner="../../root")
+    assert out.parent == tmp_path / "outputs" / "root" and out.suffix == ".jpg" and "/" not in out.name
+
+
+def test_submit_queues_stashed_inputs_for_the_owner(tmp_path: Path) -> None:
+    from pipeline.jobs.store import JobStore
+    from webui import queue_tab
+    from webui.common import Ctx, UiConfig
+
+    ctx = Ctx(UiConfig(users=(("ann", "a"), ("bob", "b")), admins=frozenset({"ann"})), tmp_path / "out",
+              JobStore(tmp_path / "q.sqlite3"))
+
+    class Req:
+        def __init__(self, name: str) -> None:
+            self.username = name
+
+    job = queue_tab.submit(ctx, Settings(), [str(grace_hopper_path())], str(grace_hopper_path()), Req("bob"))  # type: ignore[arg-type]
+    assert job.owner == "bob" and Path(job.output).parent == tmp_path / "out" / "bob"
+    assert Path(job.target).parent.name == "uploads" and Path(job.sources[0]).is_file()
+    assert [j.id for j in queue_tab.visible_jobs(ctx, Req("bob"))] == [job.id]  # type: ignore[arg-type]
+    assert queue_tab.visible_jobs(ctx, Req("eve")) == []  # type: ignore[arg-type]
+    assert [j.id for j in queue_tab.visible_jobs(ctx, Req("ann"))] == [job.id]  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="not yours"):
+        queue_tab.job_action(ctx, "cancel", job.id, Req("eve"))  # type: ignore[arg-type]
+    queue_tab.job_action(ctx, "cancel", job.id, Req("bob"))  # type: ignore[arg-type]
+    assert ctx.store.get(job.id).state == "cancelled"
+    html = queue_tab.render_jobs(ctx.store.list())
+    assert f'data-job="{job.id}"' in html and "cancelled" in html
