@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 
@@ -33,6 +33,7 @@ from pipeline.video.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
 
+VIDEO_OUTPUTS = (".mp4", ".mov", ".mkv", ".m4v")
 STAGES = ("decode", "detect", "swap", "blend", "encode")
 _END = object()
 
@@ -73,6 +74,19 @@ class RenderResult:
         d["output"] = str(self.output)
         d["kind"] = "video"
         return d
+
+
+class FrameSink(Protocol):
+    """Where rendered frames go: an :class:`Encoder`, or anything that writes frames like one."""
+
+    encoder: str
+    encoder_reason: str
+
+    def write(self, frame: np.ndarray) -> None: ...
+
+    def close(self) -> Path: ...
+
+    def abort(self) -> None: ...
 
 
 class _Stop(Exception):
@@ -149,8 +163,15 @@ class Render:
     def __init__(self, settings: Settings, sources: Sequence[Path | str], target: Path | str, output: Path | str, *,
                  processor: FaceProcessor | None = None, cancel: threading.Event | None = None,
                  progress: Callable[[Progress], None] | None = None, progress_every: float = 0.5,
-                 info: VideoInfo | None = None) -> None:
+                 info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None,
+                 sink: Callable[[int, int], FrameSink] | None = None) -> None:
+        """``frames=(a, b)``: render only frames a..b-1 of the (trimmed) clip, picked by index (b None: to
+        the end); progress counts from a. ``sink(width, height)``: where frames go instead of an
+        :class:`Encoder` on ``output`` (a resumable job writes segments); it must have ``write``,
+        ``close`` (-> Path), ``abort``, ``encoder`` and ``encoder_reason``."""
         self.settings = settings
+        self.frames = frames
+        self.sink = sink
         self.target, self.output = Path(target), Path(output)
         self.info = info or probe(self.target)
         self.processor = processor or FaceProcessor(settings, list(sources))
@@ -196,17 +217,24 @@ class Render:
         if start is not None and end is not None and end <= start:
             raise UserError(f"video.end ({end}) must be after video.start ({start})")
         total = info.frames_between(start, end)
+        if self.frames is not None:
+            first_i, stop_i = self.frames
+            total = max(0, min(total, stop_i if stop_i is not None else total) - first_i)
         qsize = s.execution.queue_size
-        frames_in = read_frames(info.path, info=info, start=start, end=end, cancel=self._stop)
+        frames_in = read_frames(info.path, info=info, start=start, end=end, cancel=self._stop, frames=self.frames)
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
         self.batch = choose_batch_size(self.processor, first, s.execution.batch_size)
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
-        encoder = Encoder(self.output, width=first.shape[1], height=first.shape[0], fps=info.fps, source=info,
-                          start=start, end=end, keep_audio=s.video.keep_audio, encoder=s.output.encoder,
-                          quality=s.output.quality, preset=s.output.preset, models=self.processor.models,
-                          cancel=self._stop)
+        encoder: FrameSink
+        if self.sink is not None:
+            encoder = self.sink(first.shape[1], first.shape[0])
+        else:
+            encoder = Encoder(self.output, width=first.shape[1], height=first.shape[0], fps=info.fps, source=info,
+                              start=start, end=end, keep_audio=s.video.keep_audio, encoder=s.output.encoder,
+                              quality=s.output.quality, preset=s.output.preset, models=self.processor.models,
+                              cancel=self._stop)
         decoded, detected, swapped, blended = (_Pipe(qsize, self._stop) for _ in range(4))
         started = time.perf_counter()
         watcher = threading.Thread(target=self._watch_cancel, daemon=True)
@@ -359,8 +387,8 @@ def _bar(p: Progress) -> None:
 
 def render_cli(settings: Settings, sources: list[Path], target: Path, output: Path, json_mode: bool = False) -> dict[str, Any]:
     """``facestation swap`` on a video: progress bar on stderr, summary dict for the caller."""
-    if output.suffix.lower() not in (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"):
-        raise UserError(f"cannot write video '{output.name}': use .mp4, .mov, .mkv, .webm or .avi")
+    if output.suffix.lower() not in VIDEO_OUTPUTS:
+        raise UserError(f"cannot write video '{output.name}': use {', '.join(VIDEO_OUTPUTS)} (H.264/HEVC containers)")
     info = probe(target)
     show = sys.stderr.isatty() and not json_mode
     result = render(settings, sources, target, output, info=info, progress=_bar if show else None)

@@ -1,0 +1,254 @@
+"""Segmented video output, so that a render interrupted at any moment resumes where it stopped.
+
+A video job is encoded as a series of SEGMENTS of ``segment_frames`` frames each: every segment is a
+separate, video-only Matroska file written by its own encoder (so it starts on a keyframe and decodes
+on its own), with the same encoder settings as a one-piece render. A segment only appears under its
+name once complete (the encoder writes a temp name and renames), and the job records it through
+``JobStore.set_resume`` right after. A restarted job skips the recorded frames (decoding by frame
+INDEX, so the frame count stays exact) and writes the remaining segments. At the end the segments
+are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``), the source's audio is muxed in
+(trimmed like the video) with the provenance tag, and the result is renamed to the output name.
+
+The resume record (JSON, in the job row)::
+
+    {"v": 1, "work": "/.../job-7", "segment_frames": 72, "target": {"size": .., "mtime_ns": ..},
+     "settings": "<sha1 of the settings JSON>", "segments": [{"file": "seg-000000.mkv", "start": 0, "frames": 72}, ...]}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import Cancelled, FacestationError
+from pipeline.provenance import provenance_metadata
+from pipeline.settings import Settings
+from pipeline.video import builders, ffmpeg
+from pipeline.video.encode import Encoder
+from pipeline.video.probe import VideoInfo
+from pipeline.video.process import FFmpegProcess
+
+log = logging.getLogger(__name__)
+
+RESUME_VERSION = 1
+SEGMENT_SUFFIX = ".mkv"  # Matroska takes every codec the encoders produce
+
+
+class ConcatError(FacestationError):
+    """ffmpeg could not join the segments (disk full, a damaged segment...)."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    file: str  # name inside the work folder
+    start: int  # index of its first frame in the render (0 = first frame after video.start)
+    frames: int
+
+
+def segment_frames_for(fps: Fraction | float, seconds: float) -> int:
+    """Frames per segment for a segment length in seconds (at least 1)."""
+    return max(1, round(float(fps) * seconds))
+
+
+def fingerprint(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def settings_digest(settings: Settings) -> str:
+    return hashlib.sha1(settings.model_dump_json().encode()).hexdigest()
+
+
+def segment_name(start: int) -> str:
+    return f"seg-{start:08d}{SEGMENT_SUFFIX}"
+
+
+def resume_record(work: Path, segment_frames: int, target: Path, settings: Settings,
+                  segments: list[Segment]) -> dict[str, Any]:
+    return {"v": RESUME_VERSION, "work": str(work), "segment_frames": segment_frames,
+            "target": fingerprint(target), "settings": settings_digest(settings),
+            "segments": [asdict(s) for s in segments]}
+
+
+def usable_segments(record: dict[str, Any], work: Path, segment_frames: int, target: Path,
+                    settings: Settings) -> list[Segment]:
+    """The finished segments of ``record`` that a resumed run can keep (a gap-free run from frame 0).
+
+    Anything that does not match this run (another target file or settings, another segment
+    length, a missing or emptied file) drops the segment and everything after it.
+    """
+    if (record.get("v") != RESUME_VERSION or record.get("work") != str(work)
+            or record.get("segment_frames") != segment_frames or record.get("settings") != settings_digest(settings)):
+        return []
+    try:
+        if record.get("target") != fingerprint(target):
+            return []
+    except OSError:
+        return []
+    kept: list[Segment] = []
+    expected = 0
+    for raw in record.get("segments", []):
+        try:
+            seg = Segment(str(raw["file"]), int(raw["start"]), int(raw["frames"]))
+        except (KeyError, TypeError, ValueError):
+            break
+        path = work / seg.file
+        if seg.start != expected or seg.frames <= 0 or not path.is_file() or path.stat().st_size == 0:
+            break
+        kept.append(seg)
+        expected += seg.frames
+    return kept
+
+
+def clear_work(work: Path, keep: list[Segment] | None = None) -> None:
+    """Delete the work folder, or only what is not one of ``keep`` (leftover temp files, stale segments)."""
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    names = {s.file for s in keep}
+    if work.is_dir():
+        for entry in work.iterdir():
+            if entry.name not in names and entry.is_file():
+                entry.unlink(missing_ok=True)
+
+
+class SegmentWriter:
+    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment every N frames.
+
+    ``on_segment(segment)`` is called (from the encode thread) as soon as each segment file is complete.
+    """
+
+    def __init__(self, work: Path, *, first_frame: int, segment_frames: int, width: int, height: int,
+                 fps: Fraction | float, source: VideoInfo, settings: Settings,
+                 on_segment: Callable[[Segment], None], cancel: threading.Event | None = None) -> None:
+        self.work = work
+        self.next_start = first_frame
+        self.segment_frames = segment_frames
+        self._kw: dict[str, Any] = {
+            "width": width, "height": height, "fps": fps, "source": source, "keep_audio": False,
+            "encoder": settings.output.encoder, "quality": settings.output.quality,
+            "preset": settings.output.preset, "cancel": cancel,
+        }
+        self.on_segment = on_segment
+        self._current: Encoder | None = None
+        self._start = first_frame
+        self.encoder = ""
+        self.encoder_reason = ""
+        work.mkdir(parents=True, exist_ok=True)
+
+    def write(self, frame: np.ndarray) -> None:
+        if self._current is None:
+            self._start = self.next_start
+            self._current = Encoder(self.work / segment_name(self._start), **self._kw)
+            self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
+        self._current.write(frame)
+        if self._current.frames >= self.segment_frames:
+            self._finish_segment()
+
+    def _finish_segment(self) -> None:
+        assert self._current is not None
+        encoder, self._current = self._current, None
+        path = encoder.close()
+        segment = Segment(path.name, self._start, encoder.frames)
+        self.next_start = self._start + encoder.frames
+        self.on_segment(segment)
+
+    def close(self) -> Path:
+        if self._current is not None and self._current.frames:
+            self._finish_segment()
+        return self.work
+
+    def abort(self) -> None:
+        if self._current is not None:
+            self._current.abort()
+            self._current = None
+
+
+def concat_cmd(exe: str, list_file: Path, output: Path, *, audio_source: Path | None = None,
+               audio_start: float | None = None, audio_duration: float | None = None,
+               audio_args: list[str] | None = None, metadata: dict[str, str] | None = None,
+               container: str | None = None) -> list[str]:
+    """Join the segments listed in ``list_file`` by stream copy, muxing the first audio stream of
+    ``audio_source`` (trimmed to ``audio_start`` + ``audio_duration``)."""
+    cmd = [exe, *builders.QUIET, "-y", "-f", "concat", "-safe", "0", "-i", builders.media_arg(list_file)]
+    if audio_source is not None:
+        if audio_start:
+            cmd += ["-ss", f"{audio_start:.6f}"]
+        if audio_duration is not None:
+            cmd += ["-t", f"{audio_duration:.6f}"]
+        cmd += ["-i", builders.media_arg(audio_source)]
+    cmd += ["-map", "0:v:0", "-c:v", "copy"]
+    if audio_source is not None:
+        cmd += ["-map", "1:a:0", *(audio_args or ["-c:a", "aac"])]
+    for key, value in (metadata or {}).items():
+        cmd += ["-metadata", f"{key}={value}"]
+    suffix = (container or Path(output).suffix).lower()
+    if suffix in (".mp4", ".mov", ".m4v"):
+        cmd += ["-movflags", "+faststart"]
+    if container:
+        cmd += ["-f", {".mkv": "matroska", ".m4v": "mp4", ".mov": "mov", ".webm": "webm",
+                       ".avi": "avi"}.get(suffix, suffix.lstrip("."))]
+    cmd.append(builders.media_arg(output))
+    return cmd
+
+
+def _list_line(path: Path) -> str:
+    quoted = str(path.absolute()).replace("'", "'\\''")
+    return f"file '{quoted}'\n"
+
+
+def temp_output(output: Path, job_id: int) -> Path:
+    """The fixed temp name the joined file is written to (a rerun after a crash overwrites it)."""
+    return output.with_name(f".{output.stem}.job{job_id}.partial{output.suffix}")
+
+
+def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,
+                  settings: Settings, models: list[str], cancel: threading.Event | None = None) -> Path:
+    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically."""
+    if not segments:
+        raise ConcatError("no finished segments to join")
+    list_file = work / "segments.txt"
+    list_file.write_text("".join(_list_line(work / s.file) for s in segments), encoding="utf-8")
+    start, end = settings.video.start, settings.video.end
+    audio = source if settings.video.keep_audio and source.has_audio else None
+    duration = end - (start or 0.0) if audio is not None and end is not None and end < audio.duration else None
+    partial = temp_output(output, job_id)
+    cmd = concat_cmd(
+        ffmpeg.ffmpeg_exe(), list_file, partial, audio_source=audio.path if audio else None,
+        audio_start=start, audio_duration=duration,
+        audio_args=builders.audio_codec_args(output.suffix, audio.audio_codec) if audio else None,
+        metadata=provenance_metadata(models), container=output.suffix,
+    )
+    process = FFmpegProcess(cmd, cancel=cancel)
+    try:
+        rc = process.wait()
+        if process.cancelled or (cancel is not None and cancel.is_set()):
+            raise Cancelled("joining cancelled")
+        if rc != 0:
+            raise ConcatError(f"joining the segments of {output.name} failed: {process.last_error()}")
+    except BaseException:
+        process.close()
+        partial.unlink(missing_ok=True)
+        raise
+    process.close()
+    with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
+        os.fsync(fh.fileno())
+    os.replace(partial, output)
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(output.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return output

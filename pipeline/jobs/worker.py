@@ -1,0 +1,302 @@
+"""The render worker: takes queued jobs one at a time, in queue order, and runs them.
+
+One worker per device. A worker id names the machine and device (``host/cpu``, ``host/cuda0``) and
+stays the same across restarts, so a restarted worker first puts back whatever it held when it died
+(``release_worker``) and the job resumes from its last finished segment. A lock file per worker id
+keeps a second worker with the same id (the UI's and a terminal's) from releasing a live worker's job.
+
+While a job runs, a monitor thread polls the job row every ``poll_cancel`` s (a cancel stops the render
+within a second) and sends a heartbeat every ``heartbeat_every`` s (a quarter of ``stale_after``), so
+a worker that is killed, or a machine that reboots, shows as stale and the job is claimed again.
+
+    handle = start_in_thread(store)      # the web UI
+    handle.stop()
+    run(store, worker_id, once=True)     # `facestation queue run --once`: until the queue is empty
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from pipeline.errors import Cancelled, UserError
+from pipeline.jobs import runner
+from pipeline.jobs.model import Job
+from pipeline.jobs.store import ClaimLost, JobStore
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_LINES = 12
+
+
+def default_worker_id(device: str | None = None) -> str:
+    """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the settings)."""
+    return f"{socket.gethostname()}/{device or os.environ.get('FACESTATION_DEVICE') or 'default'}"
+
+
+def open_store(path: str | Path | None = None) -> JobStore:
+    """The queue, with ``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS`` applied if set."""
+    kwargs: dict[str, Any] = {}
+    for var, key, kind in (("FACESTATION_QUEUE_STALE_AFTER", "stale_after", float),
+                           ("FACESTATION_QUEUE_MAX_ATTEMPTS", "max_attempts", int)):
+        value = os.environ.get(var)
+        if value:
+            try:
+                kwargs[key] = kind(value)
+            except ValueError:
+                raise UserError(f"{var}={value!r} is not a number") from None
+    return JobStore(path, **kwargs)
+
+
+class WorkerBusy(UserError):
+    """Another worker with the same id is already running."""
+
+
+@contextlib.contextmanager
+def worker_lock(store: JobStore, worker_id: str) -> Iterator[None]:
+    """Hold an exclusive lock for ``worker_id`` (released by the kernel even on SIGKILL)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, one worker per id is up to the user
+        yield
+        return
+    folder = store.path.parent / "workers"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", worker_id) + ".lock")
+    fh: IO[str] = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole block
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise WorkerBusy(f"a worker named {worker_id} is already running (pid {holder}); "
+                             "stop it first or give this one another --worker-id") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    message = text[0] if text else ""
+    return message if isinstance(exc, UserError) else f"{type(exc).__name__}: {message}".rstrip(": ")
+
+
+class Worker:
+    def __init__(self, store: JobStore, worker_id: str | None = None, *, poll: float = 1.0,
+                 poll_cancel: float = 0.25, heartbeat_every: float | None = None,
+                 segment_seconds: float | None = None) -> None:
+        self.store = store
+        self.worker_id = worker_id or default_worker_id()
+        self.poll = poll
+        self.poll_cancel = poll_cancel
+        self.heartbeat_every = heartbeat_every or max(0.2, min(store.stale_after / 4, 15.0))
+        self.segment_seconds = segment_seconds or runner.segment_seconds()
+        self.jobs_done = 0
+        self.current: int | None = None
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self, once: bool = False, stop_event: threading.Event | None = None) -> int:
+        """Run jobs until ``stop_event`` is set (or, with ``once``, until the queue is empty). Returns jobs run."""
+        stop = stop_event or threading.Event()
+        with worker_lock(self.store, self.worker_id):
+            released = self.store.release_worker(self.worker_id)
+            if released:
+                log.warning("worker %s restarted: put back job(s) %s", self.worker_id, released)
+            log.info("worker %s started (queue %s)", self.worker_id, self.store.path)
+            while not stop.is_set():
+                job = self.store.claim_next(self.worker_id)
+                if job is None:
+                    if once:
+                        break
+                    stop.wait(self.poll)
+                    continue
+                self.run_job(job, stop)
+            log.info("worker %s stopped after %d job(s)", self.worker_id, self.jobs_done)
+        return self.jobs_done
+
+    # ------------------------------------------------------------------ one job
+
+    def run_job(self, job: Job, stop: threading.Event | None = None) -> Job | None:
+        """Run a claimed job to its end state; returns the final row (None if the claim was lost)."""
+        stop = stop or threading.Event()
+        cancel = threading.Event()  # set on user cancel, worker stop or a lost claim
+        why: dict[str, str] = {}
+        monitor_stop = threading.Event()
+        monitor = threading.Thread(target=self._monitor, args=(job.id, cancel, stop, monitor_stop, why),
+                                   name=f"job-{job.id}-monitor", daemon=True)
+        self.current = job.id
+        last_report = [0.0]
+
+        def progress(done: int, total: int | None, fps: float | None, eta: float | None,
+                     stage: dict[str, Any]) -> None:
+            now = time.monotonic()
+            if now - last_report[0] < 0.5 and eta != 0.0:
+                return
+            last_report[0] = now
+            try:
+                if self.store.update_progress(job.id, frames_done=done, frames_total=total, fps=fps, eta_s=eta,
+                                              stage=stage, worker_id=self.worker_id):
+                    why.setdefault("reason", "cancel")
+                    cancel.set()
+            except ClaimLost:
+                why.setdefault("reason", "lost")
+                cancel.set()
+
+        def save_resume(data: dict[str, Any]) -> None:
+            self.store.set_resume(job.id, data, worker_id=self.worker_id)
+
+        ctx = runner.JobContext(cancel=cancel, progress=progress, save_resume=save_resume,
+                                log=lambda text: self._log(job.id, text), segment_seconds=self.segment_seconds)
+        self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
+        monitor.start()
+        try:
+            summary = runner.execute(job, ctx)
+        except Cancelled:
+            return self._stopped(job, why.get("reason", "cancel"))
+        except ClaimLost as exc:
+            log.warning("job %d: %s; leaving it to its new holder", job.id, exc)
+            return None
+        except Exception as exc:  # any failure ends this job, never the worker
+            if why.get("reason") in ("stop", "lost"):
+                return self._stopped(job, why["reason"])
+            return self._failed(job, exc)
+        finally:
+            monitor_stop.set()
+            monitor.join(timeout=5)
+            self.current = None
+        self.jobs_done += 1
+        notes = "; ".join(summary.get("notices", []))
+        self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s"
+                          + (f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else "")
+                          + (f"; {notes}" if notes else ""))
+        try:
+            final = self.store.finish(job.id, "done", worker_id=self.worker_id)
+        except ClaimLost as exc:
+            log.warning("job %d finished but was reclaimed meanwhile: %s", job.id, exc)
+            return None
+        runner.discard(job.id, job.output)
+        return final
+
+    def _stopped(self, job: Job, reason: str) -> Job | None:
+        if reason == "lost":
+            log.warning("job %d was taken from worker %s; stopped", job.id, self.worker_id)
+            return None
+        if reason == "stop":  # the worker is shutting down: the job goes back with its segments
+            self.store.release_worker(self.worker_id)
+            log.info("job %d put back (worker stopping); it resumes later", job.id)
+            return self.store.get(job.id)
+        runner.discard(job.id, job.output)
+        try:
+            self._log(job.id, "cancelled by request")
+            return self.store.finish(job.id, "cancelled", worker_id=self.worker_id)
+        except ClaimLost:
+            return self.store.get(job.id)
+
+    def _failed(self, job: Job, exc: BaseException) -> Job | None:
+        message = _one_line(exc)
+        log.error("job %d failed: %s", job.id, message)
+        if not isinstance(exc, UserError):
+            tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-LOG_TAIL_LINES:]
+            self._log(job.id, "\n".join(tail))
+        self._log(job.id, f"failed: {message}")
+        # a half-joined file goes; finished segments stay for a retry
+        runner.segments.temp_output(Path(job.output), job.id).unlink(missing_ok=True)
+        try:
+            return self.store.finish(job.id, "failed", message, worker_id=self.worker_id)
+        except ClaimLost:
+            return None
+
+    def _log(self, job_id: int, text: str) -> None:
+        try:
+            self.store.append_log(job_id, f"{time.strftime('%H:%M:%S')} {text}")
+        except Exception as exc:  # a log line must never break a job
+            log.warning("job %d: could not write its log: %s", job_id, exc)
+
+    def _monitor(self, job_id: int, cancel: threading.Event, stop: threading.Event,
+                 done: threading.Event, why: dict[str, str]) -> None:
+        """Heartbeats, cancel requests and worker stop, while the job runs."""
+        next_beat = time.monotonic() + self.heartbeat_every
+        while not done.wait(self.poll_cancel):
+            try:
+                if stop.is_set():
+                    why.setdefault("reason", "stop")
+                    cancel.set()
+                elif time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.heartbeat_every
+                    if self.store.heartbeat(job_id, self.worker_id):
+                        why.setdefault("reason", "cancel")
+                        cancel.set()
+                elif self.store.get(job_id).cancel_requested:
+                    why.setdefault("reason", "cancel")
+                    cancel.set()
+            except ClaimLost:
+                why.setdefault("reason", "lost")
+                cancel.set()
+            except Exception as exc:  # a locked or busy database: try again at the next tick
+                log.warning("job %d monitor: %s", job_id, exc)
+
+
+def run(store: JobStore | None, worker_id: str | None = None, once: bool = False,
+        stop_event: threading.Event | None = None, **kwargs: Any) -> int:
+    """Run a worker in this thread (``facestation queue run``). Returns the number of jobs done."""
+    return Worker(store or open_store(), worker_id, **kwargs).run(once=once, stop_event=stop_event)
+
+
+class WorkerHandle:
+    """A worker running in a background thread; :meth:`stop` puts its current job back and waits."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name=f"worker-{worker.worker_id}", daemon=True)
+
+    def _main(self) -> None:
+        try:
+            self.worker.run(stop_event=self.stop_event)
+        except BaseException as exc:
+            self.error = exc
+            log.error("render worker %s stopped: %s", self.worker.worker_id, _one_line(exc))
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self, timeout: float = 15.0) -> bool:
+        """Stop the worker; a running job is interrupted and re-queued (it resumes later). True if it ended."""
+        self.stop_event.set()
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+
+def start_in_thread(store: JobStore | None = None, worker_id: str | None = None, **kwargs: Any) -> WorkerHandle:
+    """Start a worker in a daemon thread (the web UI does this at launch)."""
+    handle = WorkerHandle(Worker(store or open_store(), worker_id, **kwargs))
+    handle.thread.start()
+    return handle
+
+
+def main() -> None:  # pragma: no cover - `python -m pipeline.jobs.worker` = `facestation queue run`
+    from pipeline.cli import main as cli_main
+
+    raise SystemExit(cli_main(["queue", "run"]))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
