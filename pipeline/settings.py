@@ -52,6 +52,8 @@ class SelectorSettings(_Section):
     reference: str | None = Field(None, description="image of the person to replace (mode=reference)")
     reference_distance: float = Field(0.6, ge=0.0, le=2.0, description="max cosine distance to the reference")
     min_size: int = Field(0, ge=0, description="ignore faces whose box is smaller than this (px)")
+    mapping: tuple[str, ...] = Field((), description="face mapping: one reference image per source image, in order; "
+                                     "source i replaces the person in reference i (empty = off)")
 
 
 class SwapperSettings(_Section):
