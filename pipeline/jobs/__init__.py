@@ -1,1 +1,1 @@
-"""jobs stage."""
+"""The render queue: job store (SQLite), worker, resumable segmented video jobs, `facestation queue`."""

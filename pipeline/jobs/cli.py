@@ -1,0 +1,193 @@
+"""``facestation queue``: add, list, cancel, retry, move, delete and run render jobs.
+
+    facestation queue add --source me.jpg --target clip.mp4 --output out.mp4 [--preset P] [--set k=v]
+    facestation queue list [--json]
+    facestation queue cancel ID | retry ID | delete ID | move ID up|down|top|bottom
+    facestation queue run [--once] [--worker-id NAME]
+
+Inputs and settings are checked before a job is queued (a bad one exits 2 with one line), so the
+queue only holds jobs that can start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UserError
+from pipeline.jobs.model import Job
+
+log = logging.getLogger(__name__)
+
+
+def _store() -> Any:
+    from pipeline.jobs.worker import open_store
+
+    return open_store()
+
+
+def validate_inputs(sources: list[Path], target: Path, output: Path) -> str:
+    """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``."""
+    from pipeline.cli import _check_output
+    from pipeline.image import output_format, read_image
+    from pipeline.jobs.runner import VIDEO_SUFFIXES, is_image
+
+    for source in sources:
+        if not source.is_file():
+            raise UserError(f"source image not found: {source}")
+        read_image(source)  # BadMedia with the reason if it is not a readable picture
+    if not target.is_file():
+        raise UserError(f"target not found: {target}")
+    _check_output(output, [target, *sources])
+    if is_image(target):
+        read_image(target)
+        output_format(output)
+        return "image"
+    from pipeline.video.probe import probe
+
+    probe(target)  # BadMedia: not a video, truncated, unknown codec...
+    if output.suffix.lower() not in VIDEO_SUFFIXES:
+        raise UserError(f"cannot write video '{output.name}': use .mp4, .mov, .mkv, .webm or .avi")
+    return "video"
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from pipeline.cli import _load_settings
+
+    sources = [Path(s).absolute() for s in args.source]
+    target, output = Path(args.target).absolute(), Path(args.output).absolute()
+    settings = _load_settings(args)  # SettingsError (a UserError) names a bad key or value
+    validate_inputs(sources, target, output)
+    job = _store().add(sources, target, output, settings, owner=args.owner or "")
+    print(job.id)
+    return 0
+
+
+def _row(job: Job) -> dict[str, Any]:
+    p = job.progress
+    return {
+        "id": job.id, "state": job.state, "owner": job.owner, "target": job.target, "output": job.output,
+        "frames_done": p.frames_done, "frames_total": p.frames_total, "fraction": p.fraction, "fps": p.fps,
+        "eta_s": p.eta_s, "attempts": job.attempts, "worker": job.worker_id, "error": job.error,
+        "created_at": job.created_at, "started_at": job.started_at, "finished_at": job.finished_at,
+        "resumable_frames": sum(int(s.get("frames", 0)) for s in job.resume.get("segments", [])),
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    jobs = _store().list(states=args.state or None)
+    if args.json:
+        print(json.dumps([_row(j) for j in jobs], indent=2))
+        return 0
+    if not jobs:
+        print("the queue is empty")
+        return 0
+    print(f"{'id':>4}  {'state':9}  {'progress':>14}  target -> output")
+    for job in jobs:
+        p = job.progress
+        prog = f"{p.fraction * 100:5.1f}% {p.frames_done}/{p.frames_total}" if p.fraction is not None else ""
+        line = f"{job.id:>4}  {job.state:9}  {prog:>14}  {Path(job.target).name} -> {job.output}"
+        if job.error:
+            line += f"  [{job.error}]"
+        print(line)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    job = _store().request_cancel(args.id)
+    print(f"job {job.id}: {'cancelled' if job.state == 'cancelled' else 'cancel requested (stops within a second)'}")
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    job = _store().retry(args.id)
+    print(f"job {job.id}: queued again")
+    return 0
+
+
+def cmd_move(args: argparse.Namespace) -> int:
+    job = _store().move(args.id, args.where)
+    print(f"job {job.id}: moved {args.where}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from pipeline.jobs.runner import discard
+
+    store = _store()
+    job = store.get(args.id)
+    store.delete(args.id)
+    discard(job.id, job.output)  # its finished segments, if any (the output itself is left alone)
+    print(f"job {args.id}: deleted")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.jobs.worker import run
+
+    stop = threading.Event()
+    try:
+        done = run(_store(), args.worker_id, once=args.once, stop_event=stop,
+                   **({"segment_seconds": args.segment_seconds} if args.segment_seconds else {}))
+    except KeyboardInterrupt:  # Ctrl-C: the running job was left running; the next start resumes it
+        stop.set()
+        raise
+    print(f"worker finished: {done} job(s) done")
+    return 0
+
+
+def _job_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a job id is a number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a job id is a positive number, got {value}")
+    return value
+
+
+def register(sub: Any) -> None:
+    """Add ``queue`` and its sub-commands to the ``facestation`` parser."""
+    queue = sub.add_parser("queue", help="queue renders and run them in the background")
+    qsub = queue.add_subparsers(dest="queue_cmd", parser_class=type(queue))
+
+    add = qsub.add_parser("add", help="queue a swap (prints the job id)")
+    add.add_argument("--source", action="append", required=True, metavar="IMG")
+    add.add_argument("--target", required=True, metavar="IMG|VIDEO")
+    add.add_argument("--output", required=True, metavar="PATH")
+    add.add_argument("--preset", metavar="NAME|FILE")
+    add.add_argument("--set", action="append", metavar="section.key=value")
+    add.add_argument("--owner", help="user name the job belongs to (web UI accounts)")
+    add.set_defaults(handler=cmd_add)
+
+    ls = qsub.add_parser("list", help="jobs in queue order")
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--state", action="append", help="only jobs in this state (repeatable)")
+    ls.set_defaults(handler=cmd_list)
+
+    for name, handler, text in (("cancel", cmd_cancel, "cancel a queued or running job"),
+                                ("retry", cmd_retry, "queue a failed or cancelled job again"),
+                                ("delete", cmd_delete, "forget a job that is not running")):
+        p = qsub.add_parser(name, help=text)
+        p.add_argument("id", type=_job_id)
+        p.set_defaults(handler=handler)
+
+    mv = qsub.add_parser("move", help="reorder a queued job")
+    mv.add_argument("id", type=_job_id)
+    mv.add_argument("where", choices=("up", "down", "top", "bottom"))
+    mv.set_defaults(handler=cmd_move)
+
+    run = qsub.add_parser("run", help="run the worker for this device")
+    run.add_argument("--once", action="store_true", help="stop when the queue is empty")
+    run.add_argument("--worker-id", help="worker name (default host/device; must be unique)")
+    run.add_argument("--segment-seconds", type=float, help="video segment length (resume granularity)")
+    run.set_defaults(handler=cmd_run)
+
+    def no_command(args: argparse.Namespace) -> int:
+        raise UserError("queue: choose add, list, cancel, retry, move, delete or run")
+
+    queue.set_defaults(handler=no_command)
