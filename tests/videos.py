@@ -110,7 +110,7 @@ def _face_frames(image: str | Path | np.ndarray, n: int, w: int, h: int) -> np.n
         dx, dy = 0.1 * w * np.sin(2 * np.pi * t), 0.05 * h * t  # drift
         m = np.array([[scale, 0, w / 2 - scale * img.shape[1] / 2 + dx],
                       [0, scale, h / 2 - scale * img.shape[0] / 2 + dy]], np.float32)
-        frames[i] = cv2.warpAffine(img, m, (w, h), borderMode=cv2.BORDER_REFLECT)
+        frames[i] = cv2.warpAffine(img, m, (w, h), borderMode=cv2.BORDER_CONSTANT)
     return frames
 
 
