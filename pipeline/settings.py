@@ -61,6 +61,11 @@ class SwapperSettings(_Section):
     pixel_boost: Literal[0, 128, 256, 512, 1024] = Field(0, description="0 = the model's own size")
     poisson: bool = Field(False, description="classic swapper: Poisson-blend the edge")
 
+    @field_validator("pixel_boost", mode="before")
+    @classmethod
+    def _boost_from_text(cls, value: Any) -> Any:
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value  # --set swapper.pixel_boost=512
+
 
 class EnhancerSettings(_Section):
     model: EnhancerName = "none"
