@@ -176,3 +176,21 @@ def test_cli_reports_cancel_with_exit_status(monkeypatch: pytest.MonkeyPatch, fa
     code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(face_clip),
                  "--output", str(tmp_path / "o.mp4")])
     assert code == 130 and "cancelled" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_acceptance_10s_1080p_clip_with_audio(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "hd.mp4", seconds=10, size=(1920, 1080), face_image=photos.astronaut())
+    out = tmp_path / "hd_out.mp4"
+    result = render(ONE, [photos.grace_hopper_path()], clip, out)
+    src, dst = stream_info(clip), stream_info(out)
+    v_in = next(s for s in src["streams"] if s["codec_type"] == "video")
+    v_out = next(s for s in dst["streams"] if s["codec_type"] == "video")
+    assert count_frames(out) == count_frames(clip) == 300 == result.frames
+    assert v_out["r_frame_rate"] == v_in["r_frame_rate"] == "30/1"
+    assert abs(float(dst["format"]["duration"]) - float(src["format"]["duration"])) <= 1 / 30 + 0.03
+    assert any(s["codec_type"] == "audio" for s in dst["streams"])
+    for key in ("color_space", "color_transfer", "color_primaries"):
+        assert v_out.get(key) == v_in.get(key) == "bt709", key
+    gains = _identity_gain(clip, out, every=30)
+    assert len(gains) == 10 and min(gains) >= 0.2, gains
