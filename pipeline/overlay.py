@@ -53,12 +53,12 @@ def draw_debug(
     picked_ids = {id(f) for f in chosen}
     picked_boxes = [np.asarray(f.box, np.float64) for f in chosen]
     for polygon in (p for m, matrix in masks for p in mask_outline(m, matrix)):
-        cv2.polylines(out, [polygon.reshape(-1, 1, 2)], True, OUTLINE, thick, cv2.LINE_AA)
+        cv2.polylines(out, [polygon.reshape(-1, 1, 2)], True, OUTLINE, thick, cv2.LINE_8)
     for index, face in enumerate(faces):
         swapped = id(face) in picked_ids or any(np.allclose(face.box, b, atol=1.0) for b in picked_boxes)
         colour = CHOSEN if swapped else OTHER
         x1, y1, x2, y2 = (int(round(float(v))) for v in face.box)
-        cv2.rectangle(out, (x1, y1), (x2, y2), colour, thick, cv2.LINE_AA)
+        cv2.rectangle(out, (x1, y1), (x2, y2), colour, thick, cv2.LINE_8)
         scale = 0.4 * thick + 0.2
         cv2.putText(out, f"{face.score:.2f}", (x1, max(12, y1 - 4)), cv2.FONT_HERSHEY_SIMPLEX, scale, colour, thick,
                     cv2.LINE_AA)
@@ -68,9 +68,9 @@ def draw_debug(
                         thick, cv2.LINE_AA)
         if face.landmarks68 is not None:
             for x, y in np.asarray(face.landmarks68, np.float64):
-                cv2.circle(out, (int(round(x)), int(round(y))), thick, POINTS68, -1, cv2.LINE_AA)
+                cv2.circle(out, (int(round(x)), int(round(y))), thick, POINTS68, -1, cv2.LINE_8)
         for x, y in np.asarray(face.landmarks, np.float64):
-            cv2.circle(out, (int(round(x)), int(round(y))), thick + 1, POINTS5, -1, cv2.LINE_AA)
+            cv2.circle(out, (int(round(x)), int(round(y))), thick + 1, POINTS5, -1, cv2.LINE_8)
     return out
 
 
