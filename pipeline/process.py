@@ -21,12 +21,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from pipeline.blend import color, mask as masks, paste
+from pipeline.blend import color, paste
+from pipeline.blend import mask as masks
 from pipeline.blend.mouth import mouth_mask
 from pipeline.enhance.base import Enhancer
 from pipeline.enhance.registry import make_enhancer
 from pipeline.errors import NoFaceFound, UserError
-from pipeline.faces import align, mapping, select as selection
+from pipeline.faces import align, mapping
+from pipeline.faces import select as selection
+from pipeline.faces.base import Recogniser
 from pipeline.faces.registry import make_detector, make_recogniser
 from pipeline.image import read_image
 from pipeline.models import catalog, store
@@ -79,7 +82,7 @@ class FaceProcessor:
         if notice:
             self.notices.append(notice)
         self.swapper = make_swapper(s.swapper, providers, threads)
-        self._recogniser = None
+        self._recogniser: Recogniser | None = None
         self.source_faces = [self._source_face(src, i) for i, src in enumerate(self.sources)]
         if not self.source_faces:
             raise UserError("no source image given")
@@ -150,7 +153,7 @@ class FaceProcessor:
 
     # --- models ---------------------------------------------------------------------------------------
     @property
-    def recogniser(self):  # type: ignore[no-untyped-def]
+    def recogniser(self) -> Recogniser:
         if self._recogniser is None:
             self._recogniser = make_recogniser("sface", self.settings.execution.providers, self.settings.execution.threads)
         return self._recogniser

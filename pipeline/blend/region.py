@@ -32,7 +32,7 @@ def region_classes(regions: Iterable[str]) -> npt.NDArray[np.int64]:
     for r in regions:
         if r not in REGION_CLASSES:
             raise UserError(f"unknown face region '{r}' (known: {', '.join(get_args(FaceRegion))})")
-        out.append(REGION_CLASSES[r])  # type: ignore[index]
+        out.append(REGION_CLASSES[r])
     return np.asarray(sorted(set(out)), np.int64)
 
 
@@ -47,7 +47,7 @@ class FaceParser:
 
     def classes(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
         """(N, S, S, 3) BGR crops -> (N, P, P) winning class per pixel at the parser's size P."""
-        small = resize_stack(np.asarray(crops), self.size, cv2.INTER_AREA)
+        small = np.asarray(resize_stack(np.asarray(crops), self.size, cv2.INTER_AREA), np.uint8)
         logits = self.runner.run(normalise(small, self.runner.entry))[0]
         return np.asarray(logits.argmax(axis=1), np.uint8)
 

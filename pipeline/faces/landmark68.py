@@ -20,7 +20,7 @@ import numpy.typing as npt
 from pipeline.faces.align import invert, transform_points
 from pipeline.faces.arcface import normalise
 from pipeline.models.runner import ModelRunner
-from pipeline.types import Face, Frame, Landmarks5, LandmarkerName, Matrix, Provider
+from pipeline.types import Face, Frame, LandmarkerName, Landmarks5, Matrix, Provider
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ class Landmarker68:
         if not faces:
             return np.zeros((0, 68, 2), np.float32), np.zeros(0, np.float32)
         matrices = [box_matrix(f.box, self.size) for f in faces]
-        crops = np.stack([cv2.warpAffine(frame, m, (self.size, self.size), flags=cv2.INTER_LINEAR,
-                                         borderMode=cv2.BORDER_CONSTANT) for m in matrices])
+        crops = np.stack([np.asarray(cv2.warpAffine(frame, m, (self.size, self.size), flags=cv2.INTER_LINEAR,
+                                         borderMode=cv2.BORDER_CONSTANT), np.uint8) for m in matrices])
         raw = self.runner.run(normalise(crops, self.runner.entry))[0]  # (N, 68, 3)
         grid = raw[..., :2] * (self.size / HEATMAP)
         points = np.stack([transform_points(g, invert(m)) for g, m in zip(grid, matrices, strict=True)])
