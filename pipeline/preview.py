@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
 import shutil
 import threading
 import time
@@ -191,12 +192,12 @@ def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
     suffix = target.suffix.lower() if kind_of(target) == "image" and target.suffix.lower() in (
         ".png", ".jpg", ".jpeg", ".webp") else (".png" if kind_of(target) == "image" else ".mp4")
     stem = safe_stem(target.stem.split("-", 1)[-1] if re.match(r"^[0-9a-f]{16}-", target.stem) else target.stem)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(1000):
-        candidate = sub / f"{stem}-swap-{stamp}{f'-{n}' if n else ''}{suffix}"
+    # a random part: jobs queued in the same second must not share a name (their files appear only when done)
+    for _ in range(100):
+        candidate = sub / f"{stem}-swap-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}{suffix}"
         if not candidate.exists():
             return candidate
-    raise UserError(f"too many outputs named {stem}-swap-{stamp}* in {sub}")
+    raise UserError(f"could not find a free output name for {stem} in {sub}")
 
 
 # ---------------------------------------------------------------- faces

@@ -118,7 +118,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], settings_controls: dict[st
 
     ref_i, mode_i = keys.index("selector.reference"), keys.index("selector.mode")
 
-    def on_pick(target: str | None, frame: int, *vals: Any, evt: gr.SelectData) -> tuple[str, str]:
+    def on_pick(evt: gr.SelectData, target: str | None, frame: int, *vals: Any) -> tuple[str, str]:
         if not target or evt.index is None:
             raise UserError("choose a target first")
         from pipeline import preview as engine
@@ -143,7 +143,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], settings_controls: dict[st
           show_progress="minimal", api_visibility="private")
 
     # --- queue ---------------------------------------------------------------------------------------
-    def on_add(sources: list[str] | None, target: str | None, *vals: Any, request: gr.Request) -> tuple[str, str]:
+    def on_add(request: gr.Request, sources: list[str] | None, target: str | None, *vals: Any) -> tuple[str, str]:
         job = queue_tab.submit(ctx, current(vals), sources, target, request)
         gr.Info(f"queued job {job.id}")
         table = queue_tab.render_jobs(queue_tab.visible_jobs(ctx, request))

@@ -95,8 +95,8 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
                          maximum=limits.get("max"), **common)
     if args and type(None) in args and str in args:  # optional text: empty = None
         return gr.Textbox(value=value or "", interactive=key not in READ_ONLY, **common)
-    if args and type(None) in args:  # optional number: empty = None
-        return gr.Number(value=value, **common)
+    if args and type(None) in args:  # optional number: empty text = None (gr.Number would send 0)
+        return gr.Textbox(value="" if value is None else str(value), placeholder="none", **common)
     if origin is tuple:  # fixed tuple of ints (mask.padding): "a, b, c, d"
         return gr.Textbox(value=", ".join(str(v) for v in value), **common)
     # unions such as Literal["auto"] | int (execution.batch_size): free text, validated by the model
@@ -148,7 +148,9 @@ def values_of(keys: Sequence[str], settings: Settings) -> list[Any]:
             value = str(value)
         elif value == "none":
             value = NONE_VALUE
-        elif value is None and key in READ_ONLY:
+        elif value is None:
             value = ""
+        elif type(None) in typing.get_args(settings_mod.keys()[key].annotation) and not isinstance(value, str):
+            value = str(value)
         out.append(value)
     return out

@@ -67,7 +67,12 @@ def open_tab(page: Any, name: str) -> None:
 
 
 def upload(page: Any, elem_id: str, *files: Path) -> None:
-    page.locator(f"#{elem_id} input[type=file]").set_input_files([str(f) for f in files])
+    """Put files into a gr.File; a file already there is cleared first (its input only exists when empty)."""
+    field = page.locator(f"#{elem_id} input[type=file]")
+    if field.count() == 0:
+        page.locator(f"#{elem_id} button[aria-label=Clear], #{elem_id} button[title=Clear]").first.click()
+        field.wait_for(state="attached", timeout=10_000)
+    field.set_input_files([str(f) for f in files])
 
 
 def wait_until(predicate: Any, timeout: float = 30.0, every: float = 0.2, what: str = "condition") -> Any:
