@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.jobs.worker import run
 
     stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():  # SIGTERM (systemd, docker stop): re-queue and exit
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         done = run(_store(), args.worker_id, once=args.once, stop_event=stop,
                    **({"segment_seconds": args.segment_seconds} if args.segment_seconds else {}))
@@ -182,7 +185,8 @@ def register(sub: Any) -> None:
     mv.set_defaults(handler=cmd_move)
 
     run = qsub.add_parser("run", help="run the worker for this device")
-    run.add_argument("--once", action="store_true", help="stop when the queue is empty")
+    run.add_argument("--once", action="store_true",
+                     help="stop when no job can be claimed (a dead worker's job counts only once it is stale)")
     run.add_argument("--worker-id", help="worker name (default host/device; must be unique)")
     run.add_argument("--segment-seconds", type=float, help="video segment length (resume granularity)")
     run.set_defaults(handler=cmd_run)

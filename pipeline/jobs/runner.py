@@ -98,6 +98,7 @@ def _video(job: Job, settings: Settings, sources: list[Path], target: Path, outp
     work = work_dir(job.id)
     done = segments.usable_segments(job.resume, work, seg_frames, target, settings)
     segments.clear_work(work, keep=done)  # stale or unrecorded files from an earlier attempt
+    segments.remove_temp_outputs(output, job.id)
     complete = bool(job.resume.get("complete")) and len(done) == len(job.resume.get("segments", []))
     next_frame = sum(s.frames for s in done)
     if done:
@@ -157,4 +158,4 @@ def _video(job: Job, settings: Settings, sources: list[Path], target: Path, outp
 def discard(job_id: int, output: Path | str) -> None:
     """Remove everything a job left behind: its work folder and a half-joined output."""
     segments.clear_work(work_dir(job_id))
-    segments.temp_output(Path(output), job_id).unlink(missing_ok=True)
+    segments.remove_temp_outputs(Path(output), job_id)

@@ -209,8 +209,15 @@ def _list_line(path: Path) -> str:
 
 
 def temp_output(output: Path, job_id: int) -> Path:
-    """The fixed temp name the joined file is written to (a rerun after a crash overwrites it)."""
-    return output.with_name(f".{output.stem}.job{job_id}.partial{output.suffix}")
+    """The temp name this process joins into: per process, so that an ffmpeg orphaned by a killed
+    worker (it runs on to the end) never writes into the file of the run that took over."""
+    return output.with_name(f".{output.stem}.job{job_id}.{os.getpid()}.partial{output.suffix}")
+
+
+def remove_temp_outputs(output: Path, job_id: int) -> None:
+    """Delete every half-joined temp file of the job (this and earlier runs)."""
+    for path in output.parent.glob(f".{output.stem}.job{job_id}.*.partial{output.suffix}"):
+        path.unlink(missing_ok=True)
 
 
 def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,

@@ -216,7 +216,7 @@ class Worker:
             self._log(job.id, "\n".join(tail))
         self._log(job.id, f"failed: {message}")
         # a half-joined file goes; finished segments stay for a retry
-        runner.segments.temp_output(Path(job.output), job.id).unlink(missing_ok=True)
+        runner.segments.remove_temp_outputs(Path(job.output), job.id)
         try:
             return self.store.finish(job.id, "failed", message, worker_id=self.worker_id)
         except ClaimLost:
