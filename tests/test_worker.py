@@ -1,0 +1,122 @@
+"""The render worker: queue order, image jobs, failures, cancel, worker lock, concurrent adders."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pipeline.jobs import runner
+from pipeline.jobs.store import JobStore
+from pipeline.jobs.worker import WorkerBusy, Worker, run, start_in_thread, worker_lock
+from pipeline.settings import Settings, apply_overrides
+from tests import photos
+from tests.videos import make_clip
+
+FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1", "detector.size=320"])
+
+
+def _ffmpeg_children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if "ffmpeg" in p.name()]
+
+
+def _wait(predicate, timeout: float = 30.0, every: float = 0.02) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, "timed out"
+        time.sleep(every)
+
+
+def test_image_jobs_run_in_queue_order(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.sqlite3")
+    target = photos.astronaut_path(tmp_path)
+    jobs = [store.add([photos.grace_hopper_path()], target, tmp_path / f"out{i}.png", FAST) for i in range(3)]
+    store.move(jobs[2].id, "top")
+    assert run(store, "w", once=True) == 3
+    done = [store.get(j.id) for j in jobs]
+    assert all(j.state == "done" for j in done), [(j.state, j.error) for j in done]
+    assert all(Path(j.output).stat().st_size > 0 for j in done)
+    order = sorted(done, key=lambda j: j.started_at or 0)
+    assert [j.id for j in order] == [jobs[2].id, jobs[0].id, jobs[1].id]
+
+
+def test_a_failing_job_fails_with_one_line_and_a_log_tail(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.sqlite3")
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"\x01" * 500)  # passes no probe
+    bad = store.add([photos.grace_hopper_path()], broken, tmp_path / "out.mp4", FAST)
+    good_clip = make_clip(tmp_path / "ok.mp4", seconds=0.5, audio=False)
+    good = store.add([photos.grace_hopper_path()], good_clip, tmp_path / "ok_out.mp4", FAST)
+    run(store, "w", once=True)
+    failed = store.get(bad.id)
+    assert failed.state == "failed" and failed.error and "\n" not in failed.error
+    assert "broken.mp4" in failed.error
+    assert "failed:" in failed.log
+    assert store.get(good.id).state == "done"  # the worker carried on
+    assert not (tmp_path / "out.mp4").exists()
+
+
+@pytest.mark.slow
+def test_cancel_of_a_running_video_job(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.sqlite3")
+    clip = make_clip(tmp_path / "face.mp4", seconds=6, size=(320, 240), face_image=photos.astronaut())
+    out = tmp_path / "out.mp4"
+    job = store.add([photos.grace_hopper_path()], clip, out, FAST)
+    handle = start_in_thread(store, "w", segment_seconds=0.5)
+    try:
+        _wait(lambda: store.get(job.id).resume.get("segments") and store.get(job.id).progress.frames_done > 20)
+        assert _ffmpeg_children(), "expected the render's ffmpeg processes"
+        asked = time.perf_counter()
+        store.request_cancel(job.id)
+        _wait(lambda: store.get(job.id).finished, timeout=5, every=0.01)
+        took = time.perf_counter() - asked
+    finally:
+        handle.stop()
+    final = store.get(job.id)
+    assert final.state == "cancelled" and took < 1.5, (final.state, took)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert not runner.work_dir(job.id).exists()
+    _wait(lambda: not _ffmpeg_children(), timeout=3)
+
+
+def test_a_second_worker_with_the_same_id_is_refused(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.sqlite3")
+    with worker_lock(store, "host/cpu"), pytest.raises(WorkerBusy, match="already running"):
+        Worker(store, "host/cpu").run(once=True)
+    assert Worker(store, "host/cpu").run(once=True) == 0  # free again once the first is gone
+
+
+def _adder(db: str, tag: str, n: int) -> None:
+    store = JobStore(db)
+    for i in range(n):
+        store.add([f"/nowhere/{tag}.jpg"], f"/nowhere/{tag}-{i}.mp4", f"/nowhere/{tag}-{i}-out.mp4", Settings())
+
+
+def test_concurrent_adders_while_a_worker_runs_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "q.sqlite3"
+    store = JobStore(db)
+    handle = start_in_thread(store, "w")
+    handle.worker.poll = 0.01
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_adder, args=(str(db), tag, 25)) for tag in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    _wait(lambda: all(j.finished for j in store.list()), timeout=60)
+    handle.stop()
+    jobs = store.list()
+    targets = sorted(j.target for j in jobs)
+    assert len(jobs) == 50 and len(set(targets)) == 50
+    assert targets == sorted([f"/nowhere/{t}-{i}.mp4" for t in "ab" for i in range(25)])
+    assert all(j.state == "failed" and j.attempts == 1 for j in jobs)  # each ran exactly once
+    assert all(j.log.count("attempt 1 on worker") == 1 for j in jobs)
+    # each adder's own jobs kept their order
+    for tag in "ab":
+        mine = [int(j.target.rsplit("-", 1)[1].split(".")[0]) for j in jobs if f"/{tag}-" in j.target]
+        assert mine == sorted(mine)
