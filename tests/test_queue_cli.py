@@ -1,0 +1,67 @@
+"""`facestation queue`: validation before queuing, list/cancel/retry/move/delete, run --once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.jobs.worker import open_store
+from tests import photos
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    return {"source": photos.grace_hopper_path(), "target": photos.astronaut_path(tmp_path), "dir": tmp_path}
+
+
+def _add(files: dict[str, Path], output: str, *extra: str) -> list[str]:
+    return ["queue", "add", "--source", str(files["source"]), "--target", str(files["target"]),
+            "--output", str(files["dir"] / output), *extra]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"source": Path("/nowhere/me.jpg")}, "source image not found"),
+    ({"target": Path("/nowhere/t.png")}, "target not found"),
+    ({"output": "out.txt"}, "cannot write"),
+    ({"extra": ("--set", "swapper.nope=1")}, "unknown settings key"),
+    ({"extra": ("--set", "output.quality=500")}, "output.quality"),
+])
+def test_bad_input_exits_2_with_one_line_and_queues_nothing(files: dict[str, Path], change: dict,
+                                                           message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    f = {**files, **{k: v for k, v in change.items() if k in files}}
+    argv = _add(f, change.get("output", "out.png"), *change.get("extra", ()))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert open_store().list() == []
+
+
+def test_add_list_move_cancel_retry_delete_run(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    ids = []
+    for name in ("a.png", "b.png", "c.png"):
+        assert main(_add(files, name, "--set", "selector.mode=one")) == 0
+        ids.append(int(capsys.readouterr().out.strip()))
+    assert len(set(ids)) == 3
+    assert main(["queue", "move", str(ids[2]), "up"]) == 0
+    assert main(["queue", "cancel", str(ids[0])]) == 0
+    capsys.readouterr()
+    assert main(["queue", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == [ids[0], ids[2], ids[1]]
+    assert [r["state"] for r in rows] == ["cancelled", "queued", "queued"]
+    assert main(["queue", "cancel", str(ids[0])]) == 2  # already ended
+    assert main(["queue", "retry", str(ids[0])]) == 0
+    assert main(["queue", "delete", str(ids[1])]) == 0
+    assert main(["queue", "delete", "999"]) == 2
+    assert main(["queue", "run", "--once"]) == 0
+    capsys.readouterr()
+    assert main(["queue", "list"]) == 0
+    table = capsys.readouterr().out
+    lines = table.strip().splitlines()[1:]
+    assert len(lines) == 2 and all(" done " in line for line in lines), table
+    store = open_store()
+    assert {j.id for j in store.list(states=["done"])} == {ids[0], ids[2]}
+    assert all(Path(j.output).stat().st_size > 0 for j in store.list())
