@@ -62,7 +62,7 @@ def test_control_values_round_trip_through_settings() -> None:
     changed = settings_mod.apply_overrides(Settings(), {
         "detector.size": 320, "enhancer.model": "codeformer", "landmarks.model": "none", "mask.types": ["box", "region"],
         "mask.padding": [1, 2, 3, 4], "execution.batch_size": 8, "video.start": 1.5, "color.method": "mkl",
-        "swapper.pixel_boost": 256, "tracker.enabled": False,
+        "swapper.pixel_boost": 256, "tracker.enabled": False, "selector.mapping": ["/r/a.png", "/r/b.png"],
     })
     keys = list(settings_mod.keys())
     shown = controls.values_of(keys, changed)
@@ -241,3 +241,10 @@ def test_submit_queues_stashed_inputs_for_the_owner(tmp_path: Path) -> None:
     assert ctx.store.get(job.id).state == "cancelled"
     html = queue_tab.render_jobs(ctx.store.list())
     assert f'data-job="{job.id}"' in html and "cancelled" in html
+
+
+def test_choice_lists_stay_lists_and_text_lists_become_text() -> None:
+    keys = ["mask.regions", "mask.types", "mask.padding", "selector.mapping"]
+    shown = controls.values_of(keys, Settings())
+    assert isinstance(shown[0], list) and isinstance(shown[1], list)
+    assert shown[2] == "0, 0, 0, 0" and shown[3] == ""

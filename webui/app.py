@@ -37,11 +37,10 @@ CSS = """
 def settings_from_values(keys: Sequence[str], values: Sequence[Any]) -> Settings:
     """Settings shown by the controls; a reference path must be one the app saved itself."""
     settings = controls.settings_from(keys, values)
-    ref = settings.selector.reference
-    if ref is not None:
-        folder = (paths.data_dir() / "references").resolve()
-        if Path(ref).resolve().parent != folder:
-            raise UserError("the reference face must be picked from the faces gallery")
+    folder = (paths.data_dir() / "references").resolve()
+    for ref in [settings.selector.reference, *settings.selector.mapping]:
+        if ref is not None and Path(ref).resolve().parent != folder:
+            raise UserError("reference faces must be picked from the faces gallery")
     return settings
 
 
@@ -116,20 +115,23 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], settings_controls: dict[st
     f["frame"].release(user_errors(on_frame), [f["target"], f["frame"], *values], f["faces"],
                        api_visibility="private", trigger_mode="always_last")
 
-    ref_i, mode_i = keys.index("selector.reference"), keys.index("selector.mode")
+    ref_i, mode_i, map_i = (keys.index(k) for k in ("selector.reference", "selector.mode", "selector.mapping"))
 
-    def on_pick(evt: gr.SelectData, target: str | None, frame: int, *vals: Any) -> tuple[str, str]:
+    def on_pick(evt: gr.SelectData, pick: str, target: str | None, frame: int, *vals: Any) -> tuple[Any, ...]:
         if not target or evt.index is None:
             raise UserError("choose a target first")
         from pipeline import preview as engine
 
+        settings = current(vals)
         index = evt.index if isinstance(evt.index, int) else int(evt.index[0])
-        ref = engine.save_reference(target, int(frame), index, current(vals))
-        return str(ref), "reference"
+        ref = str(engine.save_reference(target, int(frame), index, settings))
+        if pick == faces.PICK_MAP:
+            return gr.update(), gr.update(), ", ".join([*settings.selector.mapping, ref])
+        return ref, "reference", gr.update()
 
-    f["faces"].select(user_errors(on_pick), [f["target"], f["frame"], *values],
-                      [values[ref_i], values[mode_i]], api_visibility="private")
-    f["clear_reference"].click(lambda: ("", "many"), None, [values[ref_i], values[mode_i]],
+    f["faces"].select(user_errors(on_pick), [f["pick"], f["target"], f["frame"], *values],
+                      [values[ref_i], values[mode_i], values[map_i]], api_visibility="private")
+    f["clear_reference"].click(lambda: ("", "many", ""), None, [values[ref_i], values[mode_i], values[map_i]],
                                api_visibility="private")
 
     # --- preview: re-rendered on any change, only the last pending request runs --------------------

@@ -34,13 +34,20 @@ SECTION_TABS: dict[str, str] = {
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
-READ_ONLY = frozenset({"selector.reference"})  # set by clicking a face in the gallery, never typed (a server path)
+READ_ONLY = frozenset({"selector.reference", "selector.mapping"})  # set by clicking a face in the gallery, never typed (a server path)
 
 
 def _literal_choices(annotation: Any) -> list[Any] | None:
     if typing.get_origin(annotation) is typing.Literal:
         return list(typing.get_args(annotation))
     return None
+
+
+def _is_text_list(key: str) -> bool:
+    """A tuple setting shown as comma-separated text (mask.padding, selector.mapping), not a CheckboxGroup."""
+    annotation = settings_mod.keys()[key].annotation
+    args = typing.get_args(annotation)
+    return typing.get_origin(annotation) is tuple and not (args and _literal_choices(args[0]) is not None)
 
 
 def _constraints(info: FieldInfo) -> dict[str, float]:
@@ -97,8 +104,8 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
         return gr.Textbox(value=value or "", interactive=key not in READ_ONLY, **common)
     if args and type(None) in args:  # optional number: empty text = None (gr.Number would send 0)
         return gr.Textbox(value="" if value is None else str(value), placeholder="none", **common)
-    if origin is tuple:  # fixed tuple of ints (mask.padding): "a, b, c, d"
-        return gr.Textbox(value=", ".join(str(v) for v in value), **common)
+    if origin is tuple:  # fixed tuple of ints (mask.padding) or a list of paths: "a, b, c"
+        return gr.Textbox(value=", ".join(str(v) for v in value), interactive=key not in READ_ONLY, **common)
     # unions such as Literal["auto"] | int (execution.batch_size): free text, validated by the model
     return gr.Textbox(value=str(value), **common)
 
@@ -123,7 +130,7 @@ def _to_setting(key: str, value: Any) -> Any:
         annotation, _ = _unwrap(settings_mod.keys()[key].annotation)
         if annotation is int or _literal_choices(annotation) is not None:
             return int(value)
-    if isinstance(value, str) and key == "mask.padding":
+    if isinstance(value, str) and _is_text_list(key):
         return [p.strip() for p in value.split(",") if p.strip()]
     return value
 
@@ -140,7 +147,7 @@ def values_of(keys: Sequence[str], settings: Settings) -> list[Any]:
     for key in keys:
         section, name = key.split(".", 1)
         value = getattr(getattr(settings, section), name)
-        if key == "mask.padding":
+        if isinstance(value, tuple) and _is_text_list(key):
             value = ", ".join(str(v) for v in value)
         elif isinstance(value, tuple):
             value = list(value)

@@ -11,6 +11,8 @@ from pipeline.image import IMAGE_SUFFIXES
 from pipeline.settings import Settings
 from webui import controls
 
+PICK_ONLY = "replace only this person"
+PICK_MAP = "map the next source photo to this person"
 VIDEO_SUFFIXES = [".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"]
 
 
@@ -25,12 +27,14 @@ def create(settings: Settings) -> dict[str, Any]:
     c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame", elem_id="frame", interactive=False)
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6, preview=False, object_fit="contain",
                             height=180, allow_preview=False, elem_id="faces", interactive=False)
+    c["pick"] = gr.Radio([PICK_ONLY, PICK_MAP], value=PICK_ONLY, label="Clicking a face will", elem_id="pick")
     with gr.Group():
         c["selector"] = controls.create_section("selector", settings)
-        c["clear_reference"] = gr.Button("Forget the chosen person", size="sm", elem_id="clear-reference")
+        c["clear_reference"] = gr.Button("Forget the chosen people", size="sm", elem_id="clear-reference")
     c["mapping"] = gr.Markdown(
-        "**Source → target:** every source photo above describes one person; their faces are averaged and "
-        "put on the faces chosen by the selector (all, one, or the person clicked in the gallery).",
+        "**Source → target:** with no mapping, the source photos describe one person, put on the faces chosen "
+        "by the selector. To swap several people, upload one source photo per person and click, in the same "
+        "order, the face each one replaces with *map the next source photo* selected (fills `mapping`).",
         elem_id="mapping",
     )
     return c
