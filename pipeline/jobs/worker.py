@@ -24,9 +24,10 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from pipeline.errors import Cancelled, UserError
 from pipeline.jobs import runner
@@ -36,6 +37,7 @@ from pipeline.jobs.store import ClaimLost, JobStore
 log = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 12
+T = TypeVar("T")
 
 
 def default_worker_id(device: str | None = None) -> str:
@@ -108,6 +110,14 @@ class Worker:
         self.segment_seconds = segment_seconds or runner.segment_seconds()
         self.jobs_done = 0
         self.current: int | None = None
+        # Render threads report through this one long-lived thread: the store keeps one SQLite
+        # connection per thread, and a connection per short-lived render thread would leak descriptors.
+        self._io: ThreadPoolExecutor | None = None
+
+    def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._io is None:
+            self._io = ThreadPoolExecutor(1, thread_name_prefix="worker-db")
+        return self._io.submit(fn, *args, **kwargs).result()
 
     # ------------------------------------------------------------------ loop
 
@@ -128,6 +138,10 @@ class Worker:
                     continue
                 self.run_job(job, stop)
             log.info("worker %s stopped after %d job(s)", self.worker_id, self.jobs_done)
+        if self._io is not None:
+            self._io.submit(self.store.close).result()
+            self._io.shutdown()
+            self._io = None
         return self.jobs_done
 
     # ------------------------------------------------------------------ one job
@@ -150,8 +164,8 @@ class Worker:
                 return
             last_report[0] = now
             try:
-                if self.store.update_progress(job.id, frames_done=done, frames_total=total, fps=fps, eta_s=eta,
-                                              stage=stage, worker_id=self.worker_id):
+                if self._db(self.store.update_progress, job.id, frames_done=done, frames_total=total, fps=fps,
+                            eta_s=eta, stage=stage, worker_id=self.worker_id):
                     why.setdefault("reason", "cancel")
                     cancel.set()
             except ClaimLost:
@@ -159,7 +173,7 @@ class Worker:
                 cancel.set()
 
         def save_resume(data: dict[str, Any]) -> None:
-            self.store.set_resume(job.id, data, worker_id=self.worker_id)
+            self._db(self.store.set_resume, job.id, data, worker_id=self.worker_id)
 
         ctx = runner.JobContext(cancel=cancel, progress=progress, save_resume=save_resume,
                                 log=lambda text: self._log(job.id, text), segment_seconds=self.segment_seconds)
@@ -250,6 +264,7 @@ class Worker:
                 cancel.set()
             except Exception as exc:  # a locked or busy database: try again at the next tick
                 log.warning("job %d monitor: %s", job_id, exc)
+        self.store.close()  # this thread's connection
 
 
 def run(store: JobStore | None, worker_id: str | None = None, once: bool = False,
