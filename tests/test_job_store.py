@@ -342,3 +342,24 @@ def test_threads_share_one_store(tmp_path: Path) -> None:
         t.join()
     assert len(store.list()) == 100
     assert len(taken) == len(set(taken)) == len(store.list(states=["done"]))
+
+
+def test_crashes_after_progress_do_not_count_against_max_attempts(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = JobStore(tmp_path / "q.db", stale_after=10, max_attempts=3, clock=clock)
+    (a,) = _add(store, 1)
+    for crash in range(5):  # each attempt finishes one more segment, then dies
+        job = store.claim_next(f"w{crash}")
+        assert job is not None and job.id == a
+        store.set_resume(a, {"segments": [f"s{i}" for i in range(crash + 1)]}, worker_id=f"w{crash}")
+        clock.now += 11
+        store.reclaim_stale()
+        assert store.get(a).state == "queued"
+    store.claim_next("w-last")  # dies without progress: attempt 2 of 3 since the last segment
+    clock.now += 11
+    store.reclaim_stale()
+    assert store.get(a).state == "queued"
+    assert store.claim_next("w-final") is not None  # attempt 3, no progress either
+    clock.now += 11
+    store.reclaim_stale()
+    assert store.get(a).state == "failed"

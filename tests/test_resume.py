@@ -110,8 +110,8 @@ def _no_done_job_without_its_file(store: JobStore) -> None:
 @pytest.mark.slow
 def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path, face_clip: Path) -> None:
     env = {**os.environ, "FACESTATION_SEGMENT_SECONDS": "0.5", "FACESTATION_QUEUE_STALE_AFTER": "1.5",
-           "FACESTATION_QUEUE_MAX_ATTEMPTS": "20", "PYTHONPATH": str(REPO)}
-    store = JobStore(stale_after=1.5, max_attempts=20)  # FACESTATION_DATA is this test's own folder
+           "PYTHONPATH": str(REPO)}
+    store = JobStore(stale_after=1.5)  # default max_attempts; FACESTATION_DATA is this test's own folder
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], face_clip, out, FAST)
     rng = random.Random(5)
@@ -139,18 +139,24 @@ def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path
                 child.kill()
         kills.append((len(store.get(job.id).resume.get("segments", [])), round(time.perf_counter() - started, 1)))
         _no_done_job_without_its_file(store)
-        assert not out.exists() or store.get(job.id).state == "done"
+        # killed between the final rename and marking the job done: the file is already whole
+        assert not out.exists() or count_frames(out) == 180
     proc = _worker(env, "w-a")
     deadline = time.time() + 60
     while not store.get(job.id).finished and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     total_s = time.perf_counter() - started
+    # the last kill may have landed after the job was done: let this worker start up before stopping it
+    while time.time() - psutil.Process(proc.pid).create_time() < 4 and proc.poll() is None:
+        time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)  # a graceful stop: the worker is idle, it just exits
     _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err.decode()[-2000:]
     final = store.get(job.id)
     assert final.state == "done", (final.error, err.decode()[-2000:], final.log)
-    assert final.attempts == 6 and final.log.count("resuming at frame") >= 4, final.log
+    assert proc.returncode == 0, err.decode()[-2000:]
+    # five or six runs (the last kill may land after "done"); resumed runs do not count against max_attempts
+    assert final.log.count(" on worker ") in (5, 6) and final.log.count("resuming at frame") >= 4, final.log
+    assert final.attempts <= 2, final.log
     assert "worker w-a restarted" in final.log and "worker w-a silent" in final.log, final.log
     _no_done_job_without_its_file(store)
     n_in = count_frames(face_clip)

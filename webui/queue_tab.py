@@ -17,6 +17,7 @@ import gradio as gr
 from pipeline import preview as engine
 from pipeline.errors import UserError
 from pipeline.jobs.model import Job
+from pipeline.jobs.runner import discard
 from pipeline.settings import Settings
 from webui.common import Ctx, file_url, user_errors
 
@@ -80,6 +81,7 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
         ctx.store.move(job.id, action)
     elif action == "delete":
         ctx.store.delete(job.id)
+        discard(job.id, job.output)
     return f"job {job.id}: {action} done"
 
 

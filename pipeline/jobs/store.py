@@ -389,7 +389,9 @@ class JobStore:
     def set_resume(self, job_id: int, data: dict[str, Any], *, worker_id: str | None = None) -> None:
         """Store what a resumed run needs (e.g. ``{"segments": [...finished segment files...]}``)."""
         with self._write() as con:
-            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?", (json.dumps(data),))
+            # progress was made: earlier crashes no longer count against max_attempts (only
+            # attempts that die without finishing a segment do)
+            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, attempts = 1", (json.dumps(data),))
 
     def append_log(self, job_id: int, text: str) -> None:
         """Append to the job's log; only the last ``log_limit`` characters are kept."""
