@@ -23,7 +23,7 @@ import numpy as np
 
 from pipeline.errors import UserError
 from pipeline.process import FaceProcessor
-from pipeline.render import Render
+from pipeline.render import Render, for_video
 from pipeline.settings import Settings
 from pipeline.types import Frame
 from pipeline.video.decode import read_frames
@@ -125,6 +125,7 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         log.info("generating a 10 s 1080p30 test clip")
         target = make_test_clip(workdir / "bench-1080p.mp4", sources[0])
     info = probe(target)
+    settings = for_video(settings)
     processor = FaceProcessor(settings, sources)
     processor.process([next(iter(read_frames(target, info=info)))])  # warm the models
     transcode = _transcode(target, workdir / "transcode.mp4", settings)

@@ -297,8 +297,11 @@ class FaceProcessor:
         for item, m_e, target, result, m in zip(items, matrices, frames_e, restored, masks_e, strict=True):
             item.matrix, item.crop, item.result, item.mask = m_e, target, result, m
 
-    def blend(self, frame: Frame, items: Sequence[Swapped]) -> Frame:
-        """Colour-match each swapped crop to its target crop and paste it back into ``frame``."""
+    def blend(self, frame: Frame, items: Sequence[Swapped], inplace: bool = False) -> Frame:
+        """Colour-match each swapped crop to its target crop and paste it back into ``frame``.
+
+        ``inplace`` writes into ``frame`` (the video render owns its decoded frames) instead of a copy.
+        """
         c = self.settings.color
         poisson = self.settings.swapper.poisson and not self.swapper.builtin
         for item in items:
@@ -306,7 +309,7 @@ class FaceProcessor:
             m = self.mask if item.mask is None else item.mask
             if c.method != "none":
                 result = color.transfer(result, item.crop, c.method, c.strength, m)
-            frame = paste.paste_back(frame, result, item.matrix, m, poisson=poisson)
+            frame = paste.paste_back(frame, result, item.matrix, m, poisson=poisson, inplace=inplace)
         return frame
 
     def apply(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[Frame]:

@@ -124,6 +124,17 @@ class _Pipe:
             yield item
 
 
+def for_video(settings: Settings) -> Settings:
+    """Settings for a staged render: one onnxruntime thread per session unless the user chose a number.
+
+    The stages already run side by side (and ffmpeg beside them); letting every session also spread over
+    all cores only makes them fight: measured 18.9 -> 22.0 fps at 1080p on 2 cores.
+    """
+    if settings.execution.threads:
+        return settings
+    return settings.model_copy(update={"execution": settings.execution.model_copy(update={"threads": 1})})
+
+
 def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, limit: int = 16) -> int:
     """``requested`` if fixed; else the batch size past which detect+swap throughput stops improving."""
     if requested != "auto":
@@ -169,6 +180,7 @@ class Render:
         the end); progress counts from a. ``sink(width, height)``: where frames go instead of an
         :class:`Encoder` on ``output`` (a resumable job writes segments); it must have ``write``,
         ``close`` (-> Path), ``abort``, ``encoder`` and ``encoder_reason``."""
+        settings = for_video(settings)
         self.settings = settings
         self.frames = frames
         self.sink = sink
@@ -295,7 +307,7 @@ class Render:
             for frame, items in swapped:
                 t0 = time.perf_counter()
                 self._faces += len(items)
-                out = self.processor.blend(frame, items)
+                out = self.processor.blend(frame, items, inplace=True)
                 self._busy["blend"] += time.perf_counter() - t0
                 blended.put(out)
             blended.put(_END)
