@@ -35,6 +35,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--admin", action="append", metavar="USER", help="user who sees every job (default: the first)")
     p.add_argument("--max-upload", default="2gb", metavar="SIZE", help="largest upload accepted, e.g. 500mb, 2gb")
     p.add_argument("--no-worker", action="store_true", help="queue jobs without running them in this process")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser tab on start")
     p.set_defaults(handler=cmd_ui)
 
 
@@ -84,6 +85,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         admins=frozenset(admins),
         max_upload=args.max_upload.strip().lower().replace(" ", ""),
         worker=not args.no_worker,
+        open_browser=not args.no_browser,
     )
 
 

@@ -208,6 +208,7 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "css": CSS,
         "footer_links": ["gradio"],
         "quiet": True,
+        "inbrowser": cfg.open_browser,
     }
 
 

@@ -31,6 +31,7 @@ class UiConfig:
     data: Path | None = None  # default pipeline.paths.data_dir() at start
     worker: bool = True  # start a background render worker if pipeline.jobs.worker exists
     poll_s: float = 1.0  # how often the Queue tab asks the store for progress
+    open_browser: bool = False  # open a browser tab on the app once it is up (the CLI's default)
 
 
 @dataclass
