@@ -117,6 +117,7 @@ class NeuralSwapper:
         """Average the embeddings of the source faces into the vector this model takes."""
         if not sources:
             raise NoFaceFound("no source face to swap in: give at least one source image with a face")
+        self.session  # noqa: B018 - load and validate the swapper itself first: its problems are the ones to report
         embeddings = self.recogniser.embed_faces(sources)
         embedding = l2_normalise(embeddings.mean(axis=0))
         if self.uses_emap:
