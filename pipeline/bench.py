@@ -184,3 +184,34 @@ def register(sub: Any) -> None:
     p.add_argument("--no-temp-frames", action="store_true", help="skip the temp-PNG-frames baseline")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_bench)
+
+
+class BackgroundBench:
+    """A benchmark running on its own thread (for the web UI): poll :meth:`status` until it is done.
+
+    Uses a short generated clip so it finishes in well under a minute on a CPU.
+    """
+
+    def __init__(self, settings: Settings, seconds: float = 3.0, size: tuple[int, int] = (1280, 720)) -> None:
+        self.settings, self.seconds, self.size = settings, seconds, size
+        self.state = "running"
+        self.report: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.started = time.time()
+        self._thread = threading.Thread(target=self._run, name="facestation-bench", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            face = default_face()
+            with tempfile.TemporaryDirectory(prefix="facestation-bench-") as tmp:
+                clip = make_test_clip(Path(tmp) / "bench.mp4", face, seconds=self.seconds, size=self.size)
+                self.report = run_bench(self.settings, [face], clip, Path(tmp), with_temp=False)
+            self.state = "done"
+        except Exception as exc:  # reported to the UI as text; the thread must not die silently
+            log.exception("benchmark failed")
+            self.error, self.state = f"{type(exc).__name__}: {exc}", "failed"
+
+    def status(self) -> dict[str, Any]:
+        return {"state": self.state, "report": self.report, "error": self.error,
+                "elapsed_s": round(time.time() - self.started, 1)}

@@ -27,3 +27,22 @@ def test_bench_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["bench", "--target", str(clip), "--no-temp-frames", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["fps"]["temp_frames"] is None and report["batch_size"] >= 1
+
+
+def test_background_bench_feeds_the_system_tab_chart() -> None:
+    import time
+    from types import SimpleNamespace
+
+    from pipeline.bench import BackgroundBench
+    from webui import system_tab
+
+    ctx = SimpleNamespace(bench=BackgroundBench(apply_overrides(Settings(), ["selector.mode=one"]), seconds=0.5,
+                                                size=(256, 192)))
+    deadline = time.time() + 120
+    while ctx.bench.status()["state"] == "running" and time.time() < deadline:
+        time.sleep(0.2)
+    assert ctx.bench.status()["state"] == "done", ctx.bench.status()
+    text, chart, timer = system_tab.poll_bench(ctx)
+    assert "pipeline" in text and "fps" in text
+    assert list(chart["value"]["stage"]) == ["decode", "detect", "swap", "blend", "encode"]
+    assert timer["active"] is False

@@ -181,6 +181,10 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], settings_controls: dict[st
     m["file"].upload(user_errors(models_tab.import_), [m["file"], m["import_name"]],
                      [m["table"], m["name"], m["message"]], api_visibility="private")
     s["refresh"].click(system_tab.report, None, s["report"], api_visibility="private")
+    s["bench_run"].click(user_errors(lambda *vals: system_tab.start_bench(ctx, current(vals))), values,
+                         [s["bench_text"], s["bench_timer"]], api_visibility="private")
+    s["bench_timer"].tick(lambda: system_tab.poll_bench(ctx), None, [s["bench_text"], s["bench_chart"], s["bench_timer"]],
+                          api_visibility="private", show_progress="hidden")
 
 
 def start_worker(ctx: Ctx) -> Any | None:

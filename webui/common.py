@@ -41,6 +41,7 @@ class Ctx:
     config: UiConfig
     outputs: Path
     store: Any  # pipeline.jobs.store.JobStore
+    bench: Any = None  # pipeline.bench.BackgroundBench of the last benchmark started from the System tab
 
     def owner(self, request: gr.Request | None) -> str:
         return (getattr(request, "username", None) or "") if request is not None else ""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any, get_args
 
 import gradio as gr
+import pandas as pd
 
+from pipeline.render import STAGES
 from pipeline.types import Encoder
 
 
@@ -39,16 +40,44 @@ def report() -> str:
     return "\n".join(lines)
 
 
-def bench_available() -> bool:
-    return importlib.util.find_spec("pipeline.bench") is not None
-
-
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
     c["report"] = gr.Markdown(report(), elem_id="system-report")
     c["refresh"] = gr.Button("Refresh", size="sm", elem_id="system-refresh")
-    # a benchmark is a render: it is not run inside a UI callback (a queued benchmark job would be the way)
-    note = ("Benchmark: run `facestation bench` on the host; its per-stage results are not shown here yet."
-            if bench_available() else "The benchmark is not part of this build yet.")
-    c["bench_note"] = gr.Markdown(note, elem_id="bench-note")
+    gr.Markdown("### Benchmark\nA short generated 720p clip through the plain transcode, a naive frame loop and the "
+                "staged pipeline, with the current settings (about half a minute on a CPU). Full runs: `facestation bench`.")
+    c["bench_run"] = gr.Button("Run benchmark", elem_id="bench-run")
+    c["bench_text"] = gr.Markdown("", elem_id="bench-text")
+    c["bench_chart"] = gr.BarPlot(x="stage", y="ms per frame", title="busy time per frame, by stage",
+                                  elem_id="bench-chart", visible=False, sort=list(STAGES))
+    c["bench_timer"] = gr.Timer(1.0, active=False)
     return c
+
+
+def start_bench(ctx: Any, settings: Any) -> tuple[str, dict[str, Any]]:
+    from pipeline.bench import BackgroundBench
+
+    if ctx.bench is not None and ctx.bench.state == "running":
+        return "a benchmark is already running", gr.update(active=True)
+    ctx.bench = BackgroundBench(settings)
+    return "benchmark running…", gr.update(active=True)
+
+
+def poll_bench(ctx: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    run = ctx.bench
+    if run is None:
+        return "", gr.update(), gr.update(active=False)
+    st = run.status()
+    if st["state"] == "running":
+        return f"benchmark running… {st['elapsed_s']:.0f} s", gr.update(), gr.update(active=True)
+    if st["state"] == "failed":
+        return f"benchmark failed: {st['error']}", gr.update(visible=False), gr.update(active=False)
+    r = st["report"]
+    fps, ratio = r["fps"], r["ratio"]
+    text = (f"**{r['clip']['width']}×{r['clip']['height']}, {r['clip']['frames']} frames**, models "
+            f"{', '.join(r['models'])}, encoder {r['encoder']}, batch {r['batch_size']}  \n"
+            f"transcode {fps['transcode']} fps · naive {fps['naive']} fps · pipeline **{fps['pipeline']} fps** "
+            f"(× {ratio['pipeline_vs_transcode']} of transcode, × {ratio['pipeline_vs_naive']} of naive)")
+    rows = pd.DataFrame({"stage": list(r["ms_per_frame"]), "ms per frame": list(r["ms_per_frame"].values())})
+    top = max(1.0, float(rows["ms per frame"].max()) * 1.15)
+    return text, gr.update(value=rows, visible=True, y_lim=[0, top]), gr.update(active=False)
