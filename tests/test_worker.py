@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.jobs import runner
 from pipeline.jobs.store import JobStore
-from pipeline.jobs.worker import WorkerBusy, Worker, run, start_in_thread, worker_lock
+from pipeline.jobs.worker import Worker, WorkerBusy, run, start_in_thread, worker_lock
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.videos import make_clip

@@ -62,26 +62,25 @@ def build(config: UiConfig) -> App:
     with gr.Blocks(title="facestation") as blocks:
         gr.Markdown("# facestation", elem_id="title")
         with gr.Row():
-            with gr.Column(scale=3):
-                with gr.Tabs(elem_id="tabs"):
-                    for tab in TABS:
-                        with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()):
-                            if tab == "Faces":
-                                parts["faces"] = faces.create(base)
-                                settings_controls |= parts["faces"]["selector"]
-                            elif tab == "Queue":
-                                parts["queue"] = queue_tab.create(ctx)
-                            elif tab == "Presets":
-                                parts["presets"] = presets_tab.create()
-                            elif tab == "Models":
-                                parts["models"] = models_tab.create()
-                            elif tab == "System":
-                                parts["system"] = system_tab.create()
-                            else:
-                                for section, where in controls.SECTION_TABS.items():
-                                    if where == tab:
-                                        with gr.Accordion(section.capitalize(), open=True):
-                                            settings_controls |= controls.create_section(section, base)
+            with gr.Column(scale=3), gr.Tabs(elem_id="tabs"):
+                for tab in TABS:
+                    with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()):
+                        if tab == "Faces":
+                            parts["faces"] = faces.create(base)
+                            settings_controls |= parts["faces"]["selector"]
+                        elif tab == "Queue":
+                            parts["queue"] = queue_tab.create(ctx)
+                        elif tab == "Presets":
+                            parts["presets"] = presets_tab.create()
+                        elif tab == "Models":
+                            parts["models"] = models_tab.create()
+                        elif tab == "System":
+                            parts["system"] = system_tab.create()
+                        else:
+                            for section, where in controls.SECTION_TABS.items():
+                                if where == tab:
+                                    with gr.Accordion(section.capitalize(), open=True):
+                                        settings_controls |= controls.create_section(section, base)
             with gr.Column(scale=2):
                 parts["preview"] = preview_panel.create()
         _wire(ctx, parts, settings_controls)

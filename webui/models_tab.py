@@ -38,7 +38,9 @@ def create() -> dict[str, Any]:
     return c
 
 
-def fetch(name: str | None, progress: gr.Progress = gr.Progress()) -> tuple[list[list[Any]], dict[str, Any], str]:
+def fetch(
+    name: str | None, progress: gr.Progress = gr.Progress()  # noqa: B008 - Gradio injects progress this way
+) -> tuple[list[list[Any]], dict[str, Any], str]:
     """Download one model (a file transfer, not a render) with a progress bar."""
     if not name:
         return rows(), gr.update(), "choose a model first"

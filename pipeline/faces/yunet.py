@@ -81,7 +81,8 @@ class YuNetDetector:
         new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
         # halve with a 2×2 box filter while at least 2× too big (fast and alias-free), then bilinear
         while image.shape[1] >= 2 * new_w and image.shape[0] >= 2 * new_h:
-            image = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
+            image = np.asarray(cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA),
+                               dtype=np.uint8)
         if (new_w, new_h) != image.shape[1::-1]:
             image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR), dtype=np.uint8)
         _, fixed_h, fixed_w = self._input_shape()
