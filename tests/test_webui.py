@@ -247,3 +247,18 @@ def test_choice_lists_stay_lists_and_text_lists_become_text() -> None:
     shown = controls.values_of(keys, Settings())
     assert isinstance(shown[0], list) and isinstance(shown[1], list)
     assert shown[2] == "0, 0, 0, 0" and shown[3] == ""
+
+
+def test_queue_table_shows_memory_of_running_jobs() -> None:
+    from dataclasses import replace
+
+    from pipeline.jobs.model import Progress
+    from pipeline.jobs.store import JobStore
+    from webui.queue_tab import render_jobs
+
+    job = JobStore().add([str(grace_hopper_path())], "/tmp/t.mp4", "/tmp/o.mp4", Settings())
+    running = replace(job, state="running", progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": None}))
+    assert "RAM 480 MB" in render_jobs([running])
+    gpu = replace(running, progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": 3120.0}))
+    assert "GPU 3120 MB" in render_jobs([gpu])
+    assert "MB" not in render_jobs([job])  # queued: nothing to show

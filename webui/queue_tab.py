@@ -85,6 +85,13 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
     return f"job {job.id}: {action} done"
 
 
+def _memory(stage: dict[str, Any]) -> str:
+    """Device memory while a GPU session runs, else the worker's RAM."""
+    if stage.get("device_mb"):
+        return f"GPU {stage['device_mb']:.0f} MB"
+    return f"RAM {stage['rss_mb']:.0f} MB" if stage.get("rss_mb") else ""
+
+
 def _eta(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -97,7 +104,7 @@ def render_jobs(jobs: Sequence[Job], show_owner: bool = False) -> str:
     if not jobs:
         return '<p class="fs-empty">No jobs yet: set up a swap and press "Add to queue".</p>'
     head = "".join(f"<th>{h}</th>" for h in (
-        "#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps", "ETA", "output"))
+        "#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps", "ETA", "memory", "output"))
     rows = []
     for job in jobs:
         p = job.progress
@@ -120,6 +127,7 @@ def render_jobs(jobs: Sequence[Job], show_owner: bool = False) -> str:
             frames,
             f"{p.fps:.1f}" if p.fps else "",
             _eta(p.eta_s),
+            _memory(p.stage) if job.state == "running" else "",
             link,
         ]
         rows.append(f'<tr data-job="{job.id}" data-state="{job.state}">' + "".join(f"<td>{x}</td>" for x in cells)
