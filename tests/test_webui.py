@@ -262,3 +262,13 @@ def test_queue_table_shows_memory_of_running_jobs() -> None:
     gpu = replace(running, progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": 3120.0}))
     assert "GPU 3120 MB" in render_jobs([gpu])
     assert "MB" not in render_jobs([job])  # queued: nothing to show
+
+
+def test_free_model_memory_drops_loaded_sessions() -> None:
+    from pipeline.models import sessions, store
+    from webui.system_tab import release_models
+
+    store.get_session("yunet")
+    assert sessions.loaded()
+    text = release_models()
+    assert "freed" in text and not sessions.loaded()

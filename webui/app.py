@@ -180,6 +180,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], settings_controls: dict[st
     m["file"].upload(user_errors(models_tab.import_), [m["file"], m["import_name"]],
                      [m["table"], m["name"], m["message"]], api_visibility="private")
     s["refresh"].click(system_tab.report, None, s["report"], api_visibility="private")
+    s["release"].click(system_tab.release_models, None, s["report"], api_visibility="private")
     s["bench_run"].click(user_errors(lambda *vals: system_tab.start_bench(ctx, current(vals))), values,
                          [s["bench_text"], s["bench_timer"]], api_visibility="private")
     s["bench_timer"].tick(lambda: system_tab.poll_bench(ctx), None, [s["bench_text"], s["bench_chart"], s["bench_timer"]],

@@ -43,7 +43,9 @@ def report() -> str:
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
     c["report"] = gr.Markdown(report(), elem_id="system-report")
-    c["refresh"] = gr.Button("Refresh", size="sm", elem_id="system-refresh")
+    with gr.Row():
+        c["refresh"] = gr.Button("Refresh", size="sm", elem_id="system-refresh")
+        c["release"] = gr.Button("Free model memory", size="sm", elem_id="system-release")
     gr.Markdown("### Benchmark\nA short generated 720p clip through the plain transcode, a naive frame loop and the "
                 "staged pipeline, with the current settings (about half a minute on a CPU). Full runs: `facestation bench`.")
     c["bench_run"] = gr.Button("Run benchmark", elem_id="bench-run")
@@ -52,6 +54,14 @@ def create() -> dict[str, Any]:
                                   elem_id="bench-chart", visible=False, sort=list(STAGES))
     c["bench_timer"] = gr.Timer(1.0, active=False)
     return c
+
+
+def release_models() -> str:
+    """Drop every loaded model session (they load again on the next preview or render)."""
+    from pipeline.models import sessions
+
+    count = sessions.release()
+    return report() + f"\n\n_freed {count} loaded model session(s)_"
 
 
 def start_bench(ctx: Any, settings: Any) -> tuple[str, dict[str, Any]]:
