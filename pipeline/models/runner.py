@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.models import batching, catalog, sessions, store
+from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
 from pipeline.types import ModelRole, Provider
 
@@ -54,18 +54,7 @@ class ModelRunner:
         return self._batch
 
     def _load(self) -> tuple[Any, int | None]:
-        path = store.model_path(self.entry)
-        session = sessions.load(path, self.entry, self.providers, self.threads)
-        fixed = {a.shape[0] for a in session.get_inputs() if len(a.shape) > 0 and isinstance(a.shape[0], int)}
-        if not fixed:
-            return session, None
-        if fixed == {1}:
-            batched = batching.batched_path(path)
-            if batched is not None:
-                log.info("%s runs with a dynamic batch", self.name)
-                return sessions.load(batched, self.entry, self.providers, self.threads), None
-        log.info("%s runs one item at a time (its batch axis is fixed)", self.name)
-        return session, min(fixed)
+        return store.load_batched(self.entry, self.providers, self.threads)
 
     def run(self, blob: npt.NDArray[np.float32], scalars: Mapping[str, float] | None = None) -> list[npt.NDArray[np.float32]]:
         """Feed ``blob`` (N, …) to the model's batched input (scalar inputs from ``scalars``); every output, float32."""

@@ -229,3 +229,25 @@ def verify_installed() -> list[tuple[str, str]]:
         except ModelMismatch as exc:
             results.append((entry.name, str(exc)))
     return results
+
+
+def load_batched(entry: ModelEntry, providers: Any = ("cpu",), threads: int = 0) -> tuple[Any, int | None]:
+    """A validated session for ``entry`` and how many items it takes per run (None: any number).
+
+    An export that fixes its batch axis to 1 is rewritten to a dynamic batch where that checks out
+    (models.batching); otherwise the fixed size is returned and callers run items in chunks of it.
+    """
+    from pipeline.models import batching, sessions
+
+    path = model_path(entry)
+    session = sessions.load(path, entry, providers, threads)
+    fixed = {a.shape[0] for a in session.get_inputs() if len(a.shape) > 0 and isinstance(a.shape[0], int)}
+    if not fixed:
+        return session, None
+    if fixed == {1}:
+        batched = batching.batched_path(path)
+        if batched is not None:
+            log.info("%s runs with a dynamic batch", entry.name)
+            return sessions.load(batched, entry, providers, threads), None
+    log.info("%s runs one item at a time (its batch axis is fixed)", entry.name)
+    return session, min(fixed)

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from pipeline.errors import ModelMismatch, NoFaceFound, UserError
 from pipeline.faces.arcface import OnnxRecogniser, l2_normalise, normalise
-from pipeline.models import batching, catalog, sessions, store
+from pipeline.models import catalog, store
 from pipeline.types import Face, Frame, Provider, Template
 
 log = logging.getLogger(__name__)
@@ -100,18 +100,7 @@ class NeuralSwapper:
         return self._batch
 
     def _load(self) -> tuple[Any, int | None]:
-        path = store.model_path(self.entry)
-        session = sessions.load(path, self.entry, self.providers, self.threads)
-        fixed = {a.shape[0] for a in session.get_inputs() if isinstance(a.shape[0], int)}
-        if not fixed:
-            return session, None
-        if fixed == {1}:
-            batched = batching.batched_path(path)
-            if batched is not None:
-                log.info("%s runs with a dynamic batch", self.name)
-                return sessions.load(batched, self.entry, self.providers, self.threads), None
-        log.info("%s runs one crop at a time (its batch axis is fixed)", self.name)
-        return session, min(fixed)
+        return store.load_batched(self.entry, self.providers, self.threads)
 
     def prepare_source(self, sources: Sequence[tuple[Frame, Face]]) -> SourceIdentity:
         """Average the embeddings of the source faces into the vector this model takes."""
