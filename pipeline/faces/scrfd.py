@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from pipeline.errors import UserError
 from pipeline.faces.nms import nms as suppress
+from pipeline.faces.yunet import to_bgr
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
 from pipeline.types import Face, Frame, Provider
@@ -31,20 +32,9 @@ STRIDES = (8, 16, 32)
 TOP_K = 5000  # candidates kept before NMS
 
 
-def as_bgr(frame: npt.NDArray[np.uint8]) -> Frame:
-    """A 3-channel BGR view of a grey, BGR or BGRA frame."""
-    if frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] == 1):
-        return np.asarray(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
-    if frame.ndim == 3 and frame.shape[2] == 4:
-        return np.asarray(cv2.cvtColor(frame, cv2.COLOR_BGRA2BGR))
-    if frame.ndim == 3 and frame.shape[2] == 3:
-        return frame
-    raise ValueError(f"expected a grey, BGR or BGRA image, got shape {frame.shape}")
-
-
 def letterbox(frame: npt.NDArray[np.uint8], size: int, entry: ModelEntry) -> tuple[npt.NDArray[np.float32], float]:
     """(1,3,size,size) normalised input with the frame resized into its top-left corner, and the scale used."""
-    image = as_bgr(frame)
+    image = to_bgr(frame)
     height, width = image.shape[:2]
     scale = size / max(height, width)
     new_w, new_h = min(size, max(1, round(width * scale))), min(size, max(1, round(height * scale)))
