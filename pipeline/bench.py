@@ -27,7 +27,7 @@ from pipeline.render import Render, for_video
 from pipeline.settings import Settings
 from pipeline.types import Frame
 from pipeline.video.decode import read_frames
-from pipeline.video.encode import Encoder
+from pipeline.video.encode import Encoder, encoder_for
 from pipeline.video.probe import probe
 
 log = logging.getLogger(__name__)
@@ -66,27 +66,17 @@ def make_test_clip(path: Path, face: Path, seconds: float = 10.0, size: tuple[in
     return path
 
 
-def _transcode(target: Path, out: Path, s: Settings) -> float:
+def _loop(target: Path, out: Path, s: Settings, processor: FaceProcessor | None) -> float:
+    """fps of decode -> (detect, swap, paste one frame at a time, if ``processor``) -> encode."""
     info = probe(target)
     started = time.perf_counter()
     n = 0
-    with Encoder(out, width=info.width, height=info.height, fps=info.fps, source=info, encoder=s.output.encoder,
-                 quality=s.output.quality, preset=s.output.preset, keep_audio=s.video.keep_audio) as enc:
-        for frame in read_frames(target, info=info):
+    with encoder_for(out, info, s) as enc:
+        for frame in read_frames(target, info=info, start=s.video.start, end=s.video.end):
+            if processor is not None:
+                faces = processor.select(frame, processor.detect([frame])[0])
+                frame = processor.apply([frame], [faces])[0]
             enc.write(frame)
-            n += 1
-    return n / (time.perf_counter() - started)
-
-
-def _naive(processor: FaceProcessor, target: Path, out: Path, s: Settings) -> float:
-    info = probe(target)
-    started = time.perf_counter()
-    n = 0
-    with Encoder(out, width=info.width, height=info.height, fps=info.fps, source=info, encoder=s.output.encoder,
-                 quality=s.output.quality, preset=s.output.preset, keep_audio=s.video.keep_audio) as enc:
-        for frame in read_frames(target, info=info):
-            faces = processor.select(frame, processor.detect([frame])[0])
-            enc.write(processor.apply([frame], [faces])[0])
             n += 1
     return n / (time.perf_counter() - started)
 
@@ -128,8 +118,8 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
     settings = for_video(settings)
     processor = FaceProcessor(settings, sources)
     processor.process([next(iter(read_frames(target, info=info)))])  # warm the models
-    transcode = _transcode(target, workdir / "transcode.mp4", settings)
-    naive = _naive(processor, target, workdir / "naive.mp4", settings)
+    transcode = _loop(target, workdir / "transcode.mp4", settings, None)
+    naive = _loop(target, workdir / "naive.mp4", settings, processor)
     temp_frames = _temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir) if with_temp else None
     result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info,
                     cancel=threading.Event()).run()
