@@ -179,7 +179,7 @@ def _build_parser(extra: Sequence[Callable[[Any], None]] = ()) -> _Parser:
 def _extra_commands() -> list[Callable[[Any], None]]:
     """Sub-commands living in their own modules (presets, queue, ui, bench) register themselves here."""
     adders = []
-    for module in ("pipeline.presets_cli", "pipeline.jobs.cli", "pipeline.bench", "pipeline.ui_cli"):
+    for module in ("pipeline.presets_cli", "pipeline.jobs.cli", "pipeline.bench", "webui.cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:

@@ -87,7 +87,7 @@ def test_listen_without_auth_exits_non_zero_with_how_to(capsys: pytest.CaptureFi
 def test_ui_options_become_config(tmp_path: Path) -> None:
     import argparse
 
-    from pipeline import ui_cli
+    from webui import cli as ui_cli
 
     def parse(*argv: str) -> argparse.Namespace:
         parser = argparse.ArgumentParser()

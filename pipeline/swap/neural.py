@@ -26,6 +26,7 @@ import numpy.typing as npt
 from pipeline.errors import ModelMismatch, NoFaceFound, UserError
 from pipeline.faces.arcface import OnnxRecogniser, l2_normalise, normalise
 from pipeline.models import catalog, store
+from pipeline.models.runner import ModelRunner
 from pipeline.types import Face, Frame, Provider, Template
 
 log = logging.getLogger(__name__)
@@ -63,44 +64,23 @@ def read_emap(path: Path) -> npt.NDArray[np.float32]:
     return _read_emap(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 
 
-class NeuralSwapper:
-    """swap.base.Swapper for every ONNX swapper in the catalog."""
+class NeuralSwapper(ModelRunner):
+    """swap.base.Swapper for every ONNX swapper in the catalog (lazy, batch-aware session from ModelRunner)."""
 
     builtin = False
 
     def __init__(self, name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        entry = catalog.get(name)
-        if entry.role != "swapper" or entry.template is None or entry.recogniser is None:
+        super().__init__(name, "swapper", providers, threads)
+        if self.entry.template is None or self.entry.recogniser is None:
             valid = [e.name for e in catalog.by_role("swapper")]
             raise UserError(f"'{name}' is not a neural swapper (choose from: {', '.join(valid)})")
-        self.name = name
-        self.entry = entry
-        self.crop_size = entry.input_size
-        self.template: Template = entry.template
-        self.providers = tuple(providers)
-        self.threads = threads
-        self.recogniser = OnnxRecogniser(entry.recogniser, providers, threads)
-        self._session: Any = None
-        self._batch: int | None = None  # None: dynamic
+        self.crop_size = self.entry.input_size
+        self.template: Template = self.entry.template
+        self.recogniser = OnnxRecogniser(self.entry.recogniser, providers, threads)
 
     @property
     def uses_emap(self) -> bool:
         return self.name.startswith("inswapper")
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            self._session, self._batch = self._load()
-        return self._session
-
-    @property
-    def batch(self) -> int | None:
-        """Crops per run: None = all at once (dynamic batch axis)."""
-        _ = self.session
-        return self._batch
-
-    def _load(self) -> tuple[Any, int | None]:
-        return store.load_batched(self.entry, self.providers, self.threads)
 
     def prepare_source(self, sources: Sequence[tuple[Frame, Face]]) -> SourceIdentity:
         """Average the embeddings of the source faces into the vector this model takes."""
