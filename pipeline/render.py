@@ -406,4 +406,7 @@ def render_cli(settings: Settings, sources: list[Path], target: Path, output: Pa
     result = render(settings, sources, target, output, info=info, progress=_bar if show else None)
     if show:
         print(file=sys.stderr)
+    if result.faces_swapped == 0:
+        result.notices.append(f"no face to replace was found in any frame of {target.name} "
+                              f"(selector.mode={settings.selector.mode}); the output is an unchanged copy")
     return result.summary()

@@ -194,3 +194,11 @@ def test_acceptance_10s_1080p_clip_with_audio(tmp_path: Path) -> None:
         assert v_out.get(key) == v_in.get(key) == "bt709", key
     gains = _identity_gain(clip, out, every=30)
     assert len(gains) == 10 and min(gains) >= 0.2, gains
+
+
+def test_cli_says_when_no_frame_had_a_face(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clip = make_clip(tmp_path / "noface.mp4", seconds=0.5, size=(160, 120))
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(clip),
+                 "--output", str(tmp_path / "o.mp4")])
+    assert code == 0 and "no face to replace was found in any frame" in capsys.readouterr().err
+    assert count_frames(tmp_path / "o.mp4") == 15
