@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Set up facestation on this machine: system packages, a virtual environment, the Python package.
-# Usage: scripts/setup.sh [--dev]      (--dev adds test tools and the browser used by UI tests)
+# Usage: scripts/setup.sh [--dev | --print-extra]   (--dev adds test tools and the browser used by UI tests;
+#        --print-extra only prints which onnxruntime extra, cpu or gpu, this machine gets)
 # Idempotent: re-running skips what is already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
+
+# onnxruntime (CPU) and onnxruntime-gpu share one folder: pick exactly one, by whether a GPU answers.
+if [ -n "${FACESTATION_EXTRA:-}" ]; then
+  extra=$FACESTATION_EXTRA
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  extra=gpu
+else
+  extra=cpu
+fi
+if [ "${1:-}" = "--print-extra" ]; then echo "$extra"; exit 0; fi
 
 need_apt=()
 command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)
@@ -30,14 +41,6 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
 
-# onnxruntime (CPU) and onnxruntime-gpu share one folder: pick exactly one.
-if [ -n "${FACESTATION_EXTRA:-}" ]; then
-  extra=$FACESTATION_EXTRA
-elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  extra=gpu
-else
-  extra=cpu
-fi
 extras=$extra
 [ "$dev" = 1 ] && extras="$extras,dev"
 

@@ -1,0 +1,100 @@
+"""Provider choice and fallback, faking what this CPU machine lacks (CUDA, TensorRT)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.models import catalog, sessions, store
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class _FakeSession:
+    """What onnxruntime-gpu gives on a machine without a GPU: asked for CUDA, it quietly runs on CPU."""
+
+    def __init__(self, real: Any, asked: list[Any]) -> None:
+        self._real, self.asked = real, asked
+
+    def get_providers(self) -> list[str]:
+        return ["CPUExecutionProvider"]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@pytest.fixture
+def gpu_package_without_gpu(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    rt = sessions.ort()
+    asked: list[Any] = []
+    real_session = rt.InferenceSession
+    monkeypatch.setattr(rt, "get_available_providers",
+                        lambda: ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])
+
+    def fake(path: str, sess_options: Any = None, providers: list[Any] | None = None) -> _FakeSession:
+        asked.append(providers)
+        return _FakeSession(real_session(path, sess_options=sess_options, providers=["CPUExecutionProvider"]), asked)
+
+    monkeypatch.setattr(rt, "InferenceSession", fake)
+    sessions.release()
+    yield asked
+    sessions.release()
+
+
+def test_resolve_keeps_the_requested_order_of_what_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    rt = sessions.ort()
+    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert sessions.resolve_providers(("tensorrt", "cuda", "cpu")) == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert sessions.resolve_providers(("cpu",)) == ["CPUExecutionProvider"]
+
+
+def test_nothing_available_falls_back_to_cpu_and_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    rt = sessions.ort()
+    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    with caplog.at_level(logging.WARNING):
+        assert sessions.resolve_providers(("tensorrt", "cuda")) == ["CPUExecutionProvider"]
+    assert "none of the requested providers" in caplog.text
+
+
+def test_gpu_package_on_a_cpu_machine_reports_what_it_really_got(
+        gpu_package_without_gpu: list[Any], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        session = store.get_session("yunet", ("tensorrt", "cuda", "cpu"))
+    asked = [p[0] for p in gpu_package_without_gpu[-1]]  # the last session made: ours (not a conversion check)
+    assert asked == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    trt_options = gpu_package_without_gpu[-1][0][1]
+    assert trt_options["trt_engine_cache_enable"] and Path(trt_options["trt_engine_cache_path"]).is_dir()
+    assert session.get_providers() == ["CPUExecutionProvider"]
+    assert "asked for TensorrtExecutionProvider but got CPUExecutionProvider" in caplog.text
+    (row,) = sessions.loaded()
+    assert row["requested"][0] == "TensorrtExecutionProvider" and row["providers"] == ["CPUExecutionProvider"]
+
+
+def test_sessions_are_cached_per_model_and_providers_and_released() -> None:
+    sessions.release()
+    a = store.get_session("yunet", ("cpu",))
+    assert store.get_session("yunet", ("cpu",)) is a
+    assert store.get_session("yunet", ("cpu",), threads=1) is not a
+    assert sessions.release(store.model_path(catalog.get("yunet"))) == 2
+    assert sessions.loaded() == []
+
+
+@pytest.mark.parametrize(("smi", "extra"), [("exit 0", "gpu"), ("exit 9", "cpu"), (None, "cpu")])
+def test_setup_picks_the_extra_by_whether_a_gpu_answers(tmp_path: Path, smi: str | None, extra: str) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if smi is not None:
+        fake = bin_dir / "nvidia-smi"
+        fake.write_text(f"#!/bin/sh\n{smi}\n")
+        fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "FACESTATION_EXTRA"}
+    env["PATH"] = f"{bin_dir}:/usr/bin:/bin"
+    out = subprocess.run(["bash", str(REPO / "scripts" / "setup.sh"), "--print-extra"], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == extra
