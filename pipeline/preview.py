@@ -16,6 +16,8 @@ copied into the app's own uploads folder by content hash (:func:`stash`) before 
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 import logging
 import re
 import secrets
@@ -310,3 +312,33 @@ def clear() -> None:
     for cache in (_frames, _processors, _detectors, _infos):
         with cache.lock:
             cache.clear()
+
+
+# ---------------------------------------------------------------- downloads
+
+DOWNLOAD_TTL_S = 3600.0
+
+
+def download_copy(path: str | Path, ttl_s: float = DOWNLOAD_TTL_S) -> Path:
+    """A copy of a finished output in a fresh, unguessable temp folder, for the UI to hand to one user.
+
+    The outputs folder itself is never served: the UI checks who asks, then returns this copy (a hard
+    link where the temp folder is on the same disk, so no bytes are copied). Copies older than ``ttl_s``
+    are removed on the next call.
+    """
+    src = Path(path)
+    if not src.is_file():
+        raise UserError(f"the output {src.name} is not there any more")
+    root = Path(tempfile.gettempdir()) / "facestation-downloads"
+    root.mkdir(exist_ok=True)
+    now = time.time()
+    for old in root.iterdir():
+        if now - old.stat().st_mtime > ttl_s:
+            shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(dir=root))
+    dest = folder / src.name
+    try:
+        os.link(src, dest)
+    except OSError:  # another file system: copy
+        shutil.copyfile(src, dest)
+    return dest

@@ -133,8 +133,8 @@ def test_login_upload_cap_and_file_serving(tmp_path: Path) -> None:
         with httpx.Client(base_url=url, timeout=30) as client:
             assert client.post("/login", data={"username": "ann", "password": "pw1"}).status_code == 200
             assert client.get("/gradio_api/info").status_code == 200
-            ok = client.get(f"/gradio_api/file={served}")
-            assert ok.status_code == 200 and ok.text == "the output"
+            # outputs are never served by path, not even to their owner: downloads go through an owner check
+            assert client.get(f"/gradio_api/file={served}").status_code in (403, 404)
             secret = tmp_path / "secret.txt"
             secret.write_text("not for you")
             for probe in ("../../etc/passwd", "/etc/passwd", str(secret), f"{outputs}/../queue.sqlite3",
@@ -272,3 +272,31 @@ def test_free_model_memory_drops_loaded_sessions() -> None:
     assert sessions.loaded()
     text = release_models()
     assert "freed" in text and not sessions.loaded()
+
+
+def test_download_is_checked_per_user_and_served_as_a_private_copy(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from pipeline.jobs.store import JobStore
+    from webui.common import Ctx, UiConfig
+    from webui.queue_tab import download
+
+    store = JobStore()
+    out = tmp_path / "outputs" / "ann" / "clip-swap.mp4"
+    out.parent.mkdir(parents=True)
+    out.write_bytes(b"video bytes")
+    job = store.add([str(grace_hopper_path())], str(tmp_path / "t.mp4"), str(out), Settings(), owner="ann")
+    ctx = Ctx(UiConfig(users=(("ann", "a"), ("bob", "b"), ("root", "r")), admins=frozenset({"root"})),
+              tmp_path / "outputs", store)
+    ann, bob, root = (SimpleNamespace(username=u) for u in ("ann", "bob", "root"))
+    with pytest.raises(UserError, match="only a done job"):
+        download(ctx, job.id, ann)  # type: ignore[arg-type]
+    claimed = store.claim_next("w")
+    assert claimed is not None
+    store.finish(job.id, "done", worker_id="w")
+    with pytest.raises(UserError, match="not yours"):
+        download(ctx, job.id, bob)  # type: ignore[arg-type]
+    mine = download(ctx, job.id, ann)  # type: ignore[arg-type]
+    assert mine.read_bytes() == b"video bytes" and mine != out and out.parent not in mine.parents
+    assert download(ctx, job.id, root).read_bytes() == b"video bytes"  # type: ignore[arg-type]
+    assert download(ctx, job.id, ann) != mine  # a fresh, unguessable folder every time  # type: ignore[arg-type]

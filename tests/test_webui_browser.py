@@ -133,8 +133,12 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         open_tab(page, "Queue")
         wait_until(lambda: _job_rows(page) and _job_rows(page)[0][1] in ("done", "failed"), 120, what="job end")
         assert _job_rows(page)[0][1:] == ["done", "100%"], app.ctx.store.get(job.id).error
-        href = page.locator("#jobs a.fs-download").first.get_attribute("href")
-        data = page.request.get(url + href)
+        page.locator("#job-id input[type=number]").first.fill(str(job.id))
+        page.click("#job-download")
+        wait_until(lambda: page.locator("#job-file a[href]").count() > 0, 30, what="the download link")
+        href = page.locator("#job-file a[href]").first.get_attribute("href")
+        assert href and str(app.ctx.outputs) not in href  # a private copy, never the outputs folder
+        data = page.request.get(href if href.startswith("http") else url + href)
         assert data.status == 200
         out = tmp_path / "downloaded.mp4"
         out.write_bytes(data.body())

@@ -206,7 +206,7 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "auth": list(cfg.users) or None,
         "auth_message": "facestation: sign in with the user name and password the host gave you" if cfg.users else None,
         "max_file_size": cfg.max_upload,
-        "allowed_paths": [str(app.ctx.outputs)],
+        "allowed_paths": [],  # outputs are handed out per user as private copies (queue_tab.download)
         "show_error": False,
         "theme": gr.themes.Soft(),
         "css": CSS,

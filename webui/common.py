@@ -68,8 +68,3 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def file_url(path: str | Path) -> str:
-    """The URL Gradio serves an allowed file at (only files under ``allowed_paths`` answer)."""
-    from urllib.parse import quote
-
-    return "/gradio_api/file=" + quote(str(path))

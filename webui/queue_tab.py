@@ -19,7 +19,7 @@ from pipeline.errors import UserError
 from pipeline.jobs.model import Job
 from pipeline.jobs.runner import discard
 from pipeline.settings import Settings
-from webui.common import Ctx, file_url, user_errors
+from webui.common import Ctx, user_errors
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
@@ -31,7 +31,10 @@ def create(ctx: Ctx) -> dict[str, Any]:
         c["job_id"] = gr.Number(label="Job", precision=0, minimum=1, elem_id="job-id", scale=1)
         for action in ACTIONS:
             c[action] = gr.Button(action.capitalize(), size="sm", elem_id=f"job-{action}", scale=0, min_width=80)
+        c["download"] = gr.Button("Download", size="sm", variant="primary", elem_id="job-download", scale=0,
+                                  min_width=100)
     c["message"] = gr.Markdown("", elem_id="queue-message")
+    c["file"] = gr.File(label="Result (your copy)", interactive=False, elem_id="job-file")
     c["timer"] = gr.Timer(ctx.config.poll_s)
     return c
 
@@ -46,6 +49,11 @@ def wire(ctx: Ctx, c: dict[str, Any]) -> None:
             return job_action(ctx, action, job_id, request), refresh(request)
 
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
+
+    def fetch(job_id: float | None, request: gr.Request) -> tuple[str, str]:
+        return str(download(ctx, job_id, request)), ""
+
+    c["download"].click(user_errors(fetch), c["job_id"], [c["file"], c["message"]], api_visibility="private")
 
 
 def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[Job]:
@@ -67,12 +75,25 @@ def submit(ctx: Ctx, settings: Settings, sources: Sequence[str] | None, target: 
     return ctx.store.add(stashed, kept_target, output, settings, owner=owner)
 
 
-def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request | None) -> str:
+def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> Job:
     if job_id is None:
         raise UserError("type the number of a job first")
     job = ctx.store.get(int(job_id))
     if not ctx.is_admin(request) and job.owner != ctx.owner(request):
         raise UserError(f"job {job.id} is not yours")
+    return job
+
+
+def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> Path:
+    """The finished output of one of the caller's jobs, as a private copy (outputs are never served directly)."""
+    job = _own_job(ctx, job_id, request)
+    if job.state != "done":
+        raise UserError(f"job {job.id} is {job.state}: only a done job has a result to download")
+    return engine.download_copy(job.output)
+
+
+def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request | None) -> str:
+    job = _own_job(ctx, job_id, request)
     if action == "cancel":
         ctx.store.request_cancel(job.id)
     elif action == "retry":
@@ -112,8 +133,8 @@ def render_jobs(jobs: Sequence[Job], show_owner: bool = False) -> str:
         frames = f"{p.frames_done}/{p.frames_total}" if p.frames_total else str(p.frames_done or "")
         out = Path(job.output)
         if job.state == "done" and out.is_file():
-            link = f'<a href="{html.escape(file_url(out))}" download="{html.escape(out.name)}" class="fs-download">' \
-                   f"{html.escape(out.name)}</a>"
+            link = f'<span class="fs-download" title="type {job.id} under Job and press Download">' \
+                   f"{html.escape(out.name)} ⤓</span>"
         elif job.state == "failed":
             link = f'<span class="fs-error">{html.escape(job.error or "failed")}</span>'
         else:
