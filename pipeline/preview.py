@@ -16,12 +16,12 @@ copied into the app's own uploads folder by content hash (:func:`stash`) before 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import logging
+import os
 import re
 import secrets
 import shutil
+import tempfile
 import threading
 import time
 from collections import OrderedDict
