@@ -100,10 +100,8 @@ def _swap_image(settings: Any, sources: list[Path], target: Path, output: Path) 
 
 
 def _swap_video(settings: Any, sources: list[Path], target: Path, output: Path, args: argparse.Namespace) -> dict[str, Any]:
-    try:
-        from pipeline.render import render_cli
-    except ImportError:
-        raise UserError(f"{target.name}: not an image (.png .jpg .jpeg .webp .bmp .tif); video is not supported yet") from None
+    from pipeline.render import render_cli
+
     return render_cli(settings, sources, target, output, json_mode=args.json)
 
 
