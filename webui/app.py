@@ -31,6 +31,8 @@ CSS = """
 .fs-jobs progress { width: 8em; }
 .fs-state.fs-done { color: var(--color-green-600, green); } .fs-state.fs-failed, .fs-error { color: #c0392b; }
 .fs-updated { font-size: 0.75em; opacity: 0.6; }
+/* face thumbnails stay small: Gradio gives a gallery of one image a single full-width column */
+#faces .grid-container { grid-template-columns: repeat(auto-fill, minmax(110px, 140px)) !important; }
 """
 
 
