@@ -152,8 +152,9 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], settings_controls: dict[st
         table = queue_tab.render_jobs(queue_tab.visible_jobs(ctx, request))
         return f"queued job {job.id} → {job.output}", table
 
+    # every click queues a job (Gradio's default "once" would silently drop a click made while the last is pending)
     p["add_job"].click(user_errors(on_add), [f["sources"], f["target"], *values], [q["message"], q["table"]],
-                       api_visibility="private")
+                       api_visibility="private", trigger_mode="multiple")
     queue_tab.wire(ctx, q)
 
     # --- presets -------------------------------------------------------------------------------------
