@@ -8,6 +8,7 @@ Prints one JSON document to paste into BENCHMARKS.md. Nothing here is needed on 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,9 @@ def main() -> None:
                             "--set", "execution.providers=tensorrt,cuda,cpu", "--set", "selector.mode=one"],
                            capture_output=True, text=True, cwd=ROOT, timeout=900)
     report["bench"] = json.loads(bench.stdout) if bench.returncode == 0 else bench.stderr[-2000:]
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "FACESTATION_GPU_TESTS": "1"})
+    report["gpu_tests"] = tests.stdout.strip().splitlines()[-1:] + tests.stdout.splitlines()[-40:-1]
     print(json.dumps(report, indent=2))
 
 
