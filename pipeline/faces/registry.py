@@ -18,7 +18,7 @@ def make_detector(settings: DetectorSettings, providers: Sequence[Provider] = ("
     if settings.model in ("retinaface", "scrfd"):
         from pipeline.faces.scrfd import ScrfdDetector
 
-        return ScrfdDetector(settings.model, **kw)  # type: ignore[arg-type,return-value]
+        return ScrfdDetector(settings.model, **kw)  # type: ignore[arg-type]
     if settings.model == "yolo_face":
         from pipeline.faces.yolo import YoloFaceDetector
 

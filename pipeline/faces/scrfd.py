@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import cv2
 import numpy as np
@@ -22,8 +22,9 @@ import numpy.typing as npt
 from pipeline.errors import UserError
 from pipeline.faces.nms import nms as suppress
 from pipeline.faces.yunet import to_bgr
-from pipeline.models import catalog, store
+from pipeline.models import catalog
 from pipeline.models.catalog import ModelEntry
+from pipeline.models.store import CatalogModel
 from pipeline.types import Face, Frame, Provider
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ def to_faces(scores: npt.NDArray[np.float32], boxes: npt.NDArray[np.float32], po
                  landmarks=(points[i] / scale).astype(np.float32), score=float(scores[i])) for i in kept]
 
 
-class ScrfdDetector:
+class ScrfdDetector(CatalogModel):
     """faces.base.Detector for det_10g ("retinaface") and scrfd_2.5g ("scrfd")."""
 
     def __init__(self, name: Literal["retinaface", "scrfd"], score: float = 0.5, nms: float = 0.4, size: int = 640,
@@ -108,15 +109,7 @@ class ScrfdDetector:
         self.score = float(score)
         self.nms = float(nms)
         self.size = int(size)
-        self.providers = tuple(providers)
-        self.threads = threads
-        self._session: Any = None
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            self._session = store.get_session(self.name, self.providers, self.threads)
-        return self._session
+        super().__init__(providers, threads)
 
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         """One list of faces per frame (frame pixels), best score first. One frame per run."""

@@ -7,11 +7,11 @@ which swaps BGR to RGB before the network. Cosine ≥ 0.363 between two embeddin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.models.store import CatalogModel
 from pipeline.types import Provider, Template
 
 SAME_PERSON_COSINE = 0.363
@@ -24,7 +24,7 @@ def l2_normalise(vectors: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
     return (v / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
-class SFaceRecogniser:
+class SFaceRecogniser(CatalogModel):
     """The built-in SFace recogniser behind the faces.base.Recogniser protocol."""
 
     name = "sface"
@@ -32,17 +32,7 @@ class SFaceRecogniser:
     size = 112
 
     def __init__(self, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        self.providers = tuple(providers)
-        self.threads = int(threads)
-        self._session: Any = None
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            from pipeline.models.store import get_session
-
-            self._session = get_session("sface", self.providers, self.threads)
-        return self._session
+        super().__init__(providers, threads)
 
     def embed(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         """(N, 112, 112, 3) BGR uint8 aligned crops -> (N, 128) L2-normalised embeddings."""

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.errors import UserError
 from pipeline.faces.scrfd import letterbox, to_faces
-from pipeline.models import catalog, store
+from pipeline.models import catalog
+from pipeline.models.store import CatalogModel
 from pipeline.types import Face, Frame, Provider
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def decode(output: npt.NDArray[np.float32], threshold: float,
     return rows[:, 4].astype(np.float32), boxes.astype(np.float32), np.ascontiguousarray(points, dtype=np.float32)
 
 
-class YoloFaceDetector:
+class YoloFaceDetector(CatalogModel):
     """faces.base.Detector for YOLOv8-face; its input size is fixed at 640 by the export."""
 
     def __init__(self, name: str = "yolo_face", score: float = 0.5, nms: float = 0.4, size: int = 640,
@@ -46,15 +46,7 @@ class YoloFaceDetector:
         self.size = self.entry.input_size
         self.score = float(score)
         self.nms = float(nms)
-        self.providers = tuple(providers)
-        self.threads = threads
-        self._session: Any = None
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            self._session = store.get_session(self.name, self.providers, self.threads)
-        return self._session
+        super().__init__(providers, threads)
 
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         """One list of faces per frame (frame pixels), best score first."""

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.faces.nms import nms as suppress
+from pipeline.models.store import CatalogModel
 from pipeline.types import Face, Frame, Provider
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-class YuNetDetector:
+class YuNetDetector(CatalogModel):
     """The built-in YuNet detector behind the faces.base.Detector protocol."""
 
     name = "yunet"
@@ -55,17 +55,7 @@ class YuNetDetector:
         self.score = float(score)
         self.nms = float(nms)
         self.size = int(size)
-        self.providers = tuple(providers)
-        self.threads = int(threads)
-        self._session: Any = None
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            from pipeline.models.store import get_session
-
-            self._session = get_session("yunet", self.providers, self.threads)
-        return self._session
+        super().__init__(providers, threads)
 
     def _input_shape(self) -> tuple[int | None, int | None, int | None]:
         """(batch, height, width) fixed by the graph, None where dynamic."""

@@ -65,6 +65,23 @@ def get_session(name: str, providers: Any = ("cpu",), threads: int = 0) -> Any:
     return sessions.load(model_path(entry), entry, providers, threads)
 
 
+class CatalogModel:
+    """Base of the classes that wrap one catalog model: its session is loaded (validated) on first use."""
+
+    name: str
+
+    def __init__(self, providers: Any = ("cpu",), threads: int = 0) -> None:
+        self.providers = tuple(providers)
+        self.threads = int(threads)
+        self._session: Any = None
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            self._session = get_session(self.name, self.providers, self.threads)
+        return self._session
+
+
 @dataclass(frozen=True)
 class ModelStatus:
     name: str
