@@ -78,7 +78,7 @@ class FaceProcessor:
         s = self.settings
         providers, threads = s.execution.providers, s.execution.threads
         self.detector = make_detector(s.detector, providers, threads)
-        self.swapper_name, notice = resolve_name(s.swapper.model)
+        self.swapper_name, notice = resolve_name(s.swapper.model, providers)
         if notice:
             self.notices.append(notice)
         self.swapper = make_swapper(s.swapper, providers, threads)

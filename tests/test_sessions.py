@@ -98,3 +98,28 @@ def test_setup_picks_the_extra_by_whether_a_gpu_answers(tmp_path: Path, smi: str
     out = subprocess.run(["bash", str(REPO / "scripts" / "setup.sh"), "--print-extra"], env=env,
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == extra
+
+
+def test_auto_prefers_the_fp16_swapper_on_a_gpu_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.swap.registry import resolve_name
+    from tests.surrogates import install_surrogate
+
+    for name in ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
+        install_surrogate(name)
+    assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"
+    rt = sessions.ort()
+    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert resolve_name("auto", ("cuda", "cpu"))[0] == "inswapper_128_fp16"
+    assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"  # CPU asked for: full precision
+    assert resolve_name("inswapper_128", ("cuda", "cpu"))[0] == "inswapper_128"  # an explicit choice stands
+
+
+def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.swap.registry import resolve_name
+    from tests.surrogates import install_surrogate
+
+    for name in ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
+        install_surrogate(name)
+    rt = sessions.ort()
+    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert resolve_name("auto", ("cuda", "cpu"))[0] == "hyperswap_1a_256"
