@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -107,6 +108,26 @@ def _no_done_job_without_its_file(store: JobStore) -> None:
         assert count_frames(out) == job.progress.frames_total, f"job {job.id}: {out} is truncated"
 
 
+def _check_final(store: JobStore, job: Any, out: Path, face_clip: Path, kills: list[tuple[int, float]],
+                 total_s: float) -> None:
+    final = store.get(job.id)
+    assert final.state == "done", (final.error, final.log)
+    # five or six runs (the last kill may land after "done"); resumed runs do not count against max_attempts
+    assert final.log.count(" on worker ") in (5, 6) and final.log.count("resuming at frame") >= 4, final.log
+    assert final.attempts <= 2, final.log
+    assert "worker w-a restarted" in final.log and "worker w-a silent" in final.log, final.log
+    _no_done_job_without_its_file(store)
+    n_in = count_frames(face_clip)
+    assert count_frames(out) == n_in == 180
+    assert abs(_duration(out, "video") - _duration(face_clip, "video")) <= 1 / 30 + 1e-3
+    assert abs(_duration(out, "audio") - _duration(face_clip, "audio")) <= 0.05
+    assert "synthetic" in stream_info(out)["format"]["tags"].get("comment", "")
+    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
+    assert leftovers == [], leftovers
+    assert not runner.work_dir(job.id).exists()
+    print(f"kills (segments recorded, s since start): {kills}; total {total_s:.1f} s")
+
+
 @pytest.mark.slow
 def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path, face_clip: Path) -> None:
     env = {**os.environ, "FACESTATION_SEGMENT_SECONDS": "0.5", "FACESTATION_QUEUE_STALE_AFTER": "1.5",
@@ -146,25 +167,24 @@ def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path
     while not store.get(job.id).finished and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     total_s = time.perf_counter() - started
-    # the last kill may have landed after the job was done: let this worker start up before stopping it
-    while time.time() - psutil.Process(proc.pid).create_time() < 4 and proc.poll() is None:
-        time.sleep(0.1)
+    try:
+        _check_final(store, job, out, face_clip, kills, total_s)
+    except BaseException:
+        proc.kill()
+        raise
+    # the last kill may have landed after the job was done: wait until this worker is up (its lock names it,
+    # and its SIGTERM handler is set before it takes the lock) before stopping it
+    lock = store.path.parent / "workers" / "w-a.lock"
+    wait_until = time.time() + 60
+    while proc.poll() is None and time.time() < wait_until and not (lock.exists() and lock.read_text() == str(proc.pid)):
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)  # a graceful stop: the worker is idle, it just exits
-    _, err = proc.communicate(timeout=20)
-    final = store.get(job.id)
-    assert final.state == "done", (final.error, err.decode()[-2000:], final.log)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        job_now = store.get(job.id)
+        raise AssertionError(f"worker ignored SIGTERM for 60 s; job {job_now.state}\n{job_now.log}\n"
+                             f"{err.decode()[-3000:]}") from None
     assert proc.returncode == 0, err.decode()[-2000:]
-    # five or six runs (the last kill may land after "done"); resumed runs do not count against max_attempts
-    assert final.log.count(" on worker ") in (5, 6) and final.log.count("resuming at frame") >= 4, final.log
-    assert final.attempts <= 2, final.log
-    assert "worker w-a restarted" in final.log and "worker w-a silent" in final.log, final.log
-    _no_done_job_without_its_file(store)
-    n_in = count_frames(face_clip)
-    assert count_frames(out) == n_in == 180
-    assert abs(_duration(out, "video") - _duration(face_clip, "video")) <= 1 / 30 + 1e-3
-    assert abs(_duration(out, "audio") - _duration(face_clip, "audio")) <= 0.05
-    assert "synthetic" in stream_info(out)["format"]["tags"].get("comment", "")
-    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
-    assert leftovers == [], leftovers
-    assert not runner.work_dir(job.id).exists()
-    print(f"kills (segments recorded, s since start): {kills}; total {total_s:.1f} s")
