@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -57,46 +56,23 @@ def _emit(args: argparse.Namespace, summary: dict[str, Any]) -> None:
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
-    from pipeline.image import IMAGE_SUFFIXES
+    from pipeline.image import is_image_path
 
     target = Path(args.target)
     output = Path(args.output)
     sources = [Path(s) for s in args.source]
     settings = _load_settings(args)
     _check_output(output, [target, *sources])
-    if target.suffix.lower() in IMAGE_SUFFIXES:
-        summary = _swap_image(settings, sources, target, output)
+    if is_image_path(target):
+        from pipeline.process import swap_image
+
+        summary = swap_image(settings, sources, target, output)
     else:
         summary = _swap_video(settings, sources, target, output, args)
     for notice in summary.get("notices", []):
         print(f"facestation: note: {notice}", file=sys.stderr)
     _emit(args, summary)
     return 0
-
-
-def _swap_image(settings: Any, sources: list[Path], target: Path, output: Path) -> dict[str, Any]:
-    from pipeline.image import output_format, read_image, write_image
-    from pipeline.process import FaceProcessor
-    from pipeline.provenance import provenance_tag
-
-    output_format(output)  # refuse an unwritable format before any work
-    started = time.perf_counter()
-    picture = read_image(target)
-    processor = FaceProcessor(settings, sources)
-    faces = processor.select(picture.bgr, processor.detect([picture.bgr])[0])
-    if not faces:
-        raise UserError(f"no face to replace in the target {target.name} (selector.mode={settings.selector.mode})")
-    result = processor.apply([picture.bgr], [faces])[0]
-    write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality)
-    return {
-        "output": str(output),
-        "kind": "image",
-        "frames": 1,
-        "faces_swapped": len(faces),
-        "models": processor.models,
-        "notices": processor.notices,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
 
 
 def _swap_video(settings: Any, sources: list[Path], target: Path, output: Path, args: argparse.Namespace) -> dict[str, Any]:

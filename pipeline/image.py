@@ -27,6 +27,11 @@ IMAGE_SUFFIXES = frozenset(FORMATS) | {".bmp", ".tif", ".tiff"}
 Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's bomb check then agrees with ours
 
 
+def is_image_path(path: Path | str) -> bool:
+    """Whether ``path`` names a still image (by extension); anything else is treated as a video."""
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
 @dataclass(frozen=True)
 class Picture:
     """A decoded image: BGR pixels plus what is needed to write it back in kind."""

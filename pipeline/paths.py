@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import platformdirs
@@ -42,3 +43,19 @@ def user_presets_dir() -> Path:
 
 def outputs_dir() -> Path:
     return _env_dir("FACESTATION_OUTPUTS", data_dir() / "outputs")
+
+
+def write_atomic(dest: Path, data: bytes) -> None:
+    """Write via a unique temp file in the same folder, fsync, rename: readers and concurrent writers never
+    see half a file, and a crash leaves either the old file or the new one."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from pipeline import paths
 from pipeline.errors import BadMedia, NoFaceFound, UserError
-from pipeline.image import IMAGE_SUFFIXES, read_image
+from pipeline.image import is_image_path, read_image
 from pipeline.settings import Settings
 from pipeline.types import Face, Frame
 
@@ -107,7 +107,7 @@ def _file_key(path: Path) -> tuple[str, int, int]:
 
 
 def kind_of(path: str | Path) -> MediaKind:
-    return "image" if Path(path).suffix.lower() in IMAGE_SUFFIXES else "video"
+    return "image" if is_image_path(path) else "video"
 
 
 def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "video")) -> MediaInfo:

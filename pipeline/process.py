@@ -14,9 +14,11 @@ reference image has the same position (faces carry the identity index, see faces
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -31,8 +33,9 @@ from pipeline.faces import align, mapping
 from pipeline.faces import select as selection
 from pipeline.faces.base import Recogniser
 from pipeline.faces.registry import make_detector, make_recogniser
-from pipeline.image import read_image
+from pipeline.image import output_format, read_image, write_image
 from pipeline.models import catalog, store
+from pipeline.provenance import provenance_tag
 from pipeline.settings import Settings
 from pipeline.swap import pixel_boost
 from pipeline.swap.registry import make_swapper, resolve_name
@@ -81,7 +84,7 @@ class FaceProcessor:
         self.swapper_name, notice = resolve_name(s.swapper.model, providers)
         if notice:
             self.notices.append(notice)
-        self.swapper = make_swapper(s.swapper, providers, threads)
+        self.swapper = make_swapper(s.swapper, providers, threads, name=self.swapper_name)
         self._recogniser: Recogniser | None = None
         self.source_faces = [self._source_face(src, i) for i, src in enumerate(self.sources)]
         if not self.source_faces:
@@ -321,3 +324,25 @@ class FaceProcessor:
         detected = self.detect(frames)
         chosen = [self.select(f, d) for f, d in zip(frames, detected, strict=True)]
         return self.apply(frames, chosen)
+
+
+def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path, output: Path) -> dict[str, Any]:
+    """Swap faces in one still image and write ``output`` in kind, with the provenance tag; returns a summary."""
+    output_format(output)  # refuse an unwritable format before any work
+    started = time.perf_counter()
+    picture = read_image(target)
+    processor = FaceProcessor(settings, list(sources))
+    faces = processor.select(picture.bgr, processor.detect([picture.bgr])[0])
+    if not faces:
+        raise UserError(f"no face to replace in the target {target.name} (selector.mode={settings.selector.mode})")
+    result = processor.apply([picture.bgr], [faces])[0]
+    write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality)
+    return {
+        "output": str(output),
+        "kind": "image",
+        "frames": 1,
+        "faces_swapped": len(faces),
+        "models": processor.models,
+        "notices": processor.notices,
+        "seconds": round(time.perf_counter() - started, 3),
+    }

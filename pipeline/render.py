@@ -397,10 +397,15 @@ def _bar(p: Progress) -> None:
           f"{p.fps:5.1f} fps ETA {eta}", end="", file=sys.stderr, flush=True)
 
 
-def render_cli(settings: Settings, sources: list[Path], target: Path, output: Path, json_mode: bool = False) -> dict[str, Any]:
-    """``facestation swap`` on a video: progress bar on stderr, summary dict for the caller."""
+def check_video_output(output: Path) -> None:
+    """Refuse an output name whose container cannot hold the H.264/HEVC video the encoders make."""
     if output.suffix.lower() not in VIDEO_OUTPUTS:
         raise UserError(f"cannot write video '{output.name}': use {', '.join(VIDEO_OUTPUTS)} (H.264/HEVC containers)")
+
+
+def render_cli(settings: Settings, sources: list[Path], target: Path, output: Path, json_mode: bool = False) -> dict[str, Any]:
+    """``facestation swap`` on a video: progress bar on stderr, summary dict for the caller."""
+    check_video_output(output)
     info = probe(target)
     show = sys.stderr.isatty() and not json_mode
     result = render(settings, sources, target, output, info=info, progress=_bar if show else None)

@@ -123,3 +123,16 @@ def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytes
     rt = sessions.ort()
     monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert resolve_name("auto", ("cuda", "cpu"))[0] == "hyperswap_1a_256"
+
+
+def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = tmp_path / "calls"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho x >> {calls}\necho 3120\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(sessions, "_gpu_memory", (0.0, None))
+    assert sessions.device_memory_mb() == 3120.0
+    assert sessions.device_memory_mb() == 3120.0  # within max_age: no second process
+    assert calls.read_text().count("x") == 1
+    assert sessions.device_memory_mb(max_age_s=0.0) == 3120.0 and calls.read_text().count("x") == 2

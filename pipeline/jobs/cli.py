@@ -34,8 +34,8 @@ def _store() -> Any:
 def validate_inputs(sources: list[Path], target: Path, output: Path) -> str:
     """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``."""
     from pipeline.cli import _check_output
-    from pipeline.image import output_format, read_image
-    from pipeline.jobs.runner import VIDEO_SUFFIXES, is_image
+    from pipeline.image import is_image_path, output_format, read_image
+    from pipeline.render import check_video_output
 
     for source in sources:
         if not source.is_file():
@@ -44,15 +44,14 @@ def validate_inputs(sources: list[Path], target: Path, output: Path) -> str:
     if not target.is_file():
         raise UserError(f"target not found: {target}")
     _check_output(output, [target, *sources])
-    if is_image(target):
+    if is_image_path(target):
         read_image(target)
         output_format(output)
         return "image"
     from pipeline.video.probe import probe
 
     probe(target)  # BadMedia: not a video, truncated, unknown codec...
-    if output.suffix.lower() not in VIDEO_SUFFIXES:
-        raise UserError(f"cannot write video '{output.name}': use .mp4, .mov, .mkv, .webm or .avi")
+    check_video_output(output)
     return "video"
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import paths
-from pipeline.errors import BadMedia, Cancelled, UserError
-from pipeline.image import IMAGE_SUFFIXES
+from pipeline.errors import BadMedia, Cancelled
+from pipeline.image import is_image_path
 from pipeline.jobs import segments
 from pipeline.jobs.model import Job
 from pipeline.settings import Settings
@@ -26,7 +26,6 @@ from pipeline.settings import Settings
 log = logging.getLogger(__name__)
 
 DEFAULT_SEGMENT_SECONDS = 3.0
-VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
 
 
 def segment_seconds() -> float:
@@ -55,27 +54,23 @@ def work_dir(job_id: int) -> Path:
     return paths.data_dir() / "work" / f"job-{job_id}"
 
 
-def is_image(target: Path | str) -> bool:
-    return Path(target).suffix.lower() in IMAGE_SUFFIXES
-
-
 def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     """Run ``job`` to completion; returns a summary (``output``, ``kind``, ``frames``, ...)."""
     settings = job.settings
     sources = [Path(s) for s in job.sources]
     target, output = Path(job.target), Path(job.output)
-    if is_image(target):
+    if is_image_path(target):
         return _image(settings, sources, target, output, ctx)
     return _video(job, settings, sources, target, output, ctx)
 
 
 def _image(settings: Settings, sources: list[Path], target: Path, output: Path, ctx: JobContext) -> dict[str, Any]:
-    from pipeline.cli import _swap_image
+    from pipeline.process import swap_image
 
     if ctx.cancel.is_set():
         raise Cancelled("job cancelled")
     ctx.progress(0, 1, None, None, {"step": "image"})
-    summary = _swap_image(settings, sources, target, output)
+    summary = swap_image(settings, sources, target, output)
     if ctx.cancel.is_set():  # cancelled while the swap ran: the user asked for no output
         output.unlink(missing_ok=True)
         raise Cancelled("job cancelled")
@@ -86,11 +81,10 @@ def _image(settings: Settings, sources: list[Path], target: Path, output: Path, 
 def _video(job: Job, settings: Settings, sources: list[Path], target: Path, output: Path,
            ctx: JobContext) -> dict[str, Any]:
     from pipeline.process import FaceProcessor
-    from pipeline.render import Progress, Render
+    from pipeline.render import Progress, Render, check_video_output
     from pipeline.video.probe import probe
 
-    if output.suffix.lower() not in VIDEO_SUFFIXES:
-        raise UserError(f"cannot write video '{output.name}': use .mp4, .mov, .mkv, .webm or .avi")
+    check_video_output(output)
     started = time.perf_counter()
     info = probe(target)
     total = info.frames_between(settings.video.start, settings.video.end)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +26,7 @@ import numpy.typing as npt
 
 from pipeline.errors import ModelMissing
 from pipeline.models.catalog import ModelEntry
-from pipeline.paths import cache_dir
+from pipeline.paths import cache_dir, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -91,26 +89,11 @@ def builtin_path(entry: ModelEntry) -> Path:
     if not dest.is_file():
         started = time.perf_counter()
         data = convert(src.read_bytes(), REWRITES.get(entry.name, Rewrite()))
-        _write_atomic(dest, data)
+        write_atomic(dest, data)
         log.info("converted built-in %s for onnxruntime in %.2f s -> %s", entry.name, time.perf_counter() - started, dest)
     with _lock:
         _known[key] = dest
     return dest
-
-
-def _write_atomic(dest: Path, data: bytes) -> None:
-    """Write via a unique temp file in the same folder and rename: concurrent writers never see half a file."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- the rewrite ---------------------------------------------------------------------------------

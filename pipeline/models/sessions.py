@@ -112,17 +112,31 @@ def loaded() -> list[dict[str, Any]]:
                 for k, s in _cache.items()]
 
 
-def device_memory_mb() -> float | None:
-    """Memory used on the first NVIDIA GPU (MB), from nvidia-smi; None where it cannot be read."""
+_gpu_memory: tuple[float, float | None] = (0.0, None)  # (monotonic time read, MB)
+
+
+def device_memory_mb(max_age_s: float = 2.0) -> float | None:
+    """Memory used on the first NVIDIA GPU (MB), from nvidia-smi; None where it cannot be read.
+
+    Progress reports ask twice a second from the encode stage: the answer is reused for ``max_age_s``
+    so that a render does not start a process per report.
+    """
     import shutil
     import subprocess
+    import time
 
+    global _gpu_memory
+    read_at, value = _gpu_memory
+    if time.monotonic() - read_at < max_age_s:
+        return value
     exe = shutil.which("nvidia-smi")
-    if not exe:
-        return None
-    try:
-        out = subprocess.run([exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=2, check=True).stdout
-        return float(out.split()[0])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+    value = None
+    if exe:
+        try:
+            out = subprocess.run([exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=2, check=True).stdout
+            value = float(out.split()[0])
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            value = None
+    _gpu_memory = (time.monotonic(), value)
+    return value

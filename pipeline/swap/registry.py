@@ -45,8 +45,10 @@ def resolve_name(name: str, providers: Sequence[Provider] = ("cpu",)) -> tuple[s
     return "classic", CLASSIC_NOTICE
 
 
-def make_swapper(settings: SwapperSettings, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Swapper:
-    name, _ = resolve_name(settings.model, providers)
+def make_swapper(settings: SwapperSettings, providers: Sequence[Provider] = ("cpu",), threads: int = 0,
+                 name: str | None = None) -> Swapper:
+    """The swapper for ``settings``; ``name`` is the already resolved model name, if the caller has it."""
+    name = name or resolve_name(settings.model, providers)[0]
     if name == "classic":
         from pipeline.swap.classic import ClassicSwapper
 
