@@ -37,8 +37,9 @@ import numpy.typing as npt
 from pipeline import paths
 from pipeline.errors import BadMedia, NoFaceFound, UserError
 from pipeline.image import is_image_path, read_image
+from pipeline.overlay import draw_debug
 from pipeline.settings import Settings
-from pipeline.types import Face, Frame
+from pipeline.types import Frame
 
 log = logging.getLogger(__name__)
 
@@ -279,32 +280,18 @@ def preview(
     overlay: bool = False,
 ) -> RGB:
     """Frame ``frame_index`` of ``target`` processed with ``settings``, as RGB; with ``overlay`` the
-    face debugger draws each detected face's box, score and landmarks (green = swapped, red = not)."""
+    face debugger (pipeline.overlay) draws each detected face's box, score and landmarks, and the outline
+    of each swapped face's paste mask."""
     frame = read_frame(target, frame_index)
     proc = processor(settings, sources)
     detected = proc.detect([frame])[0]
     chosen = proc.select(frame, detected)
-    out = proc.apply([frame], [chosen])[0]
+    items = proc.swap([frame], [chosen])[0]
+    out = proc.blend(frame, items)
     if overlay:
-        out = draw_faces(out, detected, chosen)
+        outlines = [(proc.mask if it.mask is None else it.mask, it.matrix) for it in items]
+        out = draw_debug(out, detected, chosen, masks=outlines)
     return np.ascontiguousarray(out[:, :, ::-1])
-
-
-def draw_faces(frame: Frame, faces: Sequence[Face], chosen: Sequence[Face] = ()) -> Frame:
-    out = frame.copy()
-    thick = max(1, round(max(frame.shape[:2]) / 600))
-    picked = {id(f) for f in chosen}
-    picked_boxes = [np.asarray(f.box) for f in chosen]
-    for face in faces:
-        swapped = id(face) in picked or any(np.allclose(face.box, b) for b in picked_boxes)
-        colour = (0, 200, 0) if swapped else (0, 0, 220)
-        x1, y1, x2, y2 = _int_box(face.box)
-        cv2.rectangle(out, (x1, y1), (x2, y2), colour, thick, cv2.LINE_AA)
-        cv2.putText(out, f"{face.score:.2f}", (x1, max(12, y1 - 4)), cv2.FONT_HERSHEY_SIMPLEX,
-                    0.4 * thick + 0.2, colour, thick, cv2.LINE_AA)
-        for x, y in np.asarray(face.landmarks, np.float32):
-            cv2.circle(out, (int(round(x)), int(round(y))), thick + 1, (0, 255, 255), -1, cv2.LINE_AA)
-    return out
 
 
 def clear() -> None:

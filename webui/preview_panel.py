@@ -17,7 +17,7 @@ def create() -> dict[str, Any]:
     c["image"] = gr.Image(label="Preview", type="numpy", format="jpeg", interactive=False, elem_id="preview",
                           buttons=["fullscreen"])
     with gr.Row():
-        c["overlay"] = gr.Checkbox(value=False, label="Face debugger (boxes, scores, landmarks)", elem_id="overlay")
+        c["overlay"] = gr.Checkbox(value=False, label="Face debugger (boxes, scores, landmarks, mask)", elem_id="overlay")
         c["add_job"] = gr.Button("Add to queue", variant="primary", elem_id="add-job")
     c["status"] = gr.Markdown("", elem_id="preview-status")
     return c
