@@ -12,7 +12,7 @@ from pipeline.errors import ModelMissing
 from pipeline.faces.recognise import aligned_crops, cosine, embed_faces
 from pipeline.faces.sface import SAME_PERSON_COSINE, SFaceRecogniser
 from pipeline.faces.yunet import YuNetDetector
-from pipeline.models import builtin, catalog, store
+from pipeline.models import builtin, catalog, sessions, store
 from tests import photos
 
 
@@ -81,7 +81,7 @@ def test_dequantize_modes() -> None:
 
 
 def test_yunet_raw_outputs_equal_opencv_on_the_shipped_file() -> None:
-    session = store.get_session("yunet")
+    session = sessions.get_session("yunet")
     image = cv2.resize(photos.grace_hopper(), (640, 640))
     blob = image.transpose(2, 0, 1)[None].astype(np.float32)
     names = [o.name for o in session.get_outputs()]
@@ -94,7 +94,7 @@ def test_yunet_raw_outputs_equal_opencv_on_the_shipped_file() -> None:
 
 
 def test_yunet_batch_of_two_equals_two_singles() -> None:
-    session = store.get_session("yunet")
+    session = sessions.get_session("yunet")
     rng = np.random.default_rng(1)
     x = rng.uniform(0, 255, size=(2, 3, 96, 128)).astype(np.float32)
     both = session.run(None, {"input": x})

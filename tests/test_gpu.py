@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.models import sessions, store
+from pipeline.models import sessions
 from pipeline.render import render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.video import encoders, ffmpeg
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.gpu
 
 
 def test_cuda_provider_is_really_used() -> None:
-    session = store.get_session("yunet", ("cuda", "cpu"))
+    session = sessions.get_session("yunet", ("cuda", "cpu"))
     assert session.get_providers()[0] == "CUDAExecutionProvider", session.get_providers()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.models import catalog, sessions, store
+from pipeline.models import catalog, runtime, sessions, store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ class _FakeSession:
 
 @pytest.fixture
 def gpu_package_without_gpu(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    rt = sessions.ort()
+    rt = runtime.ort()
     asked: list[Any] = []
     real_session = rt.InferenceSession
     monkeypatch.setattr(rt, "get_available_providers",
@@ -47,7 +47,7 @@ def gpu_package_without_gpu(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 def test_resolve_keeps_the_requested_order_of_what_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    rt = sessions.ort()
+    rt = runtime.ort()
     monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert sessions.resolve_providers(("tensorrt", "cuda", "cpu")) == ["CUDAExecutionProvider", "CPUExecutionProvider"]
     assert sessions.resolve_providers(("cpu",)) == ["CPUExecutionProvider"]
@@ -55,7 +55,7 @@ def test_resolve_keeps_the_requested_order_of_what_is_available(monkeypatch: pyt
 
 def test_nothing_available_falls_back_to_cpu_and_says_so(monkeypatch: pytest.MonkeyPatch,
                                                           caplog: pytest.LogCaptureFixture) -> None:
-    rt = sessions.ort()
+    rt = runtime.ort()
     monkeypatch.setattr(rt, "get_available_providers", lambda: ["CPUExecutionProvider"])
     with caplog.at_level(logging.WARNING):
         assert sessions.resolve_providers(("tensorrt", "cuda")) == ["CPUExecutionProvider"]
@@ -65,7 +65,7 @@ def test_nothing_available_falls_back_to_cpu_and_says_so(monkeypatch: pytest.Mon
 def test_gpu_package_on_a_cpu_machine_reports_what_it_really_got(
         gpu_package_without_gpu: list[Any], caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        session = store.get_session("yunet", ("tensorrt", "cuda", "cpu"))
+        session = sessions.get_session("yunet", ("tensorrt", "cuda", "cpu"))
     asked = [p[0] for p in gpu_package_without_gpu[-1]]  # the last session made: ours (not a conversion check)
     assert asked == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     trt_options = gpu_package_without_gpu[-1][0][1]
@@ -78,9 +78,9 @@ def test_gpu_package_on_a_cpu_machine_reports_what_it_really_got(
 
 def test_sessions_are_cached_per_model_and_providers_and_released() -> None:
     sessions.release()
-    a = store.get_session("yunet", ("cpu",))
-    assert store.get_session("yunet", ("cpu",)) is a
-    assert store.get_session("yunet", ("cpu",), threads=1) is not a
+    a = sessions.get_session("yunet", ("cpu",))
+    assert sessions.get_session("yunet", ("cpu",)) is a
+    assert sessions.get_session("yunet", ("cpu",), threads=1) is not a
     assert sessions.release(store.model_path(catalog.get("yunet"))) == 2
     assert sessions.loaded() == []
 
@@ -107,7 +107,7 @@ def test_auto_prefers_the_fp16_swapper_on_a_gpu_provider(monkeypatch: pytest.Mon
     for name in ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
         install_surrogate(name)
     assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"
-    rt = sessions.ort()
+    rt = runtime.ort()
     monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert resolve_name("auto", ("cuda", "cpu"))[0] == "inswapper_128_fp16"
     assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"  # CPU asked for: full precision
@@ -120,7 +120,7 @@ def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytes
 
     for name in ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
         install_surrogate(name)
-    rt = sessions.ort()
+    rt = runtime.ort()
     monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert resolve_name("auto", ("cuda", "cpu"))[0] == "hyperswap_1a_256"
 

@@ -149,4 +149,4 @@ def test_install_surrogate_puts_the_file_where_the_store_looks(isolated_dirs: di
     path = install_surrogate("gfpgan_1.4")
     assert path == isolated_dirs["models"] / "GFPGANv1.4.onnx"
     assert store.model_path(catalog.get("gfpgan_1.4")) == path
-    assert store.get_session("gfpgan_1.4") is not None
+    assert sessions.get_session("gfpgan_1.4") is not None

@@ -265,10 +265,10 @@ def test_queue_table_shows_memory_of_running_jobs() -> None:
 
 
 def test_free_model_memory_drops_loaded_sessions() -> None:
-    from pipeline.models import sessions, store
+    from pipeline.models import sessions
     from webui.system_tab import release_models
 
-    store.get_session("yunet")
+    sessions.get_session("yunet")
     assert sessions.loaded()
     text = release_models()
     assert "freed" in text and not sessions.loaded()

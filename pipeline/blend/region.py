@@ -16,8 +16,7 @@ import numpy.typing as npt
 
 from pipeline.blend.occlusion import feather, resize_stack
 from pipeline.errors import UserError
-from pipeline.faces.arcface import normalise
-from pipeline.models.runner import ModelRunner
+from pipeline.models.runner import ModelRunner, normalise
 from pipeline.types import FaceRegion, ParserName, Provider
 
 REGION_CLASSES: dict[FaceRegion, int] = {

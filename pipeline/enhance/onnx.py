@@ -16,9 +16,8 @@ import numpy.typing as npt
 
 from pipeline.enhance.base import mix
 from pipeline.errors import UserError
-from pipeline.faces.arcface import normalise
 from pipeline.models import catalog
-from pipeline.models.runner import ModelRunner, denormalise
+from pipeline.models.runner import ModelRunner, denormalise, normalise
 from pipeline.types import Provider, Template
 
 log = logging.getLogger(__name__)

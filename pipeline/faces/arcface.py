@@ -9,34 +9,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.errors import UserError
 from pipeline.faces import align
-from pipeline.models import catalog, store
-from pipeline.models.catalog import ModelEntry
+from pipeline.models import catalog
+from pipeline.models.runner import normalise
+from pipeline.models.sessions import CatalogSession
 from pipeline.types import Face, Frame, Provider, Template
 
 log = logging.getLogger(__name__)
-
-
-def normalise(crops: npt.NDArray[np.uint8], entry: ModelEntry) -> npt.NDArray[np.float32]:
-    """(N,H,W,3) BGR uint8 -> (N,3,H,W) float32 in the entry's channel order, mean and std.
-
-    One fused pass: x/255 − mean)/std = x·scale − offset, read straight from the transposed view.
-    """
-    chw = crops.transpose(0, 3, 1, 2)
-    if entry.channels == "rgb":
-        chw = chw[:, ::-1]
-    std = np.asarray(entry.std, np.float64)
-    scale = (1.0 / (255.0 * std)).astype(np.float32).reshape(1, 3, 1, 1)
-    offset = (np.asarray(entry.mean, np.float64) / std).astype(np.float32).reshape(1, 3, 1, 1)
-    out = np.multiply(chw, scale, dtype=np.float32)
-    out -= offset
-    return out
 
 
 def l2_normalise(x: npt.NDArray[np.floating], axis: int = -1) -> npt.NDArray[np.float32]:
@@ -44,33 +28,23 @@ def l2_normalise(x: npt.NDArray[np.floating], axis: int = -1) -> npt.NDArray[np.
     return (x / np.maximum(norm, 1e-12)).astype(np.float32)
 
 
-class OnnxRecogniser:
-    """faces.base.Recogniser for the ONNX ArcFace models of the catalog."""
+class OnnxRecogniser(CatalogSession):
+    """faces.base.Recogniser for the ONNX ArcFace models of the catalog (lazy session from CatalogSession)."""
 
     def __init__(self, name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
         entry = catalog.get(name)
         if entry.role != "recogniser" or entry.builtin or entry.template is None:
             valid = [e.name for e in catalog.by_role("recogniser") if not e.builtin]
             raise UserError(f"'{name}' is not an ONNX recogniser (choose from: {', '.join(valid)})")
-        self.name = name
-        self.entry = entry
+        super().__init__(name, providers, threads)
         self.template: Template = entry.template
         self.size = entry.input_size
-        self.providers = tuple(providers)
-        self.threads = threads
-        self._session: Any = None
 
     @property
     def dim(self) -> int:
         """Embedding length (512 for every ArcFace in the catalog)."""
         last = self.entry.outputs[0].shape[-1]
         return last if isinstance(last, int) else 512
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            self._session = store.get_session(self.name, self.providers, self.threads)
-        return self._session
 
     def embed(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         """(N, size, size, 3) BGR uint8 aligned crops -> (N, D) L2-normalised embeddings."""
@@ -83,7 +57,7 @@ class OnnxRecogniser:
             return np.zeros((0, self.dim), np.float32)
         blob = normalise(crops, self.entry)
         arg = self.session.get_inputs()[0]
-        step = arg.shape[0] if isinstance(arg.shape[0], int) else len(blob)
+        step = self.batch or len(blob)
         outputs = [self.session.run(None, {arg.name: blob[i:i + step]})[0] for i in range(0, len(blob), step)]
         return l2_normalise(np.concatenate(outputs).astype(np.float32))
 

@@ -18,8 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.faces.align import invert, transform_points
-from pipeline.faces.arcface import normalise
-from pipeline.models.runner import ModelRunner
+from pipeline.models.runner import ModelRunner, normalise
 from pipeline.types import Face, Frame, LandmarkerName, Landmarks5, Matrix, Provider
 
 log = logging.getLogger(__name__)

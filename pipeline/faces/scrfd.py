@@ -22,9 +22,8 @@ import numpy.typing as npt
 from pipeline.errors import UserError
 from pipeline.faces.nms import nms as suppress
 from pipeline.faces.yunet import to_bgr
-from pipeline.models import catalog
 from pipeline.models.catalog import ModelEntry
-from pipeline.models.store import CatalogModel
+from pipeline.models.sessions import CatalogSession
 from pipeline.types import Face, Frame, Provider
 
 log = logging.getLogger(__name__)
@@ -95,7 +94,7 @@ def to_faces(scores: npt.NDArray[np.float32], boxes: npt.NDArray[np.float32], po
                  landmarks=(points[i] / scale).astype(np.float32), score=float(scores[i])) for i in kept]
 
 
-class ScrfdDetector(CatalogModel):
+class ScrfdDetector(CatalogSession):
     """faces.base.Detector for det_10g ("retinaface") and scrfd_2.5g ("scrfd")."""
 
     def __init__(self, name: Literal["retinaface", "scrfd"], score: float = 0.5, nms: float = 0.4, size: int = 640,
@@ -104,12 +103,10 @@ class ScrfdDetector(CatalogModel):
             raise UserError(f"'{name}' is not an SCRFD-family detector (choose from: retinaface, scrfd)")
         if size % 32 or not 32 <= size <= 1280:
             raise UserError(f"detector size must be a multiple of 32 between 32 and 1280, got {size}")
-        self.name = name
-        self.entry = catalog.get(name)
+        super().__init__(name, providers, threads)
         self.score = float(score)
         self.nms = float(nms)
         self.size = int(size)
-        super().__init__(providers, threads)
 
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         """One list of faces per frame (frame pixels), best score first. One frame per run."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.models.store import CatalogModel
+from pipeline.models.sessions import CatalogSession
 from pipeline.types import Provider, Template
 
 SAME_PERSON_COSINE = 0.363
@@ -24,15 +24,14 @@ def l2_normalise(vectors: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
     return (v / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
-class SFaceRecogniser(CatalogModel):
+class SFaceRecogniser(CatalogSession):
     """The built-in SFace recogniser behind the faces.base.Recogniser protocol."""
 
-    name = "sface"
     template: Template = "arcface_112_v2"
     size = 112
 
     def __init__(self, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        super().__init__(providers, threads)
+        super().__init__("sface", providers, threads)
 
     def embed(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         """(N, 112, 112, 3) BGR uint8 aligned crops -> (N, 128) L2-normalised embeddings."""
@@ -45,6 +44,6 @@ class SFaceRecogniser(CatalogModel):
             return np.zeros((0, 128), dtype=np.float32)
         blob = np.ascontiguousarray(crops[..., ::-1].transpose(0, 3, 1, 2), dtype=np.float32)  # BGR -> RGB, NCHW
         spec = self.session.get_inputs()[0]
-        step = spec.shape[0] if isinstance(spec.shape[0], int) else len(blob)
+        step = self.batch or len(blob)
         out = [self.session.run(None, {spec.name: blob[i:i + step]})[0] for i in range(0, len(blob), step)]
         return l2_normalise(np.concatenate(out, axis=0).reshape(len(blob), -1))

@@ -14,8 +14,7 @@ import numpy.typing as npt
 
 from pipeline.errors import UserError
 from pipeline.faces.scrfd import letterbox, to_faces
-from pipeline.models import catalog
-from pipeline.models.store import CatalogModel
+from pipeline.models.sessions import CatalogSession
 from pipeline.types import Face, Frame, Provider
 
 log = logging.getLogger(__name__)
@@ -32,21 +31,19 @@ def decode(output: npt.NDArray[np.float32], threshold: float,
     return rows[:, 4].astype(np.float32), boxes.astype(np.float32), np.ascontiguousarray(points, dtype=np.float32)
 
 
-class YoloFaceDetector(CatalogModel):
+class YoloFaceDetector(CatalogSession):
     """faces.base.Detector for YOLOv8-face; its input size is fixed at 640 by the export."""
 
     def __init__(self, name: str = "yolo_face", score: float = 0.5, nms: float = 0.4, size: int = 640,
                  providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
         if name != "yolo_face":
             raise UserError(f"'{name}' is not a YOLO face detector (choose: yolo_face)")
-        self.name = name
-        self.entry = catalog.get(name)
+        super().__init__(name, providers, threads)
         if size != self.entry.input_size:
             log.info("yolo_face runs at its fixed %d px input (asked for %d)", self.entry.input_size, size)
         self.size = self.entry.input_size
         self.score = float(score)
         self.nms = float(nms)
-        super().__init__(providers, threads)
 
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         """One list of faces per frame (frame pixels), best score first."""

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.faces.nms import nms as suppress
-from pipeline.models.store import CatalogModel
+from pipeline.models.sessions import CatalogSession
 from pipeline.types import Face, Frame, Provider
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,8 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-class YuNetDetector(CatalogModel):
+class YuNetDetector(CatalogSession):
     """The built-in YuNet detector behind the faces.base.Detector protocol."""
-
-    name = "yunet"
 
     def __init__(self, score: float = 0.5, nms: float = 0.3, size: int = 640,
                  providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
@@ -55,7 +53,7 @@ class YuNetDetector(CatalogModel):
         self.score = float(score)
         self.nms = float(nms)
         self.size = int(size)
-        super().__init__(providers, threads)
+        super().__init__("yunet", providers, threads)
 
     def _input_shape(self) -> tuple[int | None, int | None, int | None]:
         """(batch, height, width) fixed by the graph, None where dynamic."""

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.models.runtime import NP_TYPES, ort
+from pipeline.models.store import sha256_of
 from pipeline.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
 BATCH_DIM = "batch"
-_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
-             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8}
 _lock = threading.Lock()
 _memo: dict[tuple[str, int, int], Path | None] = {}
 
@@ -46,7 +46,7 @@ def _unbatch(value_infos: Any) -> int:
 
 def _sample(arg: Any, batch: int, rng: np.random.Generator) -> npt.NDArray[Any]:
     shape = [batch] + [d if isinstance(d, int) and d > 0 else 64 for d in arg.shape[1:]]
-    dtype = _NP_TYPES.get(arg.type)
+    dtype = NP_TYPES.get(arg.type)
     if dtype is None:
         raise ValueError(f"input {arg.name} has unsupported type {arg.type}")
     return rng.uniform(0.0, 1.0, size=shape).astype(dtype)
@@ -54,14 +54,14 @@ def _sample(arg: Any, batch: int, rng: np.random.Generator) -> npt.NDArray[Any]:
 
 def _verify(path: Path) -> None:
     """Raise unless one batch-2 run of ``path`` equals two batch-1 runs."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
+    rt = ort()
+    options = rt.SessionOptions()
     options.log_severity_level = 4  # a failing run is an expected answer here, not an error to log
-    session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    session = rt.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     feeds = {a.name: _sample(a, 2, rng) for a in session.get_inputs() if len(a.shape) > 0}
-    feeds.update({a.name: np.array(0.5, dtype=_NP_TYPES[a.type]) for a in session.get_inputs() if len(a.shape) == 0})
+    scalars = [a for a in session.get_inputs() if len(a.shape) == 0]
+    feeds.update({a.name: np.array(0.5, dtype=NP_TYPES[a.type]) for a in scalars})
     both = session.run(None, feeds)
     singles = [session.run(None, {k: v[i:i + 1] if v.ndim else v for k, v in feeds.items()}) for i in range(2)]
     for index, out in enumerate(both):
@@ -101,8 +101,6 @@ def dynamic_batch(src: Path, dst: Path) -> bool:
 
 def batched_path(path: Path) -> Path | None:
     """A dynamic-batch version of the model at ``path`` (cached), or None where batching it fails."""
-    from pipeline.models.store import sha256_of
-
     path = Path(path)
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from pipeline.errors import ModelMissing
 from pipeline.models.catalog import ModelEntry
+from pipeline.models.runtime import ort
 from pipeline.paths import cache_dir, write_atomic
 
 log = logging.getLogger(__name__)
@@ -67,14 +68,6 @@ def source_path(entry: ModelEntry) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def builtin_path(entry: ModelEntry) -> Path:
     """The onnxruntime-loadable file for a built-in entry, converting it on first use."""
     src = source_path(entry)
@@ -84,7 +77,8 @@ def builtin_path(entry: ModelEntry) -> Path:
         known = _known.get(key)
     if known is not None and known.is_file():
         return known
-    digest = _sha256(src)
+    with open(src, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
     dest = cache_dir() / "builtin" / f"{Path(entry.file).stem}-{digest[:16]}-v{CONVERTER_VERSION}.onnx"
     if not dest.is_file():
         started = time.perf_counter()
@@ -227,8 +221,6 @@ def _rewrite(data: bytes, rewrite: Rewrite) -> Any:
 
 def _batch_consistent(model: Any) -> bool:
     """Does a batch of two give what two batches of one give? (Random input, fixed seed.)"""
-    from pipeline.models.sessions import ort
-
     session = ort().InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     spec = session.get_inputs()[0]
     shape = [d if isinstance(d, int) else 64 for d in spec.shape[1:]]

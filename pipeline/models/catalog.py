@@ -48,10 +48,6 @@ class ModelEntry:
     builtin: bool = False
     description: str = ""
 
-    @property
-    def needs_download(self) -> bool:
-        return not self.builtin
-
 
 def _vm(file: str) -> str:
     return VISOMASTER + file

@@ -1,63 +1,84 @@
-"""Run one catalog image model over a batch of crops, whatever batch its export fixes.
+"""Catalog image models on batches of crops: normalise in, one batch-aware run, de-normalise out.
 
-Enhancers, occluders, the face parser and the 68-point landmarker share this: the session comes from
-the store (validated against the catalog), a batch-1 export gets a dynamic batch where that checks
-out (models.batching), and otherwise the crops run one at a time. Inputs are cast to the dtype the
-file declares (fp16 exports take float16).
+Enhancers, occluders, the face parser, the 68-point landmarker and the neural swappers share this.
+The session is a ``sessions.CatalogSession`` with the batch-aware loader (a batch-1 export gets a
+dynamic batch where that checks out, otherwise the crops run in chunks of the fixed batch). Inputs
+are cast to the dtype the file declares (fp16 exports take float16); every output comes back float32.
+``normalise`` and ``denormalise`` apply a catalog entry's channel order, mean and std.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.models import catalog, store
+from pipeline.errors import UserError
+from pipeline.models import catalog
 from pipeline.models.catalog import ModelEntry
+from pipeline.models.runtime import NP_TYPES
+from pipeline.models.sessions import CatalogSession
 from pipeline.types import ModelRole, Provider
 
-log = logging.getLogger(__name__)
 
-_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
+def normalise(crops: npt.NDArray[np.uint8], entry: ModelEntry) -> npt.NDArray[np.float32]:
+    """(N,H,W,3) BGR uint8 -> (N,3,H,W) float32 in the entry's channel order, mean and std.
+
+    One fused pass: x/255 − mean)/std = x·scale − offset, read straight from the transposed view.
+    """
+    chw = crops.transpose(0, 3, 1, 2)
+    if entry.channels == "rgb":
+        chw = chw[:, ::-1]
+    std = np.asarray(entry.std, np.float64)
+    scale = (1.0 / (255.0 * std)).astype(np.float32).reshape(1, 3, 1, 1)
+    offset = (np.asarray(entry.mean, np.float64) / std).astype(np.float32).reshape(1, 3, 1, 1)
+    out = np.multiply(chw, scale, dtype=np.float32)
+    out -= offset
+    return out
 
 
-class ModelRunner:
-    """A lazily loaded catalog model of one role, run over (N, …) blobs in as few runs as the file allows."""
+def denormalise(y: npt.NDArray[np.float32], entry: ModelEntry) -> npt.NDArray[np.uint8]:
+    """(N,3,S,S) model output in the entry's normalisation -> (N,S,S,3) BGR uint8 (clipped, rounded)."""
+    std = np.asarray(entry.std, np.float32).reshape(1, 3, 1, 1)
+    mean = np.asarray(entry.mean, np.float32).reshape(1, 3, 1, 1)
+    y = np.array(y, dtype=np.float32)  # a private copy to work in place
+    y *= 255.0 * std
+    y += 255.0 * mean + 0.5  # + 0.5 then truncate = round half up on non-negative values
+    np.clip(y, 0.0, 255.5, out=y)
+    hwc = y.transpose(0, 2, 3, 1)
+    if entry.channels == "rgb":
+        hwc = hwc[..., ::-1]
+    return np.ascontiguousarray(hwc.astype(np.uint8))
 
-    def __init__(self, name: str, role: ModelRole, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        entry = catalog.get(name)
-        if entry.role != role:
+
+def input_dtype(arg: Any) -> type[np.generic]:
+    """The numpy dtype to feed an onnxruntime input (float32 where its type is not a known tensor type)."""
+    return NP_TYPES.get(arg.type, np.float32)
+
+
+class ModelRunner(CatalogSession):
+    """A lazily loaded catalog model of one role, run over (N, …) blobs in as few runs as the file allows.
+
+    The role is checked at construction: a name of another role lists the valid ones.
+    """
+
+    batched = True
+
+    def __init__(self, name: str, role: ModelRole, providers: Sequence[Provider] = ("cpu",),
+                 threads: int = 0) -> None:
+        if catalog.get(name).role != role:
             valid = [e.name for e in catalog.by_role(role)]
-            from pipeline.errors import UserError
-
             raise UserError(f"'{name}' is not a {role} model (choose from: {', '.join(valid)})")
-        self.name = name
-        self.entry: ModelEntry = entry
-        self.providers = tuple(providers)
-        self.threads = threads
-        self._session: Any = None
-        self._batch: int | None = None
+        super().__init__(name, providers, threads)
 
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            self._session, self._batch = self._load()
-        return self._session
+    def run(self, blob: npt.NDArray[np.float32],
+            scalars: Mapping[str, float] | None = None) -> list[npt.NDArray[np.float32]]:
+        """Feed ``blob`` (N, …) to the model's batched input, scalar inputs from ``scalars``.
 
-    @property
-    def batch(self) -> int | None:
-        """Items per run: None = all at once (dynamic batch axis)."""
-        _ = self.session
-        return self._batch
-
-    def _load(self) -> tuple[Any, int | None]:
-        return store.load_batched(self.entry, self.providers, self.threads)
-
-    def run(self, blob: npt.NDArray[np.float32], scalars: Mapping[str, float] | None = None) -> list[npt.NDArray[np.float32]]:
-        """Feed ``blob`` (N, …) to the model's batched input (scalar inputs from ``scalars``); every output, float32."""
+        Returns every output as float32, the runs of each chunk concatenated.
+        """
         args = self.session.get_inputs()
         image = next(a for a in args if len(a.shape) > 0)
         feeds_fixed: dict[str, Any] = {}
@@ -66,25 +87,11 @@ class ModelRunner:
                 value = (scalars or {}).get(arg.name)
                 if value is None:
                     raise ValueError(f"{self.name} needs a value for its scalar input '{arg.name}'")
-                feeds_fixed[arg.name] = np.array(value, dtype=_NP_TYPES.get(arg.type, np.float32))
-        blob = blob.astype(_NP_TYPES.get(image.type, np.float32), copy=False)
+                feeds_fixed[arg.name] = np.array(value, dtype=input_dtype(arg))
+        blob = blob.astype(input_dtype(image), copy=False)
         step = self.batch or max(len(blob), 1)
         chunks: list[list[npt.NDArray[np.float32]]] = []
         for start in range(0, len(blob), step):
             outputs = self.session.run(None, {image.name: blob[start:start + step], **feeds_fixed})
             chunks.append([np.asarray(o, dtype=np.float32) for o in outputs])
         return [np.concatenate(parts) for parts in zip(*chunks, strict=True)]
-
-
-def denormalise(y: npt.NDArray[np.float32], entry: ModelEntry) -> npt.NDArray[np.uint8]:
-    """(N,3,S,S) model output in the entry's normalisation -> (N,S,S,3) BGR uint8 (clipped, rounded)."""
-    std = np.asarray(entry.std, np.float32).reshape(1, 3, 1, 1)
-    mean = np.asarray(entry.mean, np.float32).reshape(1, 3, 1, 1)
-    y = np.array(y, dtype=np.float32)
-    y *= 255.0 * std
-    y += 255.0 * mean + 0.5
-    np.clip(y, 0.0, 255.5, out=y)
-    hwc = y.transpose(0, 2, 3, 1)
-    if entry.channels == "rgb":
-        hwc = hwc[..., ::-1]
-    return np.ascontiguousarray(hwc.astype(np.uint8))

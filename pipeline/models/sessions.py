@@ -1,9 +1,13 @@
-"""The one place where onnxruntime sessions are made.
+"""The one place where onnxruntime sessions are made, and the lazy base of every class that wraps one.
 
 Providers are chosen once from what the installed onnxruntime offers (TensorRT -> CUDA -> CPU by
-default, overridable); sessions are cached by (model file, providers), validated against the catalog
-at load, and released on request. ``session.get_providers()`` is what a session really got: the GPU
-package lists CUDA even on a machine without a GPU and silently falls back to CPU.
+default, overridable); sessions are cached by (model file, providers, threads), validated against
+the catalog at load, and released on request. ``session.get_providers()`` is what a session really
+got: the GPU package lists CUDA even on a machine without a GPU and silently falls back to CPU.
+
+``CatalogSession`` is the base of the detectors, recognisers, swappers and image models: its session
+loads on first use, batch-aware where the class asks (``load_batched``: an export that fixes its
+batch to 1 is rewritten by models.batching where that checks out).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UserError
+from pipeline.models import batching, catalog, store
 from pipeline.models.catalog import ModelEntry
+from pipeline.models.runtime import ort
 from pipeline.models.validate import check_io, session_io
 from pipeline.paths import cache_dir
 from pipeline.types import Provider
@@ -30,16 +36,6 @@ ORT_NAMES: dict[Provider, str] = {
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, tuple[str, ...], int], Any] = {}
-
-
-def ort() -> Any:
-    try:
-        import onnxruntime
-    except ImportError as exc:  # neither extra installed, or a broken switch between them
-        raise UserError(
-            "onnxruntime is not installed: run scripts/setup.sh (or pip install 'facestation[cpu]' / '[gpu]')"
-        ) from exc
-    return onnxruntime
 
 
 def available_providers() -> list[str]:
@@ -94,6 +90,73 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
     with _lock:
         _cache[key] = session
     return session
+
+
+def get_session(name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
+    """A cached, validated session for catalog model ``name``."""
+    entry = catalog.get(name)
+    return load(store.model_path(entry), entry, providers, threads)
+
+
+def _fixed_batches(session: Any) -> set[int]:
+    """The batch sizes (dim 0) that the session's non-scalar inputs fix; empty where all are dynamic."""
+    return {a.shape[0] for a in session.get_inputs() if len(a.shape) > 0 and isinstance(a.shape[0], int)}
+
+
+def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
+                 threads: int = 0) -> tuple[Any, int | None]:
+    """A validated session for ``entry`` and how many items it takes per run (None: any number).
+
+    An export that fixes its batch axis to 1 is rewritten to a dynamic batch where that checks out
+    (models.batching); otherwise the fixed size is returned and callers run items in chunks of it.
+    """
+    path = store.model_path(entry)
+    session = load(path, entry, providers, threads)
+    fixed = _fixed_batches(session)
+    if not fixed:
+        return session, None
+    if fixed == {1}:
+        batched = batching.batched_path(path)
+        if batched is not None:
+            log.info("%s runs with a dynamic batch", entry.name)
+            return load(batched, entry, providers, threads), None
+    log.info("%s runs one item at a time (its batch axis is fixed)", entry.name)
+    return session, min(fixed)
+
+
+class CatalogSession:
+    """Base of the classes that wrap one catalog model: its session is loaded (validated) on first use.
+
+    A subclass with ``batched = True`` gets the batch-aware loader (``load_batched``); the others load
+    the file as it is. Either way ``batch`` is how many items one run takes (None: any number).
+    """
+
+    batched: bool = False
+
+    def __init__(self, name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
+        self.name = name
+        self.entry: ModelEntry = catalog.get(name)
+        self.providers = tuple(providers)
+        self.threads = int(threads)
+        self._session: Any = None
+        self._batch: int | None = None
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            if self.batched:
+                self._session, self._batch = load_batched(self.entry, self.providers, self.threads)
+            else:
+                session = load(store.model_path(self.entry), self.entry, self.providers, self.threads)
+                fixed = _fixed_batches(session)
+                self._session, self._batch = session, min(fixed) if fixed else None
+        return self._session
+
+    @property
+    def batch(self) -> int | None:
+        """Items per run: None = all at once (dynamic batch axis)."""
+        _ = self.session
+        return self._batch
 
 
 def release(path: Path | None = None) -> int:

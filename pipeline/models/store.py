@@ -1,4 +1,7 @@
-"""Installed models: where they are, fetch with verification, import, verify, list."""
+"""Model files: where they are, fetch (resuming) with verification, import, verify, list.
+
+Files only: onnxruntime sessions are made in models.sessions.
+"""
 
 from __future__ import annotations
 
@@ -55,31 +58,6 @@ def model_path(entry: ModelEntry) -> Path:
         hint = f"facestation models fetch {entry.name}" if entry.url else f"facestation models import {entry.file}"
         raise ModelMissing(f"model '{entry.name}' is not installed ({path.name} not in {path.parent}); run: {hint}")
     return path
-
-
-def get_session(name: str, providers: Any = ("cpu",), threads: int = 0) -> Any:
-    """A validated, cached onnxruntime session for catalog model ``name``."""
-    from pipeline.models import sessions
-
-    entry = catalog.get(name)
-    return sessions.load(model_path(entry), entry, providers, threads)
-
-
-class CatalogModel:
-    """Base of the classes that wrap one catalog model: its session is loaded (validated) on first use."""
-
-    name: str
-
-    def __init__(self, providers: Any = ("cpu",), threads: int = 0) -> None:
-        self.providers = tuple(providers)
-        self.threads = int(threads)
-        self._session: Any = None
-
-    @property
-    def session(self) -> Any:
-        if self._session is None:
-            self._session = get_session(self.name, self.providers, self.threads)
-        return self._session
 
 
 @dataclass(frozen=True)
@@ -246,25 +224,3 @@ def verify_installed() -> list[tuple[str, str]]:
         except ModelMismatch as exc:
             results.append((entry.name, str(exc)))
     return results
-
-
-def load_batched(entry: ModelEntry, providers: Any = ("cpu",), threads: int = 0) -> tuple[Any, int | None]:
-    """A validated session for ``entry`` and how many items it takes per run (None: any number).
-
-    An export that fixes its batch axis to 1 is rewritten to a dynamic batch where that checks out
-    (models.batching); otherwise the fixed size is returned and callers run items in chunks of it.
-    """
-    from pipeline.models import batching, sessions
-
-    path = model_path(entry)
-    session = sessions.load(path, entry, providers, threads)
-    fixed = {a.shape[0] for a in session.get_inputs() if len(a.shape) > 0 and isinstance(a.shape[0], int)}
-    if not fixed:
-        return session, None
-    if fixed == {1}:
-        batched = batching.batched_path(path)
-        if batched is not None:
-            log.info("%s runs with a dynamic batch", entry.name)
-            return sessions.load(batched, entry, providers, threads), None
-    log.info("%s runs one item at a time (its batch axis is fixed)", entry.name)
-    return session, min(fixed)

@@ -24,15 +24,12 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.errors import ModelMismatch, NoFaceFound, UserError
-from pipeline.faces.arcface import OnnxRecogniser, l2_normalise, normalise
+from pipeline.faces.arcface import OnnxRecogniser, l2_normalise
 from pipeline.models import catalog, store
-from pipeline.models.runner import ModelRunner
+from pipeline.models.runner import ModelRunner, denormalise, input_dtype, normalise
 from pipeline.types import Face, Frame, Provider, Template
 
 log = logging.getLogger(__name__)
-
-_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
-
 
 @dataclass(frozen=True, eq=False)
 class SourceIdentity:
@@ -112,25 +109,12 @@ class NeuralSwapper(ModelRunner):
         if len(crops) == 0:
             return crops.copy()
         target, source = self._inputs()
-        blob = normalise(crops, self.entry).astype(_NP_TYPES.get(target.type, np.float32))
-        latent = identity.latent.astype(_NP_TYPES.get(source.type, np.float32))[None]
+        blob = normalise(crops, self.entry).astype(input_dtype(target))
+        latent = identity.latent.astype(input_dtype(source))[None]
         step = self.batch or len(blob)
         out = []
         for start in range(0, len(blob), step):
             chunk = blob[start:start + step]
             feeds = {target.name: chunk, source.name: np.repeat(latent, len(chunk), axis=0)}
             out.append(np.asarray(self.session.run(None, feeds)[0], dtype=np.float32))
-        return self._denormalise(np.concatenate(out))
-
-    def _denormalise(self, y: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
-        """(N,3,S,S) model output -> (N,S,S,3) BGR uint8: ×std + mean, clipped to [0, 1], rounded."""
-        std = np.asarray(self.entry.std, np.float32).reshape(1, 3, 1, 1)
-        mean = np.asarray(self.entry.mean, np.float32).reshape(1, 3, 1, 1)
-        y = np.array(y, dtype=np.float32)  # a private copy to work in place
-        y *= 255.0 * std
-        y += 255.0 * mean + 0.5  # + 0.5 then truncate = round half up on non-negative values
-        np.clip(y, 0.0, 255.5, out=y)
-        hwc = y.transpose(0, 2, 3, 1)
-        if self.entry.channels == "rgb":
-            hwc = hwc[..., ::-1]
-        return np.ascontiguousarray(hwc.astype(np.uint8))
+        return denormalise(np.concatenate(out), self.entry)
