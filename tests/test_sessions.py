@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from pipeline.errors import UserError
 from pipeline.models import catalog, runtime, sessions, store
+from pipeline.models.runner import ModelRunner
+from tests.surrogates import install_surrogate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -136,3 +139,19 @@ def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path, monkey
     assert sessions.device_memory_mb() == 3120.0  # within max_age: no second process
     assert calls.read_text().count("x") == 1
     assert sessions.device_memory_mb(max_age_s=0.0) == 3120.0 and calls.read_text().count("x") == 2
+
+
+@pytest.mark.parametrize(("batch", "expected"), [(1, 1), (None, None)])
+def test_a_catalog_session_loads_on_first_use_and_reads_its_batch(batch: int | None, expected: int | None) -> None:
+    install_surrogate("arcface_w600k_r50", batch=batch)
+    sessions.release()
+    model = sessions.CatalogSession("arcface_w600k_r50")
+    assert sessions.loaded() == []  # constructing it loads nothing
+    assert model.batch == expected  # not batch-aware: a fixed batch stays as the file has it
+    assert model.session is sessions.get_session("arcface_w600k_r50")
+    assert len(sessions.loaded()) == 1
+
+
+def test_a_model_of_another_role_is_refused_with_the_valid_names() -> None:
+    with pytest.raises(UserError, match="not a enhancer model .*gfpgan_1.4"):
+        ModelRunner("xseg", "enhancer")
