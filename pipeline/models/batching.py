@@ -63,7 +63,8 @@ def _verify(path: Path) -> None:
     scalars = [a for a in session.get_inputs() if len(a.shape) == 0]
     feeds.update({a.name: np.array(0.5, dtype=NP_TYPES[a.type]) for a in scalars})
     both = session.run(None, feeds)
-    singles = [session.run(None, {k: v[i:i + 1] if v.ndim else v for k, v in feeds.items()}) for i in range(2)]
+    singles = [session.run(None, {k: v[i:i + 1] if v.ndim else v for k, v in feeds.items()})
+               for i in range(2)]
     for index, out in enumerate(both):
         joined = np.concatenate([s[index] for s in singles])
         tol = 1e-2 if out.dtype == np.float16 else 1e-4
@@ -72,7 +73,10 @@ def _verify(path: Path) -> None:
 
 
 def dynamic_batch(src: Path, dst: Path) -> bool:
-    """Write ``src`` with a symbolic batch axis to ``dst`` if the result checks out; False (no ``dst``) otherwise."""
+    """Write ``src`` with a symbolic batch axis to ``dst`` if the result checks out.
+
+    False (and no ``dst``) where there is nothing to rewrite or the rewrite fails its check.
+    """
     import onnx
 
     src, dst = Path(src), Path(dst)
@@ -92,7 +96,8 @@ def dynamic_batch(src: Path, dst: Path) -> bool:
         _verify(tmp)
     except Exception as exc:  # onnxruntime's load/run errors have their own types
         tmp.unlink(missing_ok=True)
-        log.info("%s keeps batch 1: %s", src.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.info("%s keeps batch 1: %s", src.name, reason)
         return False
     os.replace(tmp, dst)
     log.info("%s: batch axis made dynamic (%s)", src.name, dst)

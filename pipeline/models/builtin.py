@@ -63,8 +63,9 @@ def source_path(entry: ModelEntry) -> Path:
         ) from None
     path = Path(str(root)) / "models" / entry.file
     if not path.is_file():
-        raise ModelMissing(f"built-in model '{entry.name}': {entry.file} is missing from the installed {PACKAGE} package "
-                           f"(reinstall it: pip install --force-reinstall {PACKAGE}==1.1.1)")
+        raise ModelMissing(f"built-in model '{entry.name}': {entry.file} is missing from the installed "
+                           f"{PACKAGE} package (reinstall it: "
+                           f"pip install --force-reinstall {PACKAGE}==1.1.1)")
     return path
 
 
@@ -84,7 +85,8 @@ def builtin_path(entry: ModelEntry) -> Path:
         started = time.perf_counter()
         data = convert(src.read_bytes(), REWRITES.get(entry.name, Rewrite()))
         write_atomic(dest, data)
-        log.info("converted built-in %s for onnxruntime in %.2f s -> %s", entry.name, time.perf_counter() - started, dest)
+        log.info("converted built-in %s for onnxruntime in %.2f s -> %s", entry.name,
+                 time.perf_counter() - started, dest)
     with _lock:
         _known[key] = dest
     return dest

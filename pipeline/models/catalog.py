@@ -80,13 +80,14 @@ _add(ModelEntry(
     name="yunet", role="detector", file="face_detection_yunet_2023mar_int8bq.onnx", url=None, sha256=None,
     licence="MIT (OpenCV Zoo)", builtin=True, channels="bgr", size=122_489,
     inputs=(TensorSpec("input", (1, 3, None, None)),),
-    outputs=tuple(TensorSpec(f"{k}_{s}", (1, None, d)) for k, d in (("cls", 1), ("obj", 1), ("bbox", 4), ("kps", 10))
-                  for s in (8, 16, 32)),
+    outputs=tuple(TensorSpec(f"{k}_{s}", (1, None, d))
+                  for k, d in (("cls", 1), ("obj", 1), ("bbox", 4), ("kps", 10)) for s in (8, 16, 32)),
     description="YuNet face detector, built in (no download)",
 ))
 _add(ModelEntry(
     name="sface", role="recogniser", file="face_recognition_sface_2021dec_int8bq.onnx", url=None, sha256=None,
-    licence="Apache-2.0 (OpenCV Zoo)", builtin=True, size=10_667_852, input_size=112, template="arcface_112_v2",
+    licence="Apache-2.0 (OpenCV Zoo)", builtin=True, size=10_667_852, input_size=112,
+    template="arcface_112_v2",
     inputs=(TensorSpec("data", (None, 3, 112, 112)),), outputs=(TensorSpec("fc1", (None, 128)),),
     description="SFace recogniser (128-d), built in (no download)",
 ))
@@ -109,8 +110,10 @@ _add(ModelEntry(
 ))
 _add(ModelEntry(
     name="yolo_face", role="detector", file="yoloface_8n.onnx", url=_vm("yoloface_8n.onnx"),
-    sha256="84d5bb985b0ea75fc851d7454483897b1494c71c211759b4fec3a22ac196d206", licence="GPL-3.0 (YOLOv8-face)",
-    input_size=640, inputs=(TensorSpec("images", (1, 3, 640, 640)),), outputs=(TensorSpec(None, (1, 20, 8400)),),
+    sha256="84d5bb985b0ea75fc851d7454483897b1494c71c211759b4fec3a22ac196d206",
+    licence="GPL-3.0 (YOLOv8-face)",
+    input_size=640, inputs=(TensorSpec("images", (1, 3, 640, 640)),),
+    outputs=(TensorSpec(None, (1, 20, 8400)),),
     description="YOLOv8n face detector",
 ))
 
@@ -123,14 +126,17 @@ _add(ModelEntry(
     description="ArcFace w600k r50 (inswapper's and hyperswap's identity encoder)",
 ))
 _add(ModelEntry(
-    name="arcface_simswap", role="recogniser", file="simswap_arcface_model.onnx", url=_vm("simswap_arcface_model.onnx"),
-    sha256="58949c864ab4a89012aaefc117f1ab8548c5f470bbc3889474bca13a412fc843", licence="CC BY-NC 4.0 (SimSwap)",
+    name="arcface_simswap", role="recogniser", file="simswap_arcface_model.onnx",
+    url=_vm("simswap_arcface_model.onnx"),
+    sha256="58949c864ab4a89012aaefc117f1ab8548c5f470bbc3889474bca13a412fc843",
+    licence="CC BY-NC 4.0 (SimSwap)",
     input_size=112, mean=IMAGENET_MEAN, std=IMAGENET_STD, template="arcface_112_v1",
     inputs=(_img(112, None, None),), outputs=(TensorSpec(None, (None, 512)),),
     description="SimSwap's ArcFace",
 ))
 _add(ModelEntry(
-    name="arcface_ghost", role="recogniser", file="ghost_arcface_backbone.onnx", url=_vm("ghost_arcface_backbone.onnx"),
+    name="arcface_ghost", role="recogniser", file="ghost_arcface_backbone.onnx",
+    url=_vm("ghost_arcface_backbone.onnx"),
     sha256="18bb8057d1cd3ca39411b8a4dde485fa55783e08ceecaf2352f551ca39cd1357", licence="Apache-2.0 (GHOST)",
     input_size=112, mean=HALF, std=HALF, template="arcface_112_v1",
     inputs=(_img(112, None, None),), outputs=(TensorSpec(None, (None, 512)),),
@@ -149,7 +155,8 @@ _add(ModelEntry(
     description="insightface inswapper 128", **_INSWAP_IO,  # type: ignore[arg-type]
 ))
 _add(ModelEntry(
-    name="inswapper_128_fp16", role="swapper", file="inswapper_128.fp16.onnx", url=_vm("inswapper_128.fp16.onnx"),
+    name="inswapper_128_fp16", role="swapper", file="inswapper_128.fp16.onnx",
+    url=_vm("inswapper_128.fp16.onnx"),
     sha256="6d51a9278a1f650cffefc18ba53f38bf2769bf4bbff89267822cf72945f8a38b", licence=INSIGHTFACE_LICENCE,
     input_size=128, template="arcface_128", recogniser="arcface_w600k_r50",
     description="insightface inswapper 128, half precision", **_INSWAP_IO,  # type: ignore[arg-type]
@@ -173,8 +180,10 @@ _add(ModelEntry(
     outputs=(TensorSpec(None, (1, 3, 256, 256)),), description="SimSwap 256",
 ))
 _add(ModelEntry(
-    name="simswap_512_unoff", role="swapper", file="simswap_512_unoff.onnx", url=_vm("simswap_512_unoff.onnx"),
-    sha256="08c6ca9c0a65eff119bea42686a4574337141de304b9d26e2f9d11e78d9e8e86", licence="CC BY-NC 4.0 (SimSwap)",
+    name="simswap_512_unoff", role="swapper", file="simswap_512_unoff.onnx",
+    url=_vm("simswap_512_unoff.onnx"),
+    sha256="08c6ca9c0a65eff119bea42686a4574337141de304b9d26e2f9d11e78d9e8e86",
+    licence="CC BY-NC 4.0 (SimSwap)",
     input_size=512, template="arcface_112_v1", recogniser="arcface_simswap",
     inputs=(TensorSpec("target", (1, 3, 512, 512)), TensorSpec("source", (1, 512))),
     outputs=(TensorSpec(None, (1, 3, 512, 512)),), description="SimSwap 512 (unofficial)",
@@ -185,7 +194,8 @@ for _i, _sha in enumerate((
     "f471d4f322903da2bca360aa0d7ab9922e3b0001d683f825ca6b15d865382935",
 ), start=1):
     _add(ModelEntry(
-        name=f"ghost_{_i}_256", role="swapper", file=f"ghost_unet_{_i}_block.onnx", url=_vm(f"ghost_unet_{_i}_block.onnx"),
+        name=f"ghost_{_i}_256", role="swapper", file=f"ghost_unet_{_i}_block.onnx",
+        url=_vm(f"ghost_unet_{_i}_block.onnx"),
         sha256=_sha, licence="Apache-2.0 (GHOST)", input_size=256, mean=HALF, std=HALF,
         template="arcface_112_v1", recogniser="arcface_ghost",
         inputs=(TensorSpec("target", (1, 3, 256, 256)), TensorSpec("source", (1, 512))),
@@ -201,9 +211,11 @@ _add(ModelEntry(
 ))
 _add(ModelEntry(
     name="codeformer", role="enhancer", file="codeformer_fp16.onnx", url=_vm("codeformer_fp16.onnx"),
-    sha256="9c3ae2ce2de616815815628f966cdef5d9466722434a1be00c0785ec92e2a94f", licence="S-Lab License 1.0 (CodeFormer)",
+    sha256="9c3ae2ce2de616815815628f966cdef5d9466722434a1be00c0785ec92e2a94f",
+    licence="S-Lab License 1.0 (CodeFormer)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
-    inputs=(_img(512, 1, "x", None), TensorSpec("w", (), "double")), outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
+    inputs=(_img(512, 1, "x", None), TensorSpec("w", (), "double")),
+    outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
     description="CodeFormer (fidelity weight = enhancer.fidelity)",
 ))
 for _s, _sha in ((256, "aa5bd3ab238640a378c59e4a560f7a7150627944cf2129e6311ae4720e833271"),
@@ -211,13 +223,15 @@ for _s, _sha in ((256, "aa5bd3ab238640a378c59e4a560f7a7150627944cf2129e6311ae472
                  (1024, "cec8892093d7b99828acde97bf231fb0964d3fb11b43f3b0951e36ef1e192a3e")):
     _add(ModelEntry(
         name=f"gpen_bfr_{_s}", role="enhancer", file=f"GPEN-BFR-{_s}.onnx", url=_vm(f"GPEN-BFR-{_s}.onnx"),
-        sha256=_sha, licence="GPEN licence (non-commercial)", input_size=_s, mean=HALF, std=HALF, template="ffhq_512",
+        sha256=_sha, licence="GPEN licence (non-commercial)", input_size=_s, mean=HALF, std=HALF,
+        template="ffhq_512",
         inputs=(_img(_s),), outputs=(TensorSpec(None, (1, 3, _s, _s)),), description=f"GPEN BFR {_s}",
     ))
 _add(ModelEntry(
     name="restoreformer_plus_plus", role="enhancer", file="RestoreFormerPlusPlus.fp16.onnx",
     url=_vm("RestoreFormerPlusPlus.fp16.onnx"),
-    sha256="e5df99ed4f501be2009ed8e708f407dd26ac400c55a43a01d8c8c157bc475b3f", licence="Apache-2.0 (RestoreFormer++)",
+    sha256="e5df99ed4f501be2009ed8e708f407dd26ac400c55a43a01d8c8c157bc475b3f",
+    licence="Apache-2.0 (RestoreFormer++)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
     inputs=(_img(512, 1, "input", None),), outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
     description="RestoreFormer++ (half precision)",
@@ -226,28 +240,33 @@ _add(ModelEntry(
 # --- masks and landmarks ----------------------------------------------------------------------------
 _add(ModelEntry(
     name="xseg", role="occluder", file="XSeg_model.onnx", url=_vm("XSeg_model.onnx"),
-    sha256="4381395dcbec1eef469fa71cfb381f00ac8aadc3e5decb4c29c36b6eb1f38ad9", licence="GPL-3.0 (DeepFaceLab XSeg)",
+    sha256="4381395dcbec1eef469fa71cfb381f00ac8aadc3e5decb4c29c36b6eb1f38ad9",
+    licence="GPL-3.0 (DeepFaceLab XSeg)",
     input_size=256, channels="bgr",
     inputs=(TensorSpec(None, (1, 256, 256, 3)),), outputs=(TensorSpec(None, (1, 256, 256, 1)),),
     description="XSeg occlusion mask (NHWC)",
 ))
 _add(ModelEntry(
     name="occluder", role="occluder", file="occluder.onnx", url=_vm("occluder.onnx"),
-    sha256="79f5c2edf10b83458693d122dd51488b210fb80c059c5d56347a047710d44a78", licence="MIT (FaceFusion occluder)",
+    sha256="79f5c2edf10b83458693d122dd51488b210fb80c059c5d56347a047710d44a78",
+    licence="MIT (FaceFusion occluder)",
     input_size=256, channels="bgr",
     inputs=(TensorSpec(None, (1, 256, 256, 3)),), outputs=(TensorSpec(None, (1, 256, 256, 1)),),
     description="occlusion mask (NHWC)",
 ))
 _add(ModelEntry(
-    name="bisenet_resnet34", role="parser", file="faceparser_resnet34.onnx", url=_vm("faceparser_resnet34.onnx"),
-    sha256="5b805bba7b5660ab7070b5a381dcf75e5b3e04199f1e9387232a77a00095102e", licence="MIT (face-parsing.PyTorch)",
+    name="bisenet_resnet34", role="parser", file="faceparser_resnet34.onnx",
+    url=_vm("faceparser_resnet34.onnx"),
+    sha256="5b805bba7b5660ab7070b5a381dcf75e5b3e04199f1e9387232a77a00095102e",
+    licence="MIT (face-parsing.PyTorch)",
     input_size=512, mean=IMAGENET_MEAN, std=IMAGENET_STD,
     inputs=(_img(512, 1, None),), outputs=(TensorSpec(None, (1, 19, 512, 512)),),
     description="BiSeNet face parser (19 classes)",
 ))
 _add(ModelEntry(
     name="2dfan4", role="landmarker", file="2dfan4.onnx", url=_vm("2dfan4.onnx"),
-    sha256="1ceedb108439c7d7b3f92cfa2b25bdc69a1f5f6c8b41da228cb283ca98d4181d", licence="BSD-3-Clause (face-alignment)",
+    sha256="1ceedb108439c7d7b3f92cfa2b25bdc69a1f5f6c8b41da228cb283ca98d4181d",
+    licence="BSD-3-Clause (face-alignment)",
     input_size=256, inputs=(_img(256, 1, None),),
     outputs=(TensorSpec(None, (1, 68, 3)), TensorSpec(None, (1, 68, 64, 64))),
     description="2DFAN4 68-point landmarks",

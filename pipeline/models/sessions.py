@@ -56,13 +56,15 @@ def _provider_options(name: str) -> dict[str, Any]:
     if name == "TensorrtExecutionProvider":
         engines = cache_dir() / "tensorrt"
         engines.mkdir(parents=True, exist_ok=True)
-        return {"trt_engine_cache_enable": True, "trt_engine_cache_path": str(engines), "trt_fp16_enable": True}
+        return {"trt_engine_cache_enable": True, "trt_engine_cache_path": str(engines),
+                "trt_fp16_enable": True}
     if name == "CUDAExecutionProvider":
         return {"cudnn_conv_algo_search": "HEURISTIC"}
     return {}
 
 
-def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
+def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",),
+         threads: int = 0) -> Any:
     """A cached, validated session for the model file at ``path``."""
     names = resolve_providers(providers)
     key = (str(Path(path).resolve()), tuple(names), threads)

@@ -55,8 +55,9 @@ def model_path(entry: ModelEntry) -> Path:
         return builtin_path(entry)
     path = installed_path(entry)
     if not path.is_file():
-        hint = f"facestation models fetch {entry.name}" if entry.url else f"facestation models import {entry.file}"
-        raise ModelMissing(f"model '{entry.name}' is not installed ({path.name} not in {path.parent}); run: {hint}")
+        how = f"fetch {entry.name}" if entry.url else f"import {entry.file}"
+        raise ModelMissing(f"model '{entry.name}' is not installed ({path.name} not in {path.parent}); "
+                           f"run: facestation models {how}")
     return path
 
 
@@ -79,7 +80,8 @@ def status() -> list[ModelStatus]:
     for entry in catalog.CATALOG.values():
         path = installed_path(entry)
         size = path.stat().st_size if path.is_file() else entry.size
-        out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size, entry.licence, entry.file))
+        out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size,
+                               entry.licence, entry.file))
     return out
 
 
@@ -96,9 +98,13 @@ def _expected_crc(entry: ModelEntry, downloader: Callable[[str], str] | None = N
 
 
 def verify_file(entry: ModelEntry, path: Path, expected_crc: str | None = None) -> None:
-    """Raise ModelMismatch unless ``path`` has the entry's pinned sha256 (or CRC32 where only that is published)."""
+    """Raise ModelMismatch unless ``path`` has the entry's pinned size and sha256.
+
+    Where only a CRC32 is published, ``expected_crc`` is checked instead of the sha256.
+    """
     if entry.size is not None and not entry.builtin and path.stat().st_size != entry.size:
-        raise ModelMismatch(f"{path.name}: size {path.stat().st_size} bytes, expected {entry.size} for {entry.name}")
+        raise ModelMismatch(f"{path.name}: size {path.stat().st_size} bytes, expected {entry.size} "
+                            f"for {entry.name}")
     if entry.sha256:
         actual = sha256_of(path)
         if actual != entry.sha256:
@@ -220,7 +226,8 @@ def verify_installed() -> list[tuple[str, str]]:
                 verify_file(entry, path)
                 results.append((entry.name, "ok"))
             else:
-                results.append((entry.name, f"sha256 {sha256_of(path)} (no pinned sha256; CRC32 checked at download)"))
+                note = "(no pinned sha256; CRC32 checked at download)"
+                results.append((entry.name, f"sha256 {sha256_of(path)} {note}"))
         except ModelMismatch as exc:
             results.append((entry.name, str(exc)))
     return results

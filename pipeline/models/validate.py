@@ -22,8 +22,10 @@ def _fmt(specs: Sequence[TensorSpec]) -> str:
     def dim(d: Dim) -> str:
         return "?" if d is None or isinstance(d, str) else str(d)
 
-    return ", ".join(f"{s.name or '*'}[{','.join(dim(d) for d in s.shape)}]{'' if not s.dtype else ':' + s.dtype}"
-                     for s in specs)
+    def one(s: TensorSpec) -> str:
+        return f"{s.name or '*'}[{','.join(dim(d) for d in s.shape)}]{'' if not s.dtype else ':' + s.dtype}"
+
+    return ", ".join(one(s) for s in specs)
 
 
 def _dim_ok(expected: Dim, actual: Dim) -> bool:
@@ -44,13 +46,15 @@ def _spec_ok(expected: TensorSpec, actual: TensorSpec) -> bool:
     return all(_dim_ok(e, a) for e, a in zip(expected.shape, actual.shape, strict=True))
 
 
-def check_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec], path: Path | str) -> None:
+def check_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+             path: Path | str) -> None:
     """Raise ModelMismatch naming expected vs actual where the graph does not fit the entry.
 
     Inputs must match one for one. Outputs: the catalog's outputs must be the graph's first ones;
     extra trailing outputs (e.g. a mask some exports add) are allowed.
     """
-    ok = len(inputs) == len(entry.inputs) and all(_spec_ok(e, a) for e, a in zip(entry.inputs, inputs, strict=True))
+    ok = len(inputs) == len(entry.inputs)
+    ok = ok and all(_spec_ok(e, a) for e, a in zip(entry.inputs, inputs, strict=True))
     ok = ok and len(outputs) >= len(entry.outputs)
     ok = ok and all(_spec_ok(e, a) for e, a in zip(entry.outputs, outputs, strict=False))
     if not ok:
