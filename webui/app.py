@@ -8,7 +8,6 @@ the outputs folder) and a background render worker.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +16,6 @@ import gradio as gr
 from pipeline import api
 from webui import controls, faces, models_tab, presets_tab, preview_panel, queue_tab, system_tab
 from webui.common import Ctx, UiConfig
-
-log = logging.getLogger("webui")
 
 TABS = ("Faces", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output", "Queue", "Presets", "Models",
         "System")
