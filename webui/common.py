@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
-from pipeline.errors import UserError
+from pipeline import api
 
 log = logging.getLogger("webui")
 
@@ -27,9 +27,9 @@ class UiConfig:
     users: tuple[tuple[str, str], ...] = ()
     admins: frozenset[str] = field(default_factory=frozenset)
     max_upload: str = "2gb"
-    outputs: Path | None = None  # default pipeline.paths.outputs_dir() at start
-    data: Path | None = None  # default pipeline.paths.data_dir() at start
-    worker: bool = True  # start a background render worker if pipeline.jobs.worker exists
+    outputs: Path | None = None  # default api.outputs_dir() at start
+    data: Path | None = None  # where the queue database lives; default the data folder (FACESTATION_DATA)
+    worker: bool = True  # start a background render worker in this process
     poll_s: float = 1.0  # how often the Queue tab asks the store for progress
     open_browser: bool = False  # open a browser tab on the app once it is up (the CLI's default)
 
@@ -40,18 +40,14 @@ class Ctx:
 
     config: UiConfig
     outputs: Path
-    store: Any  # pipeline.jobs.store.JobStore
-    bench: Any = None  # pipeline.bench.BackgroundBench of the last benchmark started from the System tab
+    store: api.JobStore  # opened with api.open_store, as the CLI opens it
+    bench: api.BackgroundBench | None = None  # the last benchmark started from the System tab
 
     def owner(self, request: gr.Request | None) -> str:
         return (getattr(request, "username", None) or "") if request is not None else ""
 
     def is_admin(self, request: gr.Request | None) -> bool:
         return not self.config.users or self.owner(request) in self.config.admins
-
-
-def warn(exc: UserError) -> None:
-    gr.Warning(str(exc))
 
 
 def user_errors(fn: F) -> F:
@@ -61,7 +57,7 @@ def user_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except UserError as exc:
+        except api.UserError as exc:
             log.info("%s: %s", fn.__name__, exc)
             raise gr.Error(str(exc), print_exception=False) from None
 

@@ -3,20 +3,24 @@
 Choices come from the ``Literal`` vocabulary with ``typing.get_args``; slider ranges from the pydantic
 field constraints (``ge``/``le``/``gt``/``multiple_of``). :func:`settings_from` turns the controls'
 values back into a validated :class:`~pipeline.settings.Settings`, :func:`values_of` does the reverse.
+The settings tabs (Detector, Swapper & Enhancer, Mask & Colour, Output) are only these controls
+(:func:`create_tab`); they have no callbacks of their own: a change re-renders the preview
+(``preview_panel.wire``). :class:`SettingsForm` holds every control of the page, to read or show settings.
 """
 
 from __future__ import annotations
 
 import typing
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 from annotated_types import Ge, Gt, Le, MultipleOf
 from pydantic.fields import FieldInfo
 
-from pipeline import settings as settings_mod
-from pipeline.settings import Settings
+from pipeline import api
 
 # which tab shows which settings section; every section except ``version`` appears exactly once
 SECTION_TABS: dict[str, str] = {
@@ -34,7 +38,8 @@ SECTION_TABS: dict[str, str] = {
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
-READ_ONLY = frozenset({"selector.reference", "selector.mapping"})  # set by clicking a face in the gallery, never typed (a server path)
+# set by clicking a face in the gallery, never typed (a server path)
+READ_ONLY = frozenset({"selector.reference", "selector.mapping"})
 
 
 def _literal_choices(annotation: Any) -> list[Any] | None:
@@ -45,9 +50,14 @@ def _literal_choices(annotation: Any) -> list[Any] | None:
 
 def _is_text_list(key: str) -> bool:
     """A tuple setting shown as comma-separated text (mask.padding, selector.mapping), not a CheckboxGroup."""
-    annotation = settings_mod.keys()[key].annotation
+    annotation = api.settings_keys()[key].annotation
     args = typing.get_args(annotation)
     return typing.get_origin(annotation) is tuple and not (args and _literal_choices(args[0]) is not None)
+
+
+def _is_optional(key: str) -> bool:
+    """A setting that may be None (shown as empty text)."""
+    return type(None) in typing.get_args(api.settings_keys()[key].annotation)
 
 
 def _constraints(info: FieldInfo) -> dict[str, float]:
@@ -82,7 +92,8 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
     """The widget for one settings key, with ``elem_id`` = ``set-section-key`` for tests and styling."""
     annotation, inner = _unwrap(info.annotation)
     label = _label(key, info)
-    common: dict[str, Any] = {"label": label, "info": info.description, "elem_id": "set-" + key.replace(".", "-")}
+    elem_id = "set-" + key.replace(".", "-")
+    common: dict[str, Any] = {"label": label, "info": info.description, "elem_id": elem_id}
     choices = _literal_choices(annotation)
     if choices is not None:
         pairs = [("(none)", NONE_VALUE) if c == "none" else (str(c), c) for c in choices]
@@ -110,11 +121,11 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
     return gr.Textbox(value=str(value), **common)
 
 
-def create_section(section: str, settings: Settings) -> dict[str, gr.components.Component]:
+def create_section(section: str, settings: api.Settings) -> dict[str, gr.components.Component]:
     """Controls of one settings section, in declaration order, keyed ``section.key``."""
     out: dict[str, gr.components.Component] = {}
     current = getattr(settings, section)
-    for key, info in settings_mod.keys().items():
+    for key, info in api.settings_keys().items():
         if key.split(".", 1)[0] != section:
             continue
         out[key] = make_control(key, info, getattr(current, key.split(".", 1)[1]))
@@ -124,10 +135,10 @@ def create_section(section: str, settings: Settings) -> dict[str, gr.components.
 def _to_setting(key: str, value: Any) -> Any:
     if value == NONE_VALUE:
         return "none"
-    if value == "" and type(None) in typing.get_args(settings_mod.keys()[key].annotation):
+    if value == "" and _is_optional(key):
         return None
     if isinstance(value, float) and value.is_integer():
-        annotation, _ = _unwrap(settings_mod.keys()[key].annotation)
+        annotation, _ = _unwrap(api.settings_keys()[key].annotation)
         if annotation is int or _literal_choices(annotation) is not None:
             return int(value)
     if isinstance(value, str) and _is_text_list(key):
@@ -135,13 +146,14 @@ def _to_setting(key: str, value: Any) -> Any:
     return value
 
 
-def settings_from(keys: Sequence[str], values: Sequence[Any], base: Settings | None = None) -> Settings:
+def settings_from(keys: Sequence[str], values: Sequence[Any],
+                  base: api.Settings | None = None) -> api.Settings:
     """Validated settings from control values (raises SettingsError naming the bad key)."""
     overrides = {k: _to_setting(k, v) for k, v in zip(keys, values, strict=True)}
-    return settings_mod.apply_overrides(base or Settings(), overrides)
+    return api.apply_overrides(base or api.Settings(), overrides)
 
 
-def values_of(keys: Sequence[str], settings: Settings) -> list[Any]:
+def values_of(keys: Sequence[str], settings: api.Settings) -> list[Any]:
     """Control values showing ``settings``, in the order of ``keys``."""
     out: list[Any] = []
     for key in keys:
@@ -157,7 +169,51 @@ def values_of(keys: Sequence[str], settings: Settings) -> list[Any]:
             value = NONE_VALUE
         elif value is None:
             value = ""
-        elif type(None) in typing.get_args(settings_mod.keys()[key].annotation) and not isinstance(value, str):
+        elif _is_optional(key) and not isinstance(value, str):
             value = str(value)
         out.append(value)
     return out
+
+
+def create_tab(tab: str, settings: api.Settings) -> dict[str, gr.components.Component]:
+    """A settings tab: one open accordion per settings section shown on ``tab`` (see SECTION_TABS)."""
+    out: dict[str, gr.components.Component] = {}
+    for section, where in SECTION_TABS.items():
+        if where == tab:
+            with gr.Accordion(section.capitalize(), open=True):
+                out |= create_section(section, settings)
+    return out
+
+
+@dataclass(frozen=True)
+class SettingsForm:
+    """Every settings control of the page, keyed ``section.key``: read them into settings, or show settings.
+
+    Callbacks take ``form.inputs`` as their last inputs (``*vals``) and call ``form.read(vals)``.
+    """
+
+    controls: dict[str, Any]
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.controls)
+
+    @property
+    def inputs(self) -> list[Any]:
+        return list(self.controls.values())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.controls[key]
+
+    def read(self, values: Sequence[Any]) -> api.Settings:
+        """Settings shown by the controls; a reference path must be one the app saved itself."""
+        settings = settings_from(self.keys, values)
+        folder = api.references_dir().resolve()
+        for ref in [settings.selector.reference, *settings.selector.mapping]:
+            if ref is not None and Path(ref).resolve().parent != folder:
+                raise api.UserError("reference faces must be picked from the faces gallery")
+        return settings
+
+    def show(self, settings: api.Settings) -> list[Any]:
+        """Control values showing ``settings``, in the order of ``inputs``."""
+        return values_of(self.keys, settings)

@@ -1,4 +1,4 @@
-"""Models tab: what is installed or missing (size, licence), fetch with a progress bar, import a local file."""
+"""Models tab: what is installed or missing (size, licence), fetch with a progress bar, import a file."""
 
 from __future__ import annotations
 
@@ -7,21 +7,22 @@ from typing import Any
 
 import gradio as gr
 
-from pipeline.models import store
+from pipeline import api
+from webui.common import user_errors
 
 COLUMNS = ["model", "role", "state", "size (MB)", "licence"]
 
 
 def rows() -> list[list[Any]]:
     out = []
-    for r in store.status():
+    for r in api.model_status():
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
         out.append([r.name, r.role, state, round(r.size / 1e6, 1) if r.size else None, r.licence])
     return out
 
 
 def missing() -> list[str]:
-    return [r.name for r in store.status() if not r.installed and not r.builtin]
+    return [r.name for r in api.model_status() if not r.installed and not r.builtin]
 
 
 def create() -> dict[str, Any]:
@@ -33,9 +34,17 @@ def create() -> dict[str, Any]:
     with gr.Row():
         c["file"] = gr.File(label="Import a model file you already have (.onnx)", file_types=[".onnx"],
                             type="filepath", elem_id="model-import")
-        c["import_name"] = gr.Textbox(label="Catalog name (if the file name differs)", elem_id="model-import-name")
+        c["import_name"] = gr.Textbox(label="Catalog name (if the file name differs)",
+                                      elem_id="model-import-name")
     c["message"] = gr.Markdown("", elem_id="models-message")
     return c
+
+
+def wire(c: dict[str, Any]) -> None:
+    """Fetch downloads the chosen missing model; an uploaded file is imported; both refresh the table."""
+    shown = [c["table"], c["name"], c["message"]]
+    c["fetch"].click(user_errors(fetch), c["name"], shown, api_visibility="private")
+    c["file"].upload(user_errors(import_), [c["file"], c["import_name"]], shown, api_visibility="private")
 
 
 def fetch(
@@ -48,12 +57,12 @@ def fetch(
     def report(done: int, total: int) -> None:
         progress(done / total if total else None, desc=f"{name}: {done / 1e6:.1f} MB")
 
-    path = store.fetch(name, progress=report)
+    path = api.fetch_model(name, progress=report)
     return rows(), gr.update(choices=missing(), value=None), f"installed **{name}** ({path.name})"
 
 
 def import_(path: str | None, name: str) -> tuple[list[list[Any]], dict[str, Any], str]:
     if not path:
         return rows(), gr.update(), ""
-    entry = store.import_file(Path(path), name.strip() or None)
+    entry = api.import_model(Path(path), name.strip() or None)
     return rows(), gr.update(choices=missing(), value=None), f"imported **{entry.name}**"

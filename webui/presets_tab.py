@@ -1,4 +1,5 @@
-"""Presets tab: save the current settings under a name, load one into every control, delete, import, export."""
+"""Presets tab: save the current settings under a name, load one into every control, delete, import,
+export."""
 
 from __future__ import annotations
 
@@ -8,48 +9,73 @@ from typing import Any
 
 import gradio as gr
 
-from pipeline import presets
+from pipeline import api
+from webui.common import user_errors
+from webui.controls import SettingsForm
 
 
 def choices() -> list[tuple[str, str]]:
-    return [(f"{p.name} (built-in)" if p.builtin else p.name, p.name) for p in presets.list_presets()]
+    return [(f"{p.name} (built-in)" if p.builtin else p.name, p.name) for p in api.list_presets()]
 
 
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
-    c["list"] = gr.Dropdown(choices=choices(), label="Presets", elem_id="preset-list", allow_custom_value=False)
+    c["list"] = gr.Dropdown(choices=choices(), label="Presets", elem_id="preset-list",
+                            allow_custom_value=False)
     with gr.Row():
         c["load"] = gr.Button("Load into every control", elem_id="preset-load")
         c["delete"] = gr.Button("Delete", variant="stop", elem_id="preset-delete")
         c["export"] = gr.Button("Export", elem_id="preset-export")
     with gr.Row():
-        c["name"] = gr.Textbox(label="Save current settings as", placeholder="my preset", elem_id="preset-name")
+        c["name"] = gr.Textbox(label="Save current settings as", placeholder="my preset",
+                               elem_id="preset-name")
         c["description"] = gr.Textbox(label="Description", elem_id="preset-description")
     c["save"] = gr.Button("Save", variant="primary", elem_id="preset-save")
     with gr.Row():
-        c["import_file"] = gr.File(label="Import a preset file (.json)", file_types=[".json"], type="filepath",
-                                   elem_id="preset-import")
+        c["import_file"] = gr.File(label="Import a preset file (.json)", file_types=[".json"],
+                                   type="filepath", elem_id="preset-import")
         c["export_file"] = gr.File(label="Exported preset", interactive=False, elem_id="preset-exported")
     c["message"] = gr.Markdown("", elem_id="preset-message")
     return c
 
 
-def save(name: str, description: str, settings: Any) -> tuple[dict[str, Any], str]:
-    path = presets.save(name, settings, description or "")
+def wire(c: dict[str, Any], form: SettingsForm) -> None:
+    """Load fills every settings control; save stores what they show; delete, import, export act on files."""
+
+    def on_load(name: str | None) -> list[Any]:
+        if not name:
+            raise api.UserError("choose a preset to load")
+        return [*form.show(api.load_preset(name)), f"loaded preset **{name}**"]
+
+    def on_save(name: str, description: str, *vals: Any) -> tuple[dict[str, Any], str]:
+        return save(name, description, form.read(vals))
+
+    listed = [c["list"], c["message"]]
+    c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
+    c["save"].click(user_errors(on_save), [c["name"], c["description"], *form.inputs], listed,
+                    api_visibility="private")
+    c["delete"].click(user_errors(delete), c["list"], listed, api_visibility="private")
+    c["import_file"].upload(user_errors(import_), c["import_file"], listed, api_visibility="private")
+    c["export"].click(user_errors(export), c["list"], [c["export_file"], c["message"]],
+                      api_visibility="private")
+
+
+def save(name: str, description: str, settings: api.Settings) -> tuple[dict[str, Any], str]:
+    path = api.save_preset(name, settings, description or "")
     return gr.update(choices=choices(), value=path.stem), f"saved preset **{path.stem}**"
 
 
 def delete(name: str | None) -> tuple[dict[str, Any], str]:
     if not name:
         return gr.update(), "choose a preset first"
-    presets.delete(name)
+    api.delete_preset(name)
     return gr.update(choices=choices(), value=None), f"deleted preset **{name}**"
 
 
 def import_(path: str | None) -> tuple[dict[str, Any], str]:
     if not path:
         return gr.update(), ""
-    saved = presets.import_file(Path(path), overwrite=False)
+    saved = api.import_preset(Path(path), overwrite=False)
     return gr.update(choices=choices(), value=saved.stem), f"imported preset **{saved.stem}**"
 
 
@@ -57,4 +83,4 @@ def export(name: str | None) -> tuple[str | None, str]:
     if not name:
         return None, "choose a preset first"
     folder = Path(tempfile.mkdtemp(prefix="facestation-preset-"))
-    return str(presets.export(name, folder)), f"exported **{name}**"
+    return str(api.export_preset(name, folder)), f"exported **{name}**"

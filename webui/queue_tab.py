@@ -1,4 +1,5 @@
-"""Queue tab: every job's state and live progress, polled from the job store; cancel, retry, reorder, delete, download.
+"""Queue tab: every job's state and live progress, polled from the job store; cancel, retry, reorder,
+delete, download.
 
 Renders never run here: "Add to queue" stores a job and a worker (another thread or process) runs it.
 A user sees their own jobs; an admin (or everyone, when no login is configured) sees all.
@@ -14,12 +15,9 @@ from typing import Any
 
 import gradio as gr
 
-from pipeline import preview as engine
-from pipeline.errors import UserError
-from pipeline.jobs.model import Job
-from pipeline.jobs.runner import discard
-from pipeline.settings import Settings
+from pipeline import api
 from webui.common import Ctx, user_errors
+from webui.controls import SettingsForm
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
@@ -30,7 +28,8 @@ def create(ctx: Ctx) -> dict[str, Any]:
     with gr.Row():
         c["job_id"] = gr.Number(label="Job", precision=0, minimum=1, elem_id="job-id", scale=1)
         for action in ACTIONS:
-            c[action] = gr.Button(action.capitalize(), size="sm", elem_id=f"job-{action}", scale=0, min_width=80)
+            c[action] = gr.Button(action.capitalize(), size="sm", elem_id=f"job-{action}", scale=0,
+                                  min_width=80)
         c["download"] = gr.Button("Download", size="sm", variant="primary", elem_id="job-download", scale=0,
                                   min_width=100)
     c["message"] = gr.Markdown("", elem_id="queue-message")
@@ -39,9 +38,23 @@ def create(ctx: Ctx) -> dict[str, Any]:
     return c
 
 
-def wire(ctx: Ctx, c: dict[str, Any]) -> None:
+def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm) -> None:
+    """The add button under the preview (``add_job``) queues the Faces tab's inputs (``faces``) with the
+    settings; the table polls the store; the buttons act on the job whose number is typed under Job."""
+
+    def on_add(request: gr.Request, sources: list[str] | None, target: str | None,
+               *vals: Any) -> tuple[str, str]:
+        job = submit(ctx, form.read(vals), sources, target, request)
+        gr.Info(f"queued job {job.id}")
+        return f"queued job {job.id} → {job.output}", render_jobs(visible_jobs(ctx, request))
+
+    # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
+    add_job.click(user_errors(on_add), [faces["sources"], faces["target"], *form.inputs],
+                  [c["message"], c["table"]], api_visibility="private", trigger_mode="multiple")
+
     def refresh(request: gr.Request) -> str:
-        return render_jobs(visible_jobs(ctx, request), show_owner=bool(ctx.config.users) and ctx.is_admin(request))
+        show_owner = bool(ctx.config.users) and ctx.is_admin(request)
+        return render_jobs(visible_jobs(ctx, request), show_owner=show_owner)
 
     c["timer"].tick(refresh, None, c["table"], show_progress="hidden", api_visibility="private", queue=False)
     for action in ACTIONS:
@@ -56,40 +69,40 @@ def wire(ctx: Ctx, c: dict[str, Any]) -> None:
     c["download"].click(user_errors(fetch), c["job_id"], [c["file"], c["message"]], api_visibility="private")
 
 
-def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[Job]:
+def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
     owner = None if ctx.is_admin(request) else ctx.owner(request)
     return ctx.store.list(owner=owner)
 
 
-def submit(ctx: Ctx, settings: Settings, sources: Sequence[str] | None, target: str | None,
-           request: gr.Request | None) -> Job:
+def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, target: str | None,
+           request: gr.Request | None) -> api.Job:
     """Check and stash the inputs, then queue a render with these settings (nothing renders here)."""
     if not sources:
-        raise UserError("add a source photo (the face to put in) before queueing")
+        raise api.UserError("add a source photo (the face to put in) before queueing")
     if not target:
-        raise UserError("add a target image or video before queueing")
-    stashed = [engine.stash(s, ("image",)) for s in sources]
-    kept_target = engine.stash(target)
+        raise api.UserError("add a target image or video before queueing")
+    stashed = [api.stash(s, ("image",)) for s in sources]
+    kept_target = api.stash(target)
     owner = ctx.owner(request)
-    output = engine.output_path(ctx.outputs, kept_target, owner)
+    output = api.output_path(ctx.outputs, kept_target, owner)
     return ctx.store.add(stashed, kept_target, output, settings, owner=owner)
 
 
-def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> Job:
+def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.Job:
     if job_id is None:
-        raise UserError("type the number of a job first")
+        raise api.UserError("type the number of a job first")
     job = ctx.store.get(int(job_id))
     if not ctx.is_admin(request) and job.owner != ctx.owner(request):
-        raise UserError(f"job {job.id} is not yours")
+        raise api.UserError(f"job {job.id} is not yours")
     return job
 
 
 def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> Path:
-    """The finished output of one of the caller's jobs, as a private copy (outputs are never served directly)."""
+    """The finished output of one of the caller's jobs, as a private copy (outputs are never served)."""
     job = _own_job(ctx, job_id, request)
     if job.state != "done":
-        raise UserError(f"job {job.id} is {job.state}: only a done job has a result to download")
-    return engine.download_copy(job.output)
+        raise api.UserError(f"job {job.id} is {job.state}: only a done job has a result to download")
+    return api.download_copy(job.output)
 
 
 def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request | None) -> str:
@@ -99,10 +112,9 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
     elif action == "retry":
         ctx.store.retry(job.id)
     elif action in ("up", "down"):
-        ctx.store.move(job.id, action)
+        ctx.store.move(job.id, "up" if action == "up" else "down")
     elif action == "delete":
-        ctx.store.delete(job.id)
-        discard(job.id, job.output)
+        api.delete_job(ctx.store, job.id)
     return f"job {job.id}: {action} done"
 
 
@@ -120,12 +132,13 @@ def _eta(seconds: float | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def render_jobs(jobs: Sequence[Job], show_owner: bool = False) -> str:
+def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
     """The jobs as an HTML table with a progress bar per job and a download link once done."""
     if not jobs:
         return '<p class="fs-empty">No jobs yet: set up a swap and press "Add to queue".</p>'
-    head = "".join(f"<th>{h}</th>" for h in (
-        "#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps", "ETA", "memory", "output"))
+    columns = ("#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps", "ETA",
+               "memory", "output")
+    head = "".join(f"<th>{h}</th>" for h in columns)
     rows = []
     for job in jobs:
         p = job.progress
@@ -144,15 +157,16 @@ def render_jobs(jobs: Sequence[Job], show_owner: bool = False) -> str:
             *([html.escape(job.owner or "local")] if show_owner else []),
             html.escape(Path(job.target).name.split("-", 1)[-1]),
             f'<span class="fs-state fs-{job.state}">{job.state}</span>',
-            f'<progress max="1" value="{fraction:.4f}"></progress> <span class="fs-pct">{fraction * 100:.0f}%</span>',
+            f'<progress max="1" value="{fraction:.4f}"></progress> '
+            f'<span class="fs-pct">{fraction * 100:.0f}%</span>',
             frames,
             f"{p.fps:.1f}" if p.fps else "",
             _eta(p.eta_s),
             _memory(p.stage) if job.state == "running" else "",
             link,
         ]
-        rows.append(f'<tr data-job="{job.id}" data-state="{job.state}">' + "".join(f"<td>{x}</td>" for x in cells)
-                    + "</tr>")
+        row = "".join(f"<td>{x}</td>" for x in cells)
+        rows.append(f'<tr data-job="{job.id}" data-state="{job.state}">{row}</tr>')
     stamp = time.strftime("%H:%M:%S")
     return (f'<table class="fs-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<p class="fs-updated">updated {stamp}</p>')

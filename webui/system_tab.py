@@ -7,17 +7,16 @@ from typing import Any, get_args
 import gradio as gr
 import pandas as pd
 
-from pipeline.render import STAGES
-from pipeline.types import Encoder
+from pipeline import api
+from webui.common import Ctx, user_errors
+from webui.controls import SettingsForm
 
 
 def report() -> str:
     lines = ["### Inference"]
     try:
-        from pipeline.models import sessions
-
-        lines.append(f"- providers available: {', '.join(sessions.available_providers())}")
-        loaded = sessions.loaded()
+        lines.append(f"- providers available: {', '.join(api.available_providers())}")
+        loaded = api.loaded_sessions()
         if loaded:
             lines += [f"- loaded: `{m['model']}` on {', '.join(m['providers'])}" for m in loaded]
         else:
@@ -26,13 +25,11 @@ def report() -> str:
         lines.append(f"- onnxruntime unusable: {exc}")
     lines.append("\n### Video tools")
     try:
-        from pipeline.video import ffmpeg
-
-        tools = ffmpeg.find_tools()
+        tools = api.find_ffmpeg()
         lines.append(f"- ffmpeg: `{tools.ffmpeg}`")
         lines.append(f"- ffprobe: `{tools.ffprobe or 'not found (PyAV probes instead)'}`")
-        have = ffmpeg.encoders(tools.ffmpeg)
-        known = [e for e in get_args(Encoder) if e != "auto"]
+        have = api.ffmpeg_encoders(tools.ffmpeg)
+        known = [e for e in get_args(api.Encoder) if e != "auto"]
         lines.append("- encoders: " + ", ".join(f"{e} {'✓' if e in have else '✗'}" for e in known)
                      + " (NVENC is confirmed by a trial encode when a render starts)")
     except Exception as exc:  # noqa: BLE001 - shown to the user, e.g. FFmpegMissing
@@ -46,30 +43,43 @@ def create() -> dict[str, Any]:
     with gr.Row():
         c["refresh"] = gr.Button("Refresh", size="sm", elem_id="system-refresh")
         c["release"] = gr.Button("Free model memory", size="sm", elem_id="system-release")
-    gr.Markdown("### Benchmark\nA short generated 720p clip through the plain transcode, a naive frame loop and the "
-                "staged pipeline, with the current settings (about half a minute on a CPU). Full runs: `facestation bench`.")
+    gr.Markdown("### Benchmark\nA short generated 720p clip through the plain transcode, a naive frame loop "
+                "and the staged pipeline, with the current settings (about half a minute on a CPU). "
+                "Full runs: `facestation bench`.")
     c["bench_run"] = gr.Button("Run benchmark", elem_id="bench-run")
     c["bench_text"] = gr.Markdown("", elem_id="bench-text")
     c["bench_chart"] = gr.BarPlot(x="stage", y="ms per frame", title="busy time per frame, by stage",
-                                  elem_id="bench-chart", visible=False, sort=list(STAGES))
+                                  elem_id="bench-chart", visible=False, sort=list(api.STAGES))
     c["bench_timer"] = gr.Timer(1.0, active=False)
     return c
 
 
+def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm) -> None:
+    """Refresh and free memory rewrite the report; the benchmark runs with the current settings, polled by a
+    timer."""
+    c["refresh"].click(report, None, c["report"], api_visibility="private")
+    c["release"].click(release_models, None, c["report"], api_visibility="private")
+
+    def on_bench(*vals: Any) -> tuple[str, dict[str, Any]]:
+        return start_bench(ctx, form.read(vals))
+
+    c["bench_run"].click(user_errors(on_bench), form.inputs, [c["bench_text"], c["bench_timer"]],
+                         api_visibility="private")
+    polled = [c["bench_text"], c["bench_chart"], c["bench_timer"]]
+    c["bench_timer"].tick(lambda: poll_bench(ctx), None, polled, api_visibility="private",
+                          show_progress="hidden")
+
+
 def release_models() -> str:
     """Drop every loaded model session (they load again on the next preview or render)."""
-    from pipeline.models import sessions
-
-    count = sessions.release()
+    count = api.release_sessions()
     return report() + f"\n\n_freed {count} loaded model session(s)_"
 
 
-def start_bench(ctx: Any, settings: Any) -> tuple[str, dict[str, Any]]:
-    from pipeline.bench import BackgroundBench
-
+def start_bench(ctx: Ctx, settings: api.Settings) -> tuple[str, dict[str, Any]]:
     if ctx.bench is not None and ctx.bench.state == "running":
         return "a benchmark is already running", gr.update(active=True)
-    ctx.bench = BackgroundBench(settings)
+    ctx.bench = api.BackgroundBench(settings)
     return "benchmark running…", gr.update(active=True)
 
 
@@ -86,7 +96,8 @@ def poll_bench(ctx: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
     fps, ratio = r["fps"], r["ratio"]
     text = (f"**{r['clip']['width']}×{r['clip']['height']}, {r['clip']['frames']} frames**, models "
             f"{', '.join(r['models'])}, encoder {r['encoder']}, batch {r['batch_size']}  \n"
-            f"transcode {fps['transcode']} fps · naive {fps['naive']} fps · pipeline **{fps['pipeline']} fps** "
+            f"transcode {fps['transcode']} fps · naive {fps['naive']} fps · "
+            f"pipeline **{fps['pipeline']} fps** "
             f"(× {ratio['pipeline_vs_transcode']} of transcode, × {ratio['pipeline_vs_naive']} of naive)")
     rows = pd.DataFrame({"stage": list(r["ms_per_frame"]), "ms per frame": list(r["ms_per_frame"].values())})
     top = max(1.0, float(rows["ms per frame"].max()) * 1.15)

@@ -1,0 +1,91 @@
+"""The engine's public face for the web UI: everything ``webui/`` may use, and nothing more.
+
+``webui/`` imports ``pipeline.api`` and no other ``pipeline`` module, so the engine's rooms can be
+rearranged without touching the UI: only the import lines here move. This module re-exports and adds
+a few small functions; it computes nothing of its own. ``__all__`` below lists the API by concern.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline import paths
+from pipeline.bench import BackgroundBench
+from pipeline.errors import UserError
+from pipeline.image import IMAGE_SUFFIXES
+from pipeline.jobs.model import Job
+from pipeline.jobs.runner import discard
+from pipeline.jobs.store import DB_NAME as QUEUE_FILE
+from pipeline.jobs.store import JobStore
+from pipeline.jobs.worker import open_store
+from pipeline.jobs.worker import start_in_thread as start_worker
+from pipeline.models.sessions import available_providers
+from pipeline.models.sessions import loaded as loaded_sessions
+from pipeline.models.sessions import release as release_sessions
+from pipeline.models.store import fetch as fetch_model
+from pipeline.models.store import import_file as import_model
+from pipeline.models.store import status as model_status
+from pipeline.paths import outputs_dir
+from pipeline.presets import delete as delete_preset
+from pipeline.presets import export as export_preset
+from pipeline.presets import import_file as import_preset
+from pipeline.presets import list_presets
+from pipeline.presets import load as load_preset
+from pipeline.presets import save as save_preset
+from pipeline.preview import (
+    check_media,
+    download_copy,
+    faces_in,
+    output_path,
+    preview,
+    read_frame,
+    save_reference,
+    stash,
+)
+from pipeline.render import STAGES
+from pipeline.settings import Settings, apply_overrides
+from pipeline.settings import keys as settings_keys
+from pipeline.types import Encoder
+from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
+from pipeline.video.ffmpeg import find_tools as find_ffmpeg
+
+__all__ = [
+    # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
+    "Settings", "apply_overrides", "settings_keys",
+    # errors: the one exception type whose message is shown to the user as it is
+    "UserError",
+    # media: what an upload may be, and the check of one by content
+    "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
+    # preview: one frame, its faces, a reference face picked from them, the frame processed
+    "read_frame", "faces_in", "save_reference", "references_dir", "preview",
+    # workspace: the outputs folder, the upload stash, fresh output paths, private copies to hand out
+    "outputs_dir", "stash", "output_path", "download_copy",
+    # jobs: the queue opened as the CLI opens it, one job's delete, a worker on a thread
+    "Job", "JobStore", "QUEUE_FILE", "open_store", "delete_job", "start_worker",
+    # presets
+    "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",
+    # models: installed or missing, download (with progress), import a local file
+    "model_status", "fetch_model", "import_model",
+    # system: inference providers and loaded sessions, ffmpeg and its encoders
+    "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
+    # benchmark: the render stages it times, a run on its own thread
+    "STAGES", "BackgroundBench",
+]
+
+# the video containers a target upload may be (check_media then reads the file's content)
+VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
+
+
+def references_dir() -> Path:
+    """The folder :func:`save_reference` writes to: a reference face in settings must come from there."""
+    return paths.data_dir() / "references"
+
+
+def delete_job(store: JobStore, job_id: int) -> None:
+    """Forget a job that is not running and remove what it left behind (work folder, half-joined output).
+
+    A finished output is left alone.
+    """
+    job = store.get(job_id)
+    store.delete(job.id)
+    discard(job.id, job.output)
