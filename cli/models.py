@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     for name in args.names:
-        print(f"installed {name}: {store.fetch(name, progress=not args.json)}")
+        print(f"installed {name}: {store.fetch(name, progress=None if args.json else download_bar)}")
     return 0
+
+
+def download_bar(done: int, total: int) -> None:
+    """Megabytes so far and the percentage, redrawn in place on stderr (``total`` 0: unknown)."""
+    pct = f"{100 * done / total:5.1f}%" if total else ""
+    print(f"\r  {done / 1e6:8.1f} MB {pct}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
