@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import tempfile
 import threading
@@ -139,41 +137,6 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         "faces_swapped": result.faces_swapped,
         "peak_rss_mb": result.peak_rss_mb,
     }
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from pipeline.cli import _load_settings
-
-    settings = _load_settings(args)
-    sources = [Path(s) for s in args.source] if args.source else [default_face()]
-    with tempfile.TemporaryDirectory(prefix="facestation-bench-") as tmp:
-        report = run_bench(settings, sources, Path(args.target) if args.target else None, Path(tmp),
-                           with_temp=not args.no_temp_frames)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        c = report["clip"]
-        print(f"clip {c['width']}x{c['height']} {c['fps']:g} fps, {c['frames']} frames; models {', '.join(report['models'])}; "
-              f"encoder {report['encoder']}; batch {report['batch_size']}")
-        for name, fps in report["fps"].items():
-            if fps is not None:
-                print(f"  {name:12} {fps:7.2f} fps")
-        for name, ratio in report["ratio"].items():
-            if ratio is not None:
-                print(f"  {name.replace('_vs_', ' / '):26} {ratio:.2f}")
-        print("  busy ms per frame: " + ", ".join(f"{k} {v}" for k, v in report["ms_per_frame"].items()))
-    return 0
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("bench", help="measure the pipeline against the transcode limit and a naive loop")
-    p.add_argument("--target", metavar="VIDEO", help="clip to use (default: a generated 10 s 1080p30 clip)")
-    p.add_argument("--source", action="append", metavar="IMG", help="face to swap in (default: matplotlib's grace_hopper)")
-    p.add_argument("--preset", metavar="NAME|FILE")
-    p.add_argument("--set", action="append", metavar="section.key=value")
-    p.add_argument("--no-temp-frames", action="store_true", help="skip the temp-PNG-frames baseline")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_bench)
 
 
 class BackgroundBench:

@@ -18,14 +18,14 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline import paths
 from pipeline.errors import SettingsError, UserError
-from pipeline.settings import SCHEMA_VERSION, Settings, keys, validate
+from pipeline.settings import SCHEMA_VERSION, Settings, apply_overrides, keys, validate
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,13 @@ def read(name_or_path: str | Path) -> Preset:
 def load(name_or_path: str | Path) -> Settings:
     """Settings of a preset given by name or ``.json`` path."""
     return read(name_or_path).settings
+
+
+def settings_from(preset: str | Path | None = None, overrides: Sequence[str] | None = None) -> Settings:
+    """The settings a command runs with: ``preset`` (a name or a ``.json`` path; none: the defaults) with
+    ``section.key=value`` overrides applied on top. A bad key or value raises SettingsError naming it."""
+    base = load(preset) if preset else Settings()
+    return apply_overrides(base, list(overrides or []))
 
 
 def _builtin_names() -> set[str]:

@@ -1,42 +1,35 @@
-"""The engine side of the web UI's preview: read one frame, find its faces, process it with the current settings.
+"""The engine side of the web UI's preview: read one frame, find its faces, process it with the current
+settings.
 
-Everything the browser UI needs that touches pixels, OpenCV, onnxruntime or ffmpeg lives here, so that
-``webui/`` only builds widgets and calls these functions. Warm state is kept in small caches:
+Everything the browser UI needs that touches pixels, OpenCV or onnxruntime for a preview lives here, so
+that ``webui/`` only builds widgets and calls these functions (media checks are in :mod:`pipeline.media`,
+uploads and output names in :mod:`pipeline.workspace`). Warm state is kept in small caches:
 
 - one :class:`~pipeline.process.FaceProcessor` per (settings, sources) — building one loads models and
   detects the source faces, which is most of a cold preview;
 - one detector per detector settings (for the faces gallery);
 - the last few decoded frames, keyed by (file, size, mtime, index), so scrubbing back and forth and
   changing a setting do not decode again.
-
-Uploaded files are checked by content (:func:`check_media`) before anything else reads them, and
-copied into the app's own uploads folder by content hash (:func:`stash`) before a job refers to them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import re
-import secrets
-import shutil
-import tempfile
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
-from pipeline import paths
+from pipeline import media, paths
 from pipeline.errors import BadMedia, NoFaceFound, UserError
-from pipeline.image import is_image_path, read_image
+from pipeline.image import read_image
 from pipeline.overlay import draw_debug
 from pipeline.settings import Settings
 from pipeline.types import Frame
@@ -44,27 +37,9 @@ from pipeline.types import Frame
 log = logging.getLogger(__name__)
 
 RGB = npt.NDArray[np.uint8]
-MediaKind = Literal["image", "video"]
 
 _FRAME_CACHE = 8
 _PROCESSOR_CACHE = 2
-
-
-@dataclass(frozen=True)
-class MediaInfo:
-    """What the UI needs to know about a target: its kind, size and how many frames to scrub."""
-
-    path: Path
-    kind: MediaKind
-    width: int
-    height: int
-    frames: int
-    fps: float
-
-    def describe(self) -> str:
-        if self.kind == "image":
-            return f"image {self.width}×{self.height}"
-        return f"video {self.width}×{self.height}, {self.frames} frames at {self.fps:.3g} fps"
 
 
 @dataclass(frozen=True)
@@ -96,55 +71,19 @@ class _Lru(OrderedDict[Any, Any]):
 _frames = _Lru(_FRAME_CACHE)
 _processors = _Lru(_PROCESSOR_CACHE)
 _detectors = _Lru(2)
-_infos = _Lru(16)
 
 
-def _file_key(path: Path) -> tuple[str, int, int]:
-    st = path.stat()
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-# ---------------------------------------------------------------- media
-
-
-def kind_of(path: str | Path) -> MediaKind:
-    return "image" if is_image_path(path) else "video"
-
-
-def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "video")) -> MediaInfo:
-    """Describe ``path`` after checking it by content (Pillow for images, ffprobe for videos); raise BadMedia."""
-    path = Path(path)
-    if not path.is_file():
-        raise BadMedia(f"no such file: {path.name}")
-    kind = kind_of(path)
-    if kind not in allowed:
-        wanted = " or ".join(allowed)
-        raise BadMedia(f"{path.name}: expected {wanted}, got a {kind} (by its extension)")
-    return _infos.get_or(_file_key(path), lambda: _describe(path, kind))
-
-
-def _describe(path: Path, kind: MediaKind) -> MediaInfo:
-    if kind == "image":
-        bgr = read_image(path).bgr
-        _frames.get_or((_file_key(path), 0), lambda: bgr)
-        h, w = bgr.shape[:2]
-        return MediaInfo(path, "image", w, h, 1, 0.0)
-    from pipeline.video.probe import probe
-
-    info = probe(path)
-    if info.frame_count < 1:
-        raise BadMedia(f"{path.name}: the video has no frames")
-    return MediaInfo(path, "video", info.width, info.height, info.frame_count, float(info.fps))
+# ---------------------------------------------------------------- frames
 
 
 def read_frame(path: str | Path, index: int = 0) -> Frame:
     """Frame ``index`` (0-based) of an image (always its only frame) or a video, as BGR."""
-    info = check_media(path)
+    info = media.check_media(path)
     index = 0 if info.kind == "image" else max(0, min(int(index), info.frames - 1))
-    return _frames.get_or((_file_key(info.path), index), lambda: _decode(info, index))
+    return _frames.get_or((media.file_key(info.path), index), lambda: _decode(info, index))
 
 
-def _decode(info: MediaInfo, index: int) -> Frame:
+def _decode(info: media.MediaInfo, index: int) -> Frame:
     if info.kind == "image":
         return read_image(info.path).bgr
     from pipeline.video.decode import read_frames
@@ -159,60 +98,15 @@ def _decode(info: MediaInfo, index: int) -> Frame:
     raise BadMedia(f"{info.path.name}: frame {index} could not be decoded")
 
 
-def stash(path: str | Path, kind: Sequence[MediaKind] = ("image", "video")) -> Path:
-    """Check an uploaded file and copy it into the app's uploads folder under its content hash.
-
-    Jobs refer to the stashed copy, which outlives the web server's temporary upload cache. The
-    user-given file name is reduced to a safe stem, so it cannot leave the folder.
-    """
-    src = Path(path)
-    check_media(src, kind)
-    digest = hashlib.sha256()
-    with open(src, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    folder = paths.data_dir() / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    dest = folder / f"{digest.hexdigest()[:16]}-{safe_stem(src.stem)}{src.suffix.lower()}"
-    if not dest.exists():
-        tmp = dest.with_name(f".{dest.name}.part")
-        shutil.copyfile(src, tmp)
-        tmp.replace(dest)
-    return dest
-
-
-def safe_stem(name: str, limit: int = 48) -> str:
-    """A file-name stem made only of ``[A-Za-z0-9_-]`` (never empty, never a path)."""
-    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:limit]
-    return cleaned or "file"
-
-
-def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
-    """A fresh output file for ``target`` inside ``folder/owner`` (the owner's name made safe)."""
-    target = Path(target)
-    sub = folder / safe_stem(owner or "local")
-    sub.mkdir(parents=True, exist_ok=True)
-    suffix = target.suffix.lower() if kind_of(target) == "image" and target.suffix.lower() in (
-        ".png", ".jpg", ".jpeg", ".webp") else (".png" if kind_of(target) == "image" else ".mp4")
-    stem = safe_stem(target.stem.split("-", 1)[-1] if re.match(r"^[0-9a-f]{16}-", target.stem) else target.stem)
-    # a random part: jobs queued in the same second must not share a name (their files appear only when done)
-    for _ in range(100):
-        candidate = sub / f"{stem}-swap-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}{suffix}"
-        if not candidate.exists():
-            return candidate
-    raise UserError(f"could not find a free output name for {stem} in {sub}")
-
-
 # ---------------------------------------------------------------- faces
 
 
 def _detector(settings: Settings) -> Any:
     from pipeline.faces.registry import make_detector
 
-    key = (settings.detector.model_dump_json(), settings.execution.providers, settings.execution.threads)
-    return _detectors.get_or(
-        key, lambda: make_detector(settings.detector, settings.execution.providers, settings.execution.threads)
-    )
+    detector, execution = settings.detector, settings.execution
+    key = (detector.model_dump_json(), execution.providers, execution.threads)
+    return _detectors.get_or(key, lambda: make_detector(detector, execution.providers, execution.threads))
 
 
 def faces_in(target: str | Path, frame_index: int = 0, settings: Settings | None = None) -> list[FoundFace]:
@@ -220,7 +114,8 @@ def faces_in(target: str | Path, frame_index: int = 0, settings: Settings | None
     settings = settings or Settings()
     frame = read_frame(target, frame_index)
     faces = sorted(_detector(settings).detect([frame])[0], key=lambda f: -f.area)
-    return [FoundFace(_crop(frame, f.box, 0.4)[:, :, ::-1].copy(), _int_box(f.box), float(f.score)) for f in faces]
+    return [FoundFace(_crop(frame, f.box, 0.4)[:, :, ::-1].copy(), _int_box(f.box), float(f.score))
+            for f in faces]
 
 
 def _int_box(box: Any) -> tuple[int, int, int, int]:
@@ -237,8 +132,10 @@ def _crop(frame: Frame, box: Any, margin: float) -> Frame:
     return np.ascontiguousarray(frame[b:d, a:c])
 
 
-def save_reference(target: str | Path, frame_index: int, face_index: int, settings: Settings | None = None) -> Path:
-    """Save the ``face_index``-th face (largest first) of a frame as a reference image for ``selector.mode=reference``."""
+def save_reference(target: str | Path, frame_index: int, face_index: int,
+                   settings: Settings | None = None) -> Path:
+    """Save the ``face_index``-th face (largest first) of a frame as a reference image for
+    ``selector.mode=reference``."""
     settings = settings or Settings()
     frame = read_frame(target, frame_index)
     faces = sorted(_detector(settings).detect([frame])[0], key=lambda f: -f.area)
@@ -267,8 +164,8 @@ def processor(settings: Settings, sources: Sequence[str | Path]) -> Any:
     if not sources:
         raise UserError("add a source image (the face to put in) to see a preview")
     for s in sources:
-        check_media(s, ("image",))
-    key = (settings.model_dump_json(), tuple(_file_key(Path(s)) for s in sources))
+        media.check_media(s, ("image",))
+    key = (settings.model_dump_json(), tuple(media.file_key(Path(s)) for s in sources))
     return _processors.get_or(key, lambda: FaceProcessor(settings, [Path(s) for s in sources]))
 
 
@@ -295,37 +192,8 @@ def preview(
 
 
 def clear() -> None:
-    """Drop every cached frame, processor and detector (frees their memory)."""
-    for cache in (_frames, _processors, _detectors, _infos):
+    """Drop every cached frame, processor, detector and media description (frees their memory)."""
+    for cache in (_frames, _processors, _detectors):
         with cache.lock:
             cache.clear()
-
-
-# ---------------------------------------------------------------- downloads
-
-DOWNLOAD_TTL_S = 3600.0
-
-
-def download_copy(path: str | Path, ttl_s: float = DOWNLOAD_TTL_S) -> Path:
-    """A copy of a finished output in a fresh, unguessable temp folder, for the UI to hand to one user.
-
-    The outputs folder itself is never served: the UI checks who asks, then returns this copy (a hard
-    link where the temp folder is on the same disk, so no bytes are copied). Copies older than ``ttl_s``
-    are removed on the next call.
-    """
-    src = Path(path)
-    if not src.is_file():
-        raise UserError(f"the output {src.name} is not there any more")
-    root = Path(tempfile.gettempdir()) / "facestation-downloads"
-    root.mkdir(exist_ok=True)
-    now = time.time()
-    for old in root.iterdir():
-        if now - old.stat().st_mtime > ttl_s:
-            shutil.rmtree(old, ignore_errors=True)
-    folder = Path(tempfile.mkdtemp(dir=root))
-    dest = folder / src.name
-    try:
-        os.link(src, dest)
-    except OSError:  # another file system: copy
-        shutil.copyfile(src, dest)
-    return dest
+    media.clear_cache()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,7 +32,6 @@ from pipeline.video.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
 
-VIDEO_OUTPUTS = (".mp4", ".mov", ".mkv", ".m4v")
 STAGES = ("decode", "detect", "swap", "blend", "encode")
 _END = object()
 
@@ -386,32 +384,3 @@ class Render:
 def render(settings: Settings, sources: Sequence[Path | str], target: Path | str, output: Path | str,
            **kwargs: Any) -> RenderResult:
     return Render(settings, sources, target, output, **kwargs).run()
-
-
-def _bar(p: Progress) -> None:
-    width = 30
-    frac = p.frames_done / p.frames_total if p.frames_total else 0.0
-    filled = int(frac * width)
-    eta = f"{p.eta_s:5.0f}s" if p.eta_s is not None else "   ?s"
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {p.frames_done}/{p.frames_total} "
-          f"{p.fps:5.1f} fps ETA {eta}", end="", file=sys.stderr, flush=True)
-
-
-def check_video_output(output: Path) -> None:
-    """Refuse an output name whose container cannot hold the H.264/HEVC video the encoders make."""
-    if output.suffix.lower() not in VIDEO_OUTPUTS:
-        raise UserError(f"cannot write video '{output.name}': use {', '.join(VIDEO_OUTPUTS)} (H.264/HEVC containers)")
-
-
-def render_cli(settings: Settings, sources: list[Path], target: Path, output: Path, json_mode: bool = False) -> dict[str, Any]:
-    """``facestation swap`` on a video: progress bar on stderr, summary dict for the caller."""
-    check_video_output(output)
-    info = probe(target)
-    show = sys.stderr.isatty() and not json_mode
-    result = render(settings, sources, target, output, info=info, progress=_bar if show else None)
-    if show:
-        print(file=sys.stderr)
-    if result.faces_swapped == 0:
-        result.notices.append(f"no face to replace was found in any frame of {target.name} "
-                              f"(selector.mode={settings.selector.mode}); the output is an unchanged copy")
-    return result.summary()

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 CHILD = """
 import resource, sys, json
-from pipeline.cli import main
+from cli.main import main
 code = main(sys.argv[1:])
 print(json.dumps({"code": code, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """

@@ -32,7 +32,7 @@ def main() -> int:
         install_surrogate(swapper, Path(tmp))
         if entry.recogniser:
             install_surrogate(entry.recogniser, Path(tmp))
-        from pipeline.cli import main as cli
+        from cli.main import main as cli
 
         return cli(["bench", "--set", f"swapper.model={swapper}", *args])
 

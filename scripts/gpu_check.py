@@ -87,7 +87,7 @@ def main() -> None:
     exe = ffmpeg.ffmpeg_exe()
     for enc in ("h264_nvenc", "hevc_nvenc", "av1_nvenc"):
         report[enc] = encoders.choose_encoder(enc, exe)
-    bench = subprocess.run([sys.executable, "-m", "pipeline.cli", "bench", "--no-temp-frames", "--json",
+    bench = subprocess.run([sys.executable, "-m", "cli", "bench", "--no-temp-frames", "--json",
                             "--set", "execution.providers=tensorrt,cuda,cpu", "--set", "selector.mode=one"],
                            capture_output=True, text=True, cwd=ROOT, timeout=900)
     report["bench"] = json.loads(bench.stdout) if bench.returncode == 0 else bench.stderr[-2000:]

@@ -63,7 +63,7 @@ def main() -> int:
         jobs = [store.add([photos.grace_hopper_path()], clip, tmp / f"out{i:03d}.mp4", settings).id
                 for i in range(args.jobs)]
         started = time.perf_counter()
-        worker = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "queue", "run", "--worker-id", "soak"],
+        worker = subprocess.Popen([sys.executable, "-m", "cli", "queue", "run", "--worker-id", "soak"],
                                   cwd=REPO, env=env, stderr=subprocess.PIPE)
         proc = psutil.Process(worker.pid)
         samples: dict[int, dict[str, float]] = {}

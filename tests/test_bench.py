@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from pipeline.bench import make_test_clip, run_bench
-from pipeline.cli import main
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.videos import count_frames

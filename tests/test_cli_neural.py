@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.cli import main
+from cli.main import main
 from pipeline.faces.yunet import YuNetDetector
 from pipeline.image import read_image
 from tests import photos

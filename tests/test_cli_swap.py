@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipeline.cli import main
+from cli.main import main
 from pipeline.faces import align
 from pipeline.faces.recognise import cosine, embed_faces
 from pipeline.faces.sface import SFaceRecogniser

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from cli.main import main
 from pipeline.errors import ModelMismatch, ModelMissing, UserError
 from pipeline.models import catalog, store
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.jobs.worker import open_store
+from cli.main import main
+from pipeline.jobs.service import open_store
 from tests import photos
 
 

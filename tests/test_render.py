@@ -11,7 +11,7 @@ import numpy as np
 import psutil
 import pytest
 
-from pipeline.cli import main
+from cli.main import main
 from pipeline.errors import Cancelled
 from pipeline.faces.recognise import cosine, embed_faces
 from pipeline.faces.sface import SFaceRecogniser

@@ -97,7 +97,7 @@ def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Pat
 
 
 def _worker(env: dict[str, str], worker_id: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "queue", "run", "--worker-id", worker_id],
+    return subprocess.Popen([sys.executable, "-m", "cli", "queue", "run", "--worker-id", worker_id],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

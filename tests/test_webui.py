@@ -13,9 +13,10 @@ import pytest
 gr = pytest.importorskip("gradio")
 httpx = pytest.importorskip("httpx")
 
+from cli.main import main  # noqa: E402
+from pipeline import media, workspace  # noqa: E402
 from pipeline import preview as engine  # noqa: E402
 from pipeline import settings as settings_mod  # noqa: E402
-from pipeline.cli import main  # noqa: E402
 from pipeline.errors import BadMedia, UserError  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from tests.browser.helpers import running_app  # noqa: E402
@@ -87,7 +88,7 @@ def test_listen_without_auth_exits_non_zero_with_how_to(capsys: pytest.CaptureFi
 def test_ui_options_become_config(tmp_path: Path) -> None:
     import argparse
 
-    from webui import cli as ui_cli
+    from cli import ui as ui_cli
 
     def parse(*argv: str) -> argparse.Namespace:
         parser = argparse.ArgumentParser()
@@ -202,17 +203,17 @@ def test_media_checks_and_safe_names(tmp_path: Path) -> None:
     fake = tmp_path / "clip.mp4"
     fake.write_bytes(b"not a video at all" * 100)
     with pytest.raises(BadMedia):
-        engine.check_media(fake)
+        media.check_media(fake)
     fake_img = tmp_path / "photo.jpg"
     fake_img.write_bytes(b"<html>hello</html>")
     with pytest.raises(BadMedia):
-        engine.stash(fake_img)
+        workspace.stash(fake_img)
     with pytest.raises(BadMedia):
-        engine.check_media(grace_hopper_path(), ("video",))
-    kept = engine.stash(grace_hopper_path(), ("image",))
+        media.check_media(grace_hopper_path(), ("video",))
+    kept = workspace.stash(grace_hopper_path(), ("image",))
     assert kept.parent.name == "uploads" and kept.read_bytes() == grace_hopper_path().read_bytes()
-    assert engine.safe_stem("../../etc/passwd") == "etc_passwd" and engine.safe_stem("..") == "file"
-    out = engine.output_path(tmp_path / "outputs", Path("/x/../../evil name.jpg"), owner="../../root")
+    assert workspace.safe_stem("../../etc/passwd") == "etc_passwd" and workspace.safe_stem("..") == "file"
+    out = workspace.output_path(tmp_path / "outputs", Path("/x/../../evil name.jpg"), owner="../../root")
     assert out.parent == tmp_path / "outputs" / "root" and out.suffix == ".jpg" and "/" not in out.name
 
 

@@ -1,1 +1,2 @@
-"""The render queue: job store (SQLite), worker, resumable segmented video jobs, `facestation queue`."""
+"""The render queue: job store (SQLite), worker, resumable segmented video jobs, and the operations the
+command line and the web UI share (:mod:`pipeline.jobs.service`)."""

@@ -80,8 +80,9 @@ def _image(settings: Settings, sources: list[Path], target: Path, output: Path, 
 
 def _video(job: Job, settings: Settings, sources: list[Path], target: Path, output: Path,
            ctx: JobContext) -> dict[str, Any]:
+    from pipeline.media import check_video_output
     from pipeline.process import FaceProcessor
-    from pipeline.render import Progress, Render, check_video_output
+    from pipeline.render import Progress, Render
     from pipeline.video.probe import probe
 
     check_video_output(output)

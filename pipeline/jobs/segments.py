@@ -193,12 +193,10 @@ def concat_cmd(exe: str, list_file: Path, output: Path, *, audio_source: Path | 
         cmd += ["-map", "1:a:0", *(audio_args or ["-c:a", "aac"])]
     for key, value in (metadata or {}).items():
         cmd += ["-metadata", f"{key}={value}"]
-    suffix = (container or Path(output).suffix).lower()
-    if suffix in (".mp4", ".mov", ".m4v"):
-        cmd += ["-movflags", "+faststart"]
+    suffix = container or Path(output).suffix
+    cmd += builders.faststart_args(suffix)
     if container:
-        cmd += ["-f", {".mkv": "matroska", ".m4v": "mp4", ".mov": "mov", ".webm": "webm",
-                       ".avi": "avi"}.get(suffix, suffix.lstrip("."))]
+        cmd += ["-f", builders.muxer(container)]
     cmd.append(builders.media_arg(output))
     return cmd
 

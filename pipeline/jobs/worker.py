@@ -32,6 +32,7 @@ from typing import IO, Any, TypeVar
 from pipeline.errors import Cancelled, UserError
 from pipeline.jobs import runner
 from pipeline.jobs.model import Job
+from pipeline.jobs.service import open_store
 from pipeline.jobs.store import ClaimLost, JobStore
 
 log = logging.getLogger(__name__)
@@ -43,20 +44,6 @@ T = TypeVar("T")
 def default_worker_id(device: str | None = None) -> str:
     """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the settings)."""
     return f"{socket.gethostname()}/{device or os.environ.get('FACESTATION_DEVICE') or 'default'}"
-
-
-def open_store(path: str | Path | None = None) -> JobStore:
-    """The queue, with ``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS`` applied if set."""
-    kwargs: dict[str, Any] = {}
-    for var, key, kind in (("FACESTATION_QUEUE_STALE_AFTER", "stale_after", float),
-                           ("FACESTATION_QUEUE_MAX_ATTEMPTS", "max_attempts", int)):
-        value = os.environ.get(var)
-        if value:
-            try:
-                kwargs[key] = kind(value)
-            except ValueError:
-                raise UserError(f"{var}={value!r} is not a number") from None
-    return JobStore(path, **kwargs)
 
 
 class WorkerBusy(UserError):
@@ -305,13 +292,3 @@ def start_in_thread(store: JobStore | None = None, worker_id: str | None = None,
     handle = WorkerHandle(Worker(store or open_store(), worker_id, **kwargs))
     handle.thread.start()
     return handle
-
-
-def main() -> None:  # pragma: no cover - `python -m pipeline.jobs.worker` = `facestation queue run`
-    from pipeline.cli import main as cli_main
-
-    raise SystemExit(cli_main(["queue", "run"]))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -7,6 +7,7 @@ name containing ``:`` or starting with ``-`` is never read as a protocol or an o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,13 +22,31 @@ _SWS_MATRIX = {
 }
 HDR_TRANSFERS = ("smpte2084", "arib-std-b67")  # PQ, HLG
 
-# Audio codecs a container takes as a stream copy; anything else is re-encoded.
-_COPYABLE_AUDIO = {
-    ".mp4": {"aac", "mp3", "alac", "ac3", "eac3", "opus"},
-    ".m4v": {"aac", "mp3", "alac", "ac3", "eac3"},
-    ".mov": {"aac", "mp3", "alac", "ac3", "eac3", "pcm_s16le", "pcm_s24le"},
-    ".webm": {"opus", "vorbis"},
+
+@dataclass(frozen=True)
+class Container:
+    """What ffmpeg's muxer for one file suffix does with the streams facestation writes."""
+
+    muxer: str  # the ``-f`` name
+    holds_h264: bool  # takes the H.264/HEVC video the encoders make
+    faststart: bool = False  # MP4 family: the index is moved to the front (plays while downloading)
+    copies_audio: frozenset[str] | None = frozenset()  # audio codecs taken as a stream copy; None: any
+
+
+_MP4_AUDIO = frozenset({"aac", "mp3", "alac", "ac3", "eac3"})
+
+# Every video container facestation knows, by file suffix: the one list (pipeline.media derives the
+# accepted input and output suffixes from it). Audio a container does not take is re-encoded.
+CONTAINERS: dict[str, Container] = {
+    ".mp4": Container("mp4", holds_h264=True, faststart=True, copies_audio=_MP4_AUDIO | {"opus"}),
+    ".mov": Container("mov", holds_h264=True, faststart=True,
+                      copies_audio=_MP4_AUDIO | {"pcm_s16le", "pcm_s24le"}),
+    ".mkv": Container("matroska", holds_h264=True, copies_audio=None),
+    ".m4v": Container("mp4", holds_h264=True, faststart=True, copies_audio=_MP4_AUDIO),
+    ".webm": Container("webm", holds_h264=False, copies_audio=frozenset({"opus", "vorbis"})),
+    ".avi": Container("avi", holds_h264=False),
 }
+
 _X264_PRESETS: dict[str, str] = {
     "fastest": "ultrafast", "fast": "veryfast", "medium": "medium", "slow": "slow", "slowest": "veryslow",
 }
@@ -163,7 +182,8 @@ def audio_codec_args(container: str, audio_codec: str | None) -> list[str]:
     """Stream-copy the source audio where the output container takes it, else re-encode
     (Opus for WebM, AAC elsewhere)."""
     suffix = container.lower() if container.startswith(".") else f".{container.lower()}"
-    if audio_codec and (suffix == ".mkv" or audio_codec in _COPYABLE_AUDIO.get(suffix, ())):
+    known = CONTAINERS.get(suffix)
+    if audio_codec and known and (known.copies_audio is None or audio_codec in known.copies_audio):
         return ["-c:a", "copy"]
     if suffix == ".webm":
         return ["-c:a", "libopus", "-b:a", "160k"]
@@ -208,7 +228,18 @@ def encode_cmd(
     cmd += color_args or []
     for key, value in (metadata or {}).items():
         cmd += ["-metadata", f"{key}={value}"]
-    if Path(output).suffix.lower() in (".mp4", ".mov", ".m4v"):
-        cmd += ["-movflags", "+faststart"]
+    cmd += faststart_args(Path(output).suffix)
     cmd.append(media_arg(output))
     return cmd
+
+
+def faststart_args(suffix: str) -> list[str]:
+    """``-movflags +faststart`` for the MP4 family (index at the front), nothing elsewhere."""
+    known = CONTAINERS.get(suffix.lower())
+    return ["-movflags", "+faststart"] if known and known.faststart else []
+
+
+def muxer(suffix: str) -> str:
+    """ffmpeg's ``-f`` name for a file suffix (``.mkv`` -> ``matroska``)."""
+    known = CONTAINERS.get(suffix.lower())
+    return known.muxer if known else suffix.lower().lstrip(".")

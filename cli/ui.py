@@ -27,13 +27,16 @@ NO_AUTH = (
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("ui", help="open the web UI (http://127.0.0.1:7860)")
-    p.add_argument("--listen", action="store_true", help="serve on all interfaces (needs --auth or --auth-file)")
+    p.add_argument("--listen", action="store_true",
+                   help="serve on all interfaces (needs --auth or --auth-file)")
     p.add_argument("--port", type=int, default=7860, metavar="N")
     auth = p.add_mutually_exclusive_group()
     auth.add_argument("--auth", metavar="USER:PASS", help="require this login")
     auth.add_argument("--auth-file", metavar="FILE", help="logins, one USER:PASS per line")
-    p.add_argument("--admin", action="append", metavar="USER", help="user who sees every job (default: the first)")
-    p.add_argument("--max-upload", default="2gb", metavar="SIZE", help="largest upload accepted, e.g. 500mb, 2gb")
+    p.add_argument("--admin", action="append", metavar="USER",
+                   help="user who sees every job (default: the first)")
+    p.add_argument("--max-upload", default="2gb", metavar="SIZE",
+                   help="largest upload accepted, e.g. 500mb, 2gb")
     p.add_argument("--no-worker", action="store_true", help="queue jobs without running them in this process")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab on start")
     p.set_defaults(handler=cmd_ui)
@@ -77,7 +80,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     admins = args.admin or names[:1]
     unknown = [a for a in admins if a not in names]
     if unknown:
-        raise UserError(f"--admin {unknown[0]} is not one of the configured users ({', '.join(names) or 'none'})")
+        configured = ", ".join(names) or "none"
+        raise UserError(f"--admin {unknown[0]} is not one of the configured users ({configured})")
     return UiConfig(
         host="0.0.0.0" if args.listen else "127.0.0.1",  # noqa: S104 - only with a login, checked above
         port=args.port,
@@ -94,7 +98,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from webui.app import serve
 
     where = "all interfaces" if args.listen else "this machine only"
-    log.warning("facestation UI on http://%s:%d (%s)", "127.0.0.1" if not args.listen else "<this host>", config.port,
-                where)
+    log.warning("facestation UI on http://%s:%d (%s)", "127.0.0.1" if not args.listen else "<this host>",
+                config.port, where)
     serve(config, block=True)
     return 0

@@ -13,56 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import signal
 import threading
 from pathlib import Path
 from typing import Any
 
+from pipeline import presets
 from pipeline.errors import UserError
+from pipeline.jobs import service
 from pipeline.jobs.model import Job
-
-log = logging.getLogger(__name__)
-
-
-def _store() -> Any:
-    from pipeline.jobs.worker import open_store
-
-    return open_store()
-
-
-def validate_inputs(sources: list[Path], target: Path, output: Path) -> str:
-    """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``."""
-    from pipeline.cli import _check_output
-    from pipeline.image import is_image_path, output_format, read_image
-    from pipeline.render import check_video_output
-
-    for source in sources:
-        if not source.is_file():
-            raise UserError(f"source image not found: {source}")
-        read_image(source)  # BadMedia with the reason if it is not a readable picture
-    if not target.is_file():
-        raise UserError(f"target not found: {target}")
-    _check_output(output, [target, *sources])
-    if is_image_path(target):
-        read_image(target)
-        output_format(output)
-        return "image"
-    from pipeline.video.probe import probe
-
-    probe(target)  # BadMedia: not a video, truncated, unknown codec...
-    check_video_output(output)
-    return "video"
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from pipeline.cli import _load_settings
-
-    sources = [Path(s).absolute() for s in args.source]
-    target, output = Path(args.target).absolute(), Path(args.output).absolute()
-    settings = _load_settings(args)  # SettingsError (a UserError) names a bad key or value
-    validate_inputs(sources, target, output)
-    job = _store().add(sources, target, output, settings, owner=args.owner or "")
+    settings = presets.settings_from(args.preset, args.set)  # SettingsError (a UserError) names a bad key
+    job = service.add(service.open_store(), args.source, args.target, args.output, settings,
+                      owner=args.owner or "")
     print(job.id)
     return 0
 
@@ -79,7 +44,7 @@ def _row(job: Job) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    jobs = _store().list(states=args.state or None)
+    jobs = service.open_store().list(states=args.state or None)
     if args.json:
         print(json.dumps([_row(j) for j in jobs], indent=2))
         return 0
@@ -98,42 +63,38 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    job = _store().request_cancel(args.id)
-    print(f"job {job.id}: {'cancelled' if job.state == 'cancelled' else 'cancel requested (stops within a second)'}")
+    job = service.cancel(service.open_store(), args.id)
+    done = "cancelled" if job.state == "cancelled" else "cancel requested (stops within a second)"
+    print(f"job {job.id}: {done}")
     return 0
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    job = _store().retry(args.id)
+    job = service.retry(service.open_store(), args.id)
     print(f"job {job.id}: queued again")
     return 0
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    job = _store().move(args.id, args.where)
+    job = service.move(service.open_store(), args.id, args.where)
     print(f"job {job.id}: moved {args.where}")
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from pipeline.jobs.runner import discard
-
-    store = _store()
-    job = store.get(args.id)
-    store.delete(args.id)
-    discard(job.id, job.output)  # its finished segments, if any (the output itself is left alone)
+    service.delete(service.open_store(), args.id)  # with its finished segments; the output is left alone
     print(f"job {args.id}: deleted")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.jobs.worker import run
+    from pipeline.jobs.worker import run  # loads the render engine
 
     stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():  # SIGTERM (systemd, docker stop): re-queue and exit
+    if threading.current_thread() is threading.main_thread():  # SIGTERM (systemd, docker stop): requeue, exit
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        done = run(_store(), args.worker_id, once=args.once, stop_event=stop,
+        done = run(service.open_store(), args.worker_id, once=args.once, stop_event=stop,
                    **({"segment_seconds": args.segment_seconds} if args.segment_seconds else {}))
     except KeyboardInterrupt:  # Ctrl-C: the running job was left running; the next start resumes it
         stop.set()
@@ -184,8 +145,8 @@ def register(sub: Any) -> None:
     mv.set_defaults(handler=cmd_move)
 
     run = qsub.add_parser("run", help="run the worker for this device")
-    run.add_argument("--once", action="store_true",
-                     help="stop when no job can be claimed (a dead worker's job counts only once it is stale)")
+    run.add_argument("--once", action="store_true", help="stop when no job can be claimed "
+                     "(a dead worker's job counts only once it is stale)")
     run.add_argument("--worker-id", help="worker name (default host/device; must be unique)")
     run.add_argument("--segment-seconds", type=float, help="video segment length (resume granularity)")
     run.set_defaults(handler=cmd_run)

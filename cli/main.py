@@ -1,0 +1,67 @@
+"""The ``facestation`` entry point: one parser, the command modules imported by name, exit codes.
+
+Exit codes: 0 success, 2 user error (one clear line on stderr), 1 internal error, 130 cancelled or
+interrupted. A command module that fails to import is an error here, never a missing command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from cli import bench, models, presets, queue, swap, ui
+from pipeline import __version__
+from pipeline.errors import Cancelled, UserError
+
+COMMANDS = (swap, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors are user errors too
+        raise UserError(f"{self.prog}: {message}")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="facestation", description="Local AI face-swap workstation.")
+    parser.add_argument("--version", action="version", version=f"facestation {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in argv or "--verbose" in argv
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="facestation: %(message)s")
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "handler", None):
+            parser.print_help()
+            return 2
+        return int(args.handler(args))
+    except Cancelled as exc:
+        print(f"facestation: cancelled: {exc}", file=sys.stderr)
+        return 130
+    except UserError as exc:
+        print(f"facestation: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("facestation: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # internal error: one line, traceback on request
+        if os.environ.get("FACESTATION_DEBUG"):
+            raise
+        print(f"facestation: internal error: {type(exc).__name__}: {exc} "
+              "(set FACESTATION_DEBUG=1 for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

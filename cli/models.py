@@ -1,0 +1,77 @@
+"""``facestation models list | fetch NAME… | import FILE | verify``: the model files and their state."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UserError
+from pipeline.models import store
+
+
+def register(sub: Any) -> None:
+    models = sub.add_parser("models", help="list, fetch, import or verify model files")
+    msub = models.add_subparsers(dest="models_cmd", parser_class=type(models))
+    ml = msub.add_parser("list")
+    ml.add_argument("--json", action="store_true")
+    ml.set_defaults(handler=cmd_list)
+    mf = msub.add_parser("fetch")
+    mf.add_argument("names", nargs="+", metavar="NAME")
+    mf.add_argument("--json", action="store_true")
+    mf.set_defaults(handler=cmd_fetch)
+    mi = msub.add_parser("import")
+    mi.add_argument("file", metavar="FILE")
+    mi.add_argument("--name", help="catalog name, when the file name differs")
+    mi.set_defaults(handler=cmd_import)
+    msub.add_parser("verify").set_defaults(handler=cmd_verify)
+
+    def no_command(args: argparse.Namespace) -> int:
+        raise UserError("models: choose list, fetch, import or verify")
+
+    models.set_defaults(handler=no_command)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = store.status()
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    print(f"{'model':26} {'role':11} {'state':10} {'size':>9}  licence")
+    for r in rows:
+        state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
+        size = f"{r.size / 1e6:.1f} MB" if r.size else "?"
+        print(f"{r.name:26} {r.role:11} {state:10} {size:>9}  {r.licence}")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    for name in args.names:
+        print(f"installed {name}: {store.fetch(name, progress=False if args.json else download_bar)}")
+    return 0
+
+
+def download_bar(done: int, total: int) -> None:
+    """Megabytes so far and the percentage, redrawn in place on stderr (``total`` 0: unknown)."""
+    pct = f"{100 * done / total:5.1f}%" if total else ""
+    print(f"\r  {done / 1e6:8.1f} MB {pct}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    entry = store.import_file(Path(args.file), args.name)
+    print(f"imported {args.file} as {entry.name}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    results = store.verify_installed()
+    bad = [r for r in results if r[1] != "ok" and not r[1].startswith("sha256 ")]
+    for name, state in results:
+        print(f"{name}: {state}")
+    if not results:
+        print("no downloaded models installed")
+    if bad:
+        raise UserError(f"{len(bad)} installed model(s) failed verification: {', '.join(n for n, _ in bad)}")
+    return 0

@@ -1,0 +1,77 @@
+"""``facestation swap``: one image or video; a video shows a progress bar on stderr while it renders."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline import presets
+from pipeline.media import check_output, check_video_output, kind_of
+from pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from pipeline.render import Progress
+
+
+def register(sub: Any) -> None:
+    swap = sub.add_parser("swap", help="swap faces in an image or a video")
+    swap.add_argument("--source", action="append", required=True, metavar="IMG",
+                      help="photo of the face to put in (repeat for several photos of one person)")
+    swap.add_argument("--target", required=True, metavar="IMG|VIDEO")
+    swap.add_argument("--output", required=True, metavar="PATH")
+    swap.add_argument("--preset", metavar="NAME|FILE")
+    swap.add_argument("--set", action="append", metavar="section.key=value", help="override one setting")
+    swap.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    swap.set_defaults(handler=cmd_swap)
+
+
+def cmd_swap(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    output = Path(args.output)
+    sources = [Path(s) for s in args.source]
+    settings = presets.settings_from(args.preset, args.set)
+    check_output(output, [target, *sources])
+    if kind_of(target) == "image":
+        from pipeline.process import swap_image  # the models load only for a command that needs them
+
+        summary = swap_image(settings, sources, target, output)
+    else:
+        summary = swap_video(settings, sources, target, output, show_progress=not args.json)
+    for notice in summary.get("notices", []):
+        print(f"facestation: note: {notice}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(f"wrote {summary['output']}")
+    return 0
+
+
+def swap_video(settings: Settings, sources: list[Path], target: Path, output: Path,
+               show_progress: bool = True) -> dict[str, Any]:
+    """Render a video; a progress bar on stderr when it is a terminal. Returns the render's summary."""
+    from pipeline.render import render
+    from pipeline.video.probe import probe
+
+    check_video_output(output)
+    info = probe(target)
+    show = show_progress and sys.stderr.isatty()
+    result = render(settings, sources, target, output, info=info, progress=progress_bar if show else None)
+    if show:
+        print(file=sys.stderr)
+    if result.faces_swapped == 0:
+        result.notices.append(f"no face to replace was found in any frame of {target.name} "
+                              f"(selector.mode={settings.selector.mode}); the output is an unchanged copy")
+    return result.summary()
+
+
+def progress_bar(p: Progress) -> None:
+    """One line on stderr, redrawn in place: ``[#####.....] 120/300  24.0 fps ETA     8s``."""
+    width = 30
+    frac = p.frames_done / p.frames_total if p.frames_total else 0.0
+    filled = int(frac * width)
+    eta = f"{p.eta_s:5.0f}s" if p.eta_s is not None else "   ?s"
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {p.frames_done}/{p.frames_total} "
+          f"{p.fps:5.1f} fps ETA {eta}", end="", file=sys.stderr, flush=True)

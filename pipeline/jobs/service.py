@@ -1,0 +1,88 @@
+"""What a front end does with the render queue: open it, check and add a job, cancel, retry, move, delete.
+
+The command line and the web UI both call these rather than the store's primitives, so the queue is
+opened with the same settings (``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS``),
+a job's inputs are checked the same way wherever it is queued (the queue only holds jobs that can
+start), and a deleted job's finished segments go with it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UserError
+from pipeline.image import is_image_path, output_format, read_image
+from pipeline.jobs.model import Job
+from pipeline.jobs.runner import discard
+from pipeline.jobs.store import JobStore, Move
+from pipeline.media import MediaKind, check_output, check_video_output
+from pipeline.settings import Settings
+from pipeline.video.probe import probe
+
+
+def open_store(path: str | Path | None = None) -> JobStore:
+    """The queue (the default database unless ``path``), with ``FACESTATION_QUEUE_STALE_AFTER`` and
+    ``FACESTATION_QUEUE_MAX_ATTEMPTS`` applied if set."""
+    kwargs: dict[str, Any] = {}
+    for var, key, kind in (("FACESTATION_QUEUE_STALE_AFTER", "stale_after", float),
+                           ("FACESTATION_QUEUE_MAX_ATTEMPTS", "max_attempts", int)):
+        value = os.environ.get(var)
+        if value:
+            try:
+                kwargs[key] = kind(value)
+            except ValueError:
+                raise UserError(f"{var}={value!r} is not a number") from None
+    return JobStore(path, **kwargs)
+
+
+def validate(sources: Sequence[Path], target: Path, output: Path) -> MediaKind:
+    """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``."""
+    for source in sources:
+        if not source.is_file():
+            raise UserError(f"source image not found: {source}")
+        read_image(source)  # BadMedia with the reason if it is not a readable picture
+    if not target.is_file():
+        raise UserError(f"target not found: {target}")
+    check_output(output, [target, *sources])
+    if is_image_path(target):
+        read_image(target)
+        output_format(output)
+        return "image"
+    probe(target)  # BadMedia: not a video, truncated, unknown codec...
+    check_video_output(output)
+    return "video"
+
+
+def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, output: str | Path,
+        settings: Settings, owner: str = "") -> Job:
+    """Check the inputs (:func:`validate`), then queue the job with absolute paths."""
+    paths = [Path(s).absolute() for s in sources]
+    target, output = Path(target).absolute(), Path(output).absolute()
+    validate(paths, target, output)
+    return store.add(paths, target, output, settings, owner=owner)
+
+
+def cancel(store: JobStore, job_id: int) -> Job:
+    """Cancel a queued job at once; a running one stops within a second (its state says which)."""
+    return store.request_cancel(job_id)
+
+
+def retry(store: JobStore, job_id: int) -> Job:
+    """Queue a failed or cancelled job again."""
+    return store.retry(job_id)
+
+
+def move(store: JobStore, job_id: int, to: Move | int) -> Job:
+    """Reorder a queued job: ``up``/``down`` one place, ``top``/``bottom``, or an index (0 = next to run)."""
+    return store.move(job_id, to)
+
+
+def delete(store: JobStore, job_id: int) -> Job:
+    """Forget a job that is not running, with its finished segments (its output file is left alone)."""
+    job = store.get(job_id)
+    store.delete(job_id)
+    discard(job.id, job.output)
+    return job

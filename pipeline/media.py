@@ -1,0 +1,106 @@
+"""The files facestation reads and writes: their kinds and suffixes, what is in them, and the checks on
+inputs and outputs.
+
+The suffixes are derived, never listed again: images are what :mod:`pipeline.image` reads and writes,
+videos the containers :data:`pipeline.video.builders.CONTAINERS` knows. An output video must be a
+container that holds the H.264/HEVC the encoders make. Inputs are checked by content (Pillow for images,
+ffprobe for videos), not by name; every check raises :class:`~pipeline.errors.BadMedia` or
+:class:`~pipeline.errors.UserError` with one line a user can act on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pipeline.errors import BadMedia, UserError
+from pipeline.image import FORMATS, IMAGE_SUFFIXES, is_image_path, read_image
+from pipeline.video.builders import CONTAINERS
+from pipeline.video.probe import probe
+
+MediaKind = Literal["image", "video"]
+
+IMAGE_INPUTS: tuple[str, ...] = tuple(sorted(IMAGE_SUFFIXES))
+IMAGE_OUTPUTS: tuple[str, ...] = tuple(FORMATS)
+VIDEO_INPUTS: tuple[str, ...] = tuple(CONTAINERS)
+VIDEO_OUTPUTS: tuple[str, ...] = tuple(s for s, c in CONTAINERS.items() if c.holds_h264)
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    """What the UI needs to know about a target: its kind, size and how many frames to scrub."""
+
+    path: Path
+    kind: MediaKind
+    width: int
+    height: int
+    frames: int
+    fps: float
+
+    def describe(self) -> str:
+        if self.kind == "image":
+            return f"image {self.width}×{self.height}"
+        return f"video {self.width}×{self.height}, {self.frames} frames at {self.fps:.3g} fps"
+
+
+def kind_of(path: str | Path) -> MediaKind:
+    """``image`` or ``video``, by the file's suffix (anything that is not an image is read as a video)."""
+    return "image" if is_image_path(path) else "video"
+
+
+def file_key(path: Path) -> tuple[str, int, int]:
+    """(resolved path, size, mtime): changes whenever the file is replaced or rewritten."""
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "video")) -> MediaInfo:
+    """Describe ``path`` after checking it by content (Pillow for images, ffprobe for videos).
+
+    Raises BadMedia when the file is missing, of a kind not ``allowed`` (by its suffix) or unreadable."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadMedia(f"no such file: {path.name}")
+    kind = kind_of(path)
+    if kind not in allowed:
+        wanted = " or ".join(allowed)
+        raise BadMedia(f"{path.name}: expected {wanted}, got a {kind} (by its extension)")
+    return _describe(path, kind, file_key(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _describe(path: Path, kind: MediaKind, key: tuple[str, int, int]) -> MediaInfo:
+    """Cached by ``key`` (see :func:`file_key`): an unchanged file is read once."""
+    if kind == "image":
+        h, w = read_image(path).bgr.shape[:2]
+        return MediaInfo(path, "image", w, h, 1, 0.0)
+    info = probe(path)
+    if info.frame_count < 1:
+        raise BadMedia(f"{path.name}: the video has no frames")
+    return MediaInfo(path, "video", info.width, info.height, info.frame_count, float(info.fps))
+
+
+def clear_cache() -> None:
+    """Forget every file described so far."""
+    _describe.cache_clear()
+
+
+def check_output(output: Path, inputs: Sequence[Path]) -> None:
+    """Refuse an output that would overwrite an input, names a folder, or lies in a missing folder."""
+    for p in inputs:
+        if p.exists() and output.exists() and output.resolve() == p.resolve():
+            raise UserError(f"--output {output} is one of the inputs; refusing to overwrite it")
+    if output.exists() and output.is_dir():
+        raise UserError(f"--output {output} is a folder; give a file name")
+    if not output.parent.exists():
+        raise UserError(f"the folder of --output does not exist: {output.parent}")
+
+
+def check_video_output(output: Path) -> None:
+    """Refuse an output name whose container cannot hold the H.264/HEVC video the encoders make."""
+    if output.suffix.lower() not in VIDEO_OUTPUTS:
+        raise UserError(
+            f"cannot write video '{output.name}': use {', '.join(VIDEO_OUTPUTS)} (H.264/HEVC containers)")

@@ -1,0 +1,96 @@
+"""The app's own files: uploads kept under their content hash, safe names, fresh output paths, and the
+private copies a finished output is handed out as.
+
+Names a user gives (file names, account names) are reduced to ``[A-Za-z0-9_-]`` before they become part
+of a path, so they can never leave the folder they are meant for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline import paths
+from pipeline.errors import UserError
+from pipeline.media import IMAGE_OUTPUTS, MediaKind, check_media, kind_of
+
+DOWNLOAD_TTL_S = 3600.0
+
+
+def stash(path: str | Path, kind: Sequence[MediaKind] = ("image", "video")) -> Path:
+    """Check an uploaded file and copy it into the app's uploads folder under its content hash.
+
+    Jobs refer to the stashed copy, which outlives the web server's temporary upload cache. The
+    user-given file name is reduced to a safe stem, so it cannot leave the folder.
+    """
+    src = Path(path)
+    check_media(src, kind)
+    digest = hashlib.sha256()
+    with open(src, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    folder = paths.data_dir() / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / f"{digest.hexdigest()[:16]}-{safe_stem(src.stem)}{src.suffix.lower()}"
+    if not dest.exists():
+        tmp = dest.with_name(f".{dest.name}.part")
+        shutil.copyfile(src, tmp)
+        tmp.replace(dest)
+    return dest
+
+
+def safe_stem(name: str, limit: int = 48) -> str:
+    """A file-name stem made only of ``[A-Za-z0-9_-]`` (never empty, never a path)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:limit]
+    return cleaned or "file"
+
+
+def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
+    """A fresh output file for ``target`` inside ``folder/owner`` (the owner's name made safe)."""
+    target = Path(target)
+    sub = folder / safe_stem(owner or "local")
+    sub.mkdir(parents=True, exist_ok=True)
+    if kind_of(target) == "image":
+        suffix = target.suffix.lower() if target.suffix.lower() in IMAGE_OUTPUTS else ".png"
+    else:
+        suffix = ".mp4"
+    stashed = re.match(r"^[0-9a-f]{16}-", target.stem)  # a stashed upload: drop the hash again
+    stem = safe_stem(target.stem.split("-", 1)[-1] if stashed else target.stem)
+    # a random part: jobs queued in the same second must not share a name (their files appear only when done)
+    for _ in range(100):
+        candidate = sub / f"{stem}-swap-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}{suffix}"
+        if not candidate.exists():
+            return candidate
+    raise UserError(f"could not find a free output name for {stem} in {sub}")
+
+
+def download_copy(path: str | Path, ttl_s: float = DOWNLOAD_TTL_S) -> Path:
+    """A copy of a finished output in a fresh, unguessable temp folder, for the UI to hand to one user.
+
+    The outputs folder itself is never served: the UI checks who asks, then returns this copy (a hard
+    link where the temp folder is on the same disk, so no bytes are copied). Copies older than ``ttl_s``
+    are removed on the next call.
+    """
+    src = Path(path)
+    if not src.is_file():
+        raise UserError(f"the output {src.name} is not there any more")
+    root = Path(tempfile.gettempdir()) / "facestation-downloads"
+    root.mkdir(exist_ok=True)
+    now = time.time()
+    for old in root.iterdir():
+        if now - old.stat().st_mtime > ttl_s:
+            shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(dir=root))
+    dest = folder / src.name
+    try:
+        os.link(src, dest)
+    except OSError:  # another file system: copy
+        shutil.copyfile(src, dest)
+    return dest

@@ -1,0 +1,61 @@
+"""pipeline.jobs.service: the job operations the CLI and the web UI share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import UserError
+from pipeline.jobs import runner, service
+from pipeline.settings import Settings
+from tests import photos
+
+
+def test_open_store_honours_the_queue_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FACESTATION_QUEUE_STALE_AFTER", "7.5")
+    monkeypatch.setenv("FACESTATION_QUEUE_MAX_ATTEMPTS", "5")
+    store = service.open_store(tmp_path / "q.sqlite3")
+    assert (store.stale_after, store.max_attempts) == (7.5, 5)
+    monkeypatch.setenv("FACESTATION_QUEUE_MAX_ATTEMPTS", "many")
+    with pytest.raises(UserError, match="FACESTATION_QUEUE_MAX_ATTEMPTS"):
+        service.open_store(tmp_path / "q.sqlite3")
+
+
+def test_validate_says_what_is_wrong(tmp_path: Path) -> None:
+    source, target = photos.grace_hopper_path(), photos.astronaut_path(tmp_path)
+    assert service.validate([source], target, tmp_path / "out.jpg") == "image"
+    for sources, tgt, out, message in (
+        ([tmp_path / "no.jpg"], target, tmp_path / "o.png", "source image not found"),
+        ([source], tmp_path / "no.png", tmp_path / "o.png", "target not found"),
+        ([source], target, target, "one of the inputs"),
+        ([source], target, tmp_path / "o.txt", "cannot write"),
+    ):
+        with pytest.raises(UserError, match=message):
+            service.validate(sources, tgt, out)
+
+
+def test_add_checks_then_queues_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = service.open_store(tmp_path / "q.sqlite3")
+    photos.astronaut_path(tmp_path).rename(tmp_path / "target.png")
+    with pytest.raises(UserError):
+        service.add(store, [photos.grace_hopper_path()], "target.png", "out.txt", Settings())
+    job = service.add(store, [photos.grace_hopper_path()], "target.png", "out.png", Settings(), owner="ann")
+    assert Path(job.target) == tmp_path / "target.png" and Path(job.output) == tmp_path / "out.png"
+    assert job.owner == "ann" and [j.id for j in store.list()] == [job.id]
+
+
+def test_cancel_retry_delete(tmp_path: Path) -> None:
+    store = service.open_store(tmp_path / "q.sqlite3")
+    target = photos.astronaut_path(tmp_path)
+    job = service.add(store, [photos.grace_hopper_path()], target, tmp_path / "out.png", Settings())
+    assert service.cancel(store, job.id).state == "cancelled"
+    assert service.retry(store, job.id).state == "queued"
+    work = runner.work_dir(job.id)
+    work.mkdir(parents=True)
+    (work / "seg-00000000.mkv").write_bytes(b"x")
+    with pytest.raises(UserError):
+        service.delete(store, 999)
+    assert service.delete(store, job.id).id == job.id
+    assert store.list() == [] and not work.exists()
