@@ -12,13 +12,16 @@ from pathlib import Path
 from pipeline import paths
 from pipeline.bench import BackgroundBench
 from pipeline.errors import UserError
-from pipeline.image import IMAGE_SUFFIXES
 from pipeline.jobs.model import Job
-from pipeline.jobs.runner import discard
+from pipeline.jobs.service import add as add_job
+from pipeline.jobs.service import delete as delete_job
+from pipeline.jobs.service import open_store
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
-from pipeline.jobs.worker import open_store
 from pipeline.jobs.worker import start_in_thread as start_worker
+from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
+from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
+from pipeline.media import check_media
 from pipeline.models.sessions import available_providers
 from pipeline.models.sessions import loaded as loaded_sessions
 from pipeline.models.sessions import release as release_sessions
@@ -32,22 +35,14 @@ from pipeline.presets import import_file as import_preset
 from pipeline.presets import list_presets
 from pipeline.presets import load as load_preset
 from pipeline.presets import save as save_preset
-from pipeline.preview import (
-    check_media,
-    download_copy,
-    faces_in,
-    output_path,
-    preview,
-    read_frame,
-    save_reference,
-    stash,
-)
+from pipeline.preview import faces_in, preview, read_frame, save_reference
 from pipeline.render import STAGES
 from pipeline.settings import Settings, apply_overrides
 from pipeline.settings import keys as settings_keys
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
+from pipeline.workspace import download_copy, output_path, stash
 
 __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
@@ -60,8 +55,8 @@ __all__ = [
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # workspace: the outputs folder, the upload stash, fresh output paths, private copies to hand out
     "outputs_dir", "stash", "output_path", "download_copy",
-    # jobs: the queue opened as the CLI opens it, one job's delete, a worker on a thread
-    "Job", "JobStore", "QUEUE_FILE", "open_store", "delete_job", "start_worker",
+    # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker thread
+    "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "delete_job", "start_worker",
     # presets
     "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",
     # models: installed or missing, download (with progress), import a local file
@@ -72,20 +67,8 @@ __all__ = [
     "STAGES", "BackgroundBench",
 ]
 
-# the video containers a target upload may be (check_media then reads the file's content)
-VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
-
 
 def references_dir() -> Path:
     """The folder :func:`save_reference` writes to: a reference face in settings must come from there."""
     return paths.data_dir() / "references"
 
-
-def delete_job(store: JobStore, job_id: int) -> None:
-    """Forget a job that is not running and remove what it left behind (work folder, half-joined output).
-
-    A finished output is left alone.
-    """
-    job = store.get(job_id)
-    store.delete(job.id)
-    discard(job.id, job.output)

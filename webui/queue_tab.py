@@ -85,7 +85,7 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     kept_target = api.stash(target)
     owner = ctx.owner(request)
     output = api.output_path(ctx.outputs, kept_target, owner)
-    return ctx.store.add(stashed, kept_target, output, settings, owner=owner)
+    return api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner)
 
 
 def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.Job:
