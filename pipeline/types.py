@@ -19,7 +19,6 @@ Landmarks5: TypeAlias = npt.NDArray[np.float32]  # (5, 2): left eye, right eye, 
 Matrix: TypeAlias = npt.NDArray[np.float64]  # 2×3 affine
 
 DetectorName = Literal["yunet", "retinaface", "scrfd", "yolo_face"]
-RecogniserName = Literal["sface", "arcface_w600k_r50", "arcface_simswap", "arcface_ghost"]
 SwapperName = Literal[
     "auto",
     "classic",

@@ -1,4 +1,4 @@
-"""Protocols of the face-analysis model families, and their registries."""
+"""Protocols of the face-analysis model families (their registries are in :mod:`pipeline.faces.registry`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from pipeline.faces.align import align
 from pipeline.faces.base import Recogniser
-from pipeline.types import Embedding, Face, Frame
+from pipeline.types import Face, Frame
 
 
 def aligned_crops(recogniser: Recogniser, frame: Frame, faces: Sequence[Face]) -> npt.NDArray[np.uint8]:
@@ -43,10 +43,3 @@ def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64] | floa
     if x.ndim == 1 and y.ndim == 1:
         return float(xn @ yn)
     return np.asarray(xn @ yn.T, dtype=np.float64)
-
-
-def mean_embedding(embeddings: npt.ArrayLike) -> Embedding:
-    """The normalised mean of several embeddings of one person (a steadier identity)."""
-    e = np.asarray(embeddings, dtype=np.float64).reshape(-1, np.shape(embeddings)[-1])
-    m = e.mean(axis=0)
-    return (m / max(float(np.linalg.norm(m)), 1e-12)).astype(np.float32)

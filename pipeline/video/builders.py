@@ -75,15 +75,6 @@ def probe_cmd(ffprobe: str, path: str | Path) -> list[str]:
     return [ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", media_arg(path)]
 
 
-def ffmpeg_info_cmd(ffmpeg: str, path: str | Path) -> list[str]:
-    """``ffmpeg -i FILE``: prints stream info on stderr and exits 1 (no output given)."""
-    return [ffmpeg, "-hide_banner", "-nostdin", "-i", media_arg(path)]
-
-
-def list_encoders_cmd(ffmpeg: str) -> list[str]:
-    return [ffmpeg, "-hide_banner", "-encoders"]
-
-
 def trial_encode_cmd(ffmpeg: str, encoder: str) -> list[str]:
     """Encode one 256x256 frame to nowhere: succeeds only if the encoder really opens."""
     return [*([ffmpeg] + QUIET), "-f", "lavfi", "-i", "color=c=gray:s=256x256:r=1",
