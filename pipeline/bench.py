@@ -121,8 +121,7 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
     transcode = _loop(target, workdir / "transcode.mp4", settings, None)
     naive = _loop(target, workdir / "naive.mp4", settings, processor)
     temp_frames = _temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir) if with_temp else None
-    result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info,
-                    cancel=threading.Event()).run()
+    result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info).run()
     return {
         "clip": {"path": str(target), "width": info.width, "height": info.height, "fps": float(info.fps),
                  "frames": info.frame_count},

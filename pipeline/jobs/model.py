@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pipeline.errors import UserError
+from pipeline.progress import Progress
 from pipeline.settings import Settings, validate
 
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
@@ -62,21 +63,6 @@ def check(action: Action, job_id: int, current: JobState) -> None:
 
 
 @dataclass(frozen=True)
-class Progress:
-    frames_done: int = 0
-    frames_total: int | None = None
-    fps: float | None = None
-    eta_s: float | None = None
-    stage: dict[str, Any] = field(default_factory=dict)  # per-stage timings, device memory, current step...
-
-    @property
-    def fraction(self) -> float | None:
-        if not self.frames_total:
-            return None
-        return min(1.0, self.frames_done / self.frames_total)
-
-
-@dataclass(frozen=True)
 class Job:
     """One row of the queue, as read at one moment. Re-read it with ``JobStore.get`` for fresh values."""
 
@@ -91,7 +77,7 @@ class Job:
     created_at: float
     started_at: float | None
     finished_at: float | None
-    progress: Progress
+    progress: Progress  # pipeline.progress.Progress, kept in the columns frames_done .. eta_s and stage
     log: str
     error: str | None
     attempts: int

@@ -35,7 +35,7 @@ from pipeline.errors import Cancelled, FacestationError
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.video import builders, ffmpeg
-from pipeline.video.encode import Encoder
+from pipeline.video.encode import Encoder, encoder_for
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
 
@@ -124,22 +124,19 @@ def clear_work(work: Path, keep: list[Segment] | None = None) -> None:
 
 
 class SegmentWriter:
-    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment every N frames.
+    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment every N frames, each
+    encoded like a one-piece render of ``source`` with ``settings`` (:func:`encoder_for`), without audio.
 
     ``on_segment(segment)`` is called (from the encode thread) as soon as each segment file is complete.
     """
 
-    def __init__(self, work: Path, *, first_frame: int, segment_frames: int, width: int, height: int,
-                 fps: Fraction | float, source: VideoInfo, settings: Settings,
-                 on_segment: Callable[[Segment], None], cancel: threading.Event | None = None) -> None:
+    def __init__(self, work: Path, *, first_frame: int, segment_frames: int, source: VideoInfo,
+                 settings: Settings, size: tuple[int, int], on_segment: Callable[[Segment], None],
+                 cancel: threading.Event | None = None) -> None:
         self.work = work
         self.next_start = first_frame
         self.segment_frames = segment_frames
-        self._kw: dict[str, Any] = {
-            "width": width, "height": height, "fps": fps, "source": source, "keep_audio": False,
-            "encoder": settings.output.encoder, "quality": settings.output.quality,
-            "preset": settings.output.preset, "cancel": cancel,
-        }
+        self.source, self.settings, self.size, self.cancel = source, settings, size, cancel
         self.on_segment = on_segment
         self._current: Encoder | None = None
         self._start = first_frame
@@ -150,7 +147,8 @@ class SegmentWriter:
     def write(self, frame: np.ndarray) -> None:
         if self._current is None:
             self._start = self.next_start
-            self._current = Encoder(self.work / segment_name(self._start), **self._kw)
+            self._current = encoder_for(self.work / segment_name(self._start), self.source, self.settings,
+                                        size=self.size, audio=False, cancel=self.cancel)
             self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
         self._current.write(frame)
         if self._current.frames >= self.segment_frames:

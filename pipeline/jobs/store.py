@@ -36,6 +36,7 @@ from pipeline.jobs.model import (
     JobState,
     check,
 )
+from pipeline.progress import Progress
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -357,18 +358,10 @@ class JobStore:
         with self._write() as con:
             return self._report(con, job_id, worker_id, "UPDATE jobs SET heartbeat_at = ?", (self._clock(),))
 
-    def update_progress(
-        self,
-        job_id: int,
-        *,
-        frames_done: int,
-        frames_total: int | None = None,
-        fps: float | None = None,
-        eta_s: float | None = None,
-        stage: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> bool:
-        """Record progress (also a heartbeat). Returns True when cancel was requested."""
+    def update_progress(self, job_id: int, progress: Progress, *, worker_id: str | None = None) -> bool:
+        """Record progress (also a heartbeat); an unknown total or an empty ``stage`` keeps the one recorded
+        before. Returns True when cancel was requested."""
+        p = progress
         with self._write() as con:
             return self._report(
                 con,
@@ -376,14 +369,8 @@ class JobStore:
                 worker_id,
                 "UPDATE jobs SET frames_done = ?, frames_total = COALESCE(?, frames_total), fps = ?, eta_s = ?, "
                 "stage = COALESCE(?, stage), heartbeat_at = ?",
-                (
-                    frames_done,
-                    frames_total,
-                    fps,
-                    eta_s,
-                    None if stage is None else json.dumps(stage),
-                    self._clock(),
-                ),
+                (p.frames_done, p.frames_total, p.fps, p.eta_s, json.dumps(p.stage) if p.stage else None,
+                 self._clock()),
             )
 
     def set_resume(self, job_id: int, data: dict[str, Any], *, worker_id: str | None = None) -> None:

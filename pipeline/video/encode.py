@@ -21,6 +21,7 @@ import uuid
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from pipeline.errors import Cancelled, FacestationError
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
-from pipeline.types import EncoderPreset
+from pipeline.types import EncoderPreset, Frame
 from pipeline.video import builders, encoders, ffmpeg
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
@@ -40,6 +41,20 @@ _SDR_DEFAULTS = {"bt709": ("bt709", "bt709", "bt709"), "smpte170m": ("smpte170m"
 
 class EncodeError(FacestationError):
     """ffmpeg failed while writing the output (disk full, bad parameters...)."""
+
+
+class FrameSink(Protocol):
+    """Where a render's frames go: an :class:`Encoder`, or anything that writes frames like one (the
+    segments of a resumable job, see pipeline.jobs.segments)."""
+
+    encoder: str
+    encoder_reason: str
+
+    def write(self, frame: Frame) -> None: ...
+
+    def close(self) -> Path: ...
+
+    def abort(self) -> None: ...
 
 
 def output_colors(source: VideoInfo | None, height: int) -> tuple[str, list[str]]:
@@ -180,13 +195,21 @@ def encoder_for(
     info: VideoInfo,
     settings: Settings,
     *,
+    size: tuple[int, int] | None = None,
+    audio: bool = True,
     models: list[str] | tuple[str, ...] = (),
     cancel: threading.Event | None = None,
 ) -> Encoder:
-    """An Encoder for a render of ``info`` with the output/trim/audio choices of ``settings``."""
+    """An Encoder for a render of ``info`` with the output/trim/audio choices of ``settings``: the one place
+    where settings become encoder arguments.
+
+    ``size``: the (width, height) of the frames, if not the source's; ``audio=False``: video only (a segment
+    of a resumable job, whose audio is muxed in when the segments are joined).
+    """
+    width, height = size or (info.width, info.height)
     return Encoder(
-        output, width=info.width, height=info.height, fps=info.fps, source=info,
-        start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
+        output, width=width, height=height, fps=info.fps, source=info,
+        start=settings.video.start, end=settings.video.end, keep_audio=audio and settings.video.keep_audio,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
         models=models, cancel=cancel,
     )
