@@ -113,7 +113,8 @@ def for_video(settings: Settings) -> Settings:
 
 
 def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, limit: int = 16) -> int:
-    """``requested`` if fixed; else the batch size past which detect+swap+enhance throughput stops improving."""
+    """``requested`` if fixed; else the batch size past which detect+swap+enhance throughput stops
+    improving."""
     if requested != "auto":
         return int(requested)
     faces = processor.select(frame, processor.detect([frame])[0])
@@ -192,17 +193,19 @@ class Render:
         self._inbox = {name: _Pipe(s.execution.queue_size, self._stop) for name in STAGES[1:]}
         self._started = time.perf_counter()
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()
-        threads = [self._thread("decode", self._decode, first, frames_in), self._thread("detect", self._detect),
-                   self._thread("swap", self._swap), self._thread("enhance", self._enhance),
-                   self._thread("blend", self._blend), self._thread("encode", self._encode, sink)]
+        threads = [self._thread("decode", self._decode, first, frames_in),
+                   self._thread("detect", self._detect), self._thread("swap", self._swap),
+                   self._thread("enhance", self._enhance), self._thread("blend", self._blend),
+                   self._thread("encode", self._encode, sink)]
         path = self._wait(threads, sink, frames_in)
         seconds = time.perf_counter() - self._started
         self.control.report(self._progress(final=True))
         return RenderResult(
-            output=path, frames=self._done, seconds=round(seconds, 3), fps=round(self._done / max(seconds, 1e-9), 2),
-            batch_size=self.batch, encoder=sink.encoder, encoder_reason=sink.encoder_reason,
-            stage_s=self._stage_seconds(), models=self.processor.models, notices=list(self.processor.notices),
-            faces_swapped=self._faces, peak_rss_mb=round(self._peak_rss, 1),
+            output=path, frames=self._done, seconds=round(seconds, 3),
+            fps=round(self._done / max(seconds, 1e-9), 2), batch_size=self.batch, encoder=sink.encoder,
+            encoder_reason=sink.encoder_reason, stage_s=self._stage_seconds(), models=self.processor.models,
+            notices=list(self.processor.notices), faces_swapped=self._faces,
+            peak_rss_mb=round(self._peak_rss, 1),
         )
 
     def _frame_count(self) -> int:
@@ -224,7 +227,8 @@ class Render:
         out.put(_END)
 
     def _detect(self) -> None:
-        """Detect and select the faces of B frames at once; the tracker fills short gaps (it holds frames back)."""
+        """Detect and select the faces of B frames at once; the tracker fills short gaps (it holds frames
+        back for that)."""
         tracker: Tracker[Frame] = Tracker(self.settings.tracker, float(self.info.fps))
         out = self._inbox["swap"]
         for batch in self._batches("detect"):
@@ -291,7 +295,8 @@ class Render:
         return t
 
     def _batches(self, stage: str, size: int | None = None) -> Iterator[list[Any]]:
-        """The items waiting for ``stage``, in lists of ``size`` (default: the batch size), the last maybe shorter."""
+        """The items waiting for ``stage`` in lists of ``size`` (default: the batch size; the last may be
+        shorter)."""
         size = size or self.batch
         batch: list[Any] = []
         for item in self._inbox[stage]:
@@ -321,7 +326,7 @@ class Render:
             yield item
 
     def _wait(self, threads: list[threading.Thread], sink: FrameSink, frames_in: Iterator[Frame]) -> Path:
-        """Wait for every stage and close the sink; on failure or cancel, stop them all and drop the output."""
+        """Wait for every stage and close the sink; on failure or cancel, stop them all, drop the output."""
         try:
             for t in threads:
                 while t.is_alive():

@@ -63,7 +63,8 @@ def _no_ffmpeg_children() -> bool:
 def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.mp4"
     seen = []
-    result = render(ONE, [photos.grace_hopper_path()], face_clip, out, control=RunControl(seen.append, every=0.0))
+    result = render(ONE, [photos.grace_hopper_path()], face_clip, out,
+                    control=RunControl(seen.append, every=0.0))
     assert result.frames == count_frames(face_clip) == count_frames(out) == 45
     info = stream_info(out)
     kinds = {s["codec_type"] for s in info["streams"]}
@@ -122,6 +123,27 @@ def test_cancel_stops_quickly_and_leaves_nothing(face_clip: Path, tmp_path: Path
     assert time.time() - started < 15
     assert not out.exists() and not list(tmp_path.glob(".*partial*"))
     assert _no_ffmpeg_children()
+
+
+def test_enhance_is_its_own_stage_with_its_own_time(face_clip: Path, tmp_path: Path) -> None:
+    from tests.surrogates import install_surrogate
+
+    install_surrogate("gfpgan_1.4")
+    settings = apply_overrides(ONE, ["enhancer.model=gfpgan_1.4", "execution.batch_size=2"])
+    seen = []
+    result = render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "enhanced.mp4",
+                    control=RunControl(seen.append, every=0.0))
+    assert result.frames == 45 and "gfpgan_1.4" in result.models
+    assert result.stage_s["enhance"] > 0 and seen[-1].stage_s["enhance"] == result.stage_s["enhance"]
+
+
+def test_a_render_writes_to_an_output_or_a_sink(face_clip: Path, tmp_path: Path) -> None:
+    processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
+    with pytest.raises(ValueError, match="exactly one"):
+        Render(ONE, [], face_clip, processor=processor)
+    with pytest.raises(ValueError, match="exactly one"):
+        Render(ONE, [], face_clip, tmp_path / "o.mp4", processor=processor,
+               sink=lambda w, h: None)  # type: ignore[arg-type, return-value]
 
 
 def test_trim(face_clip: Path, tmp_path: Path) -> None:

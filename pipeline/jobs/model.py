@@ -49,7 +49,8 @@ class JobNotFound(UserError):
 
 
 class IllegalTransition(UserError):
-    """The job is in a state where that action makes no sense (cancel a finished job, delete a running one)."""
+    """The job is in a state where that action makes no sense (cancel a finished job, delete a running
+    one)."""
 
 
 def check(action: Action, job_id: int, current: JobState) -> None:

@@ -45,7 +45,8 @@ def segment_seconds() -> float:
 
 @dataclass
 class JobContext:
-    """What a running job may do besides rendering. Its callbacks raise ``ClaimLost`` if the job was taken away."""
+    """What a running job may do besides rendering. Its callbacks raise ``ClaimLost`` if the job was taken
+    away."""
 
     control: RunControl  # cancel, its reason, and where progress goes
     save_resume: Callable[[dict[str, Any]], None]
@@ -68,7 +69,8 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     return VideoJob(job, ctx).run()
 
 
-def _image(settings: Settings, sources: list[Path], target: Path, output: Path, ctx: JobContext) -> dict[str, Any]:
+def _image(settings: Settings, sources: list[Path], target: Path, output: Path,
+           ctx: JobContext) -> dict[str, Any]:
     from pipeline.process import swap_image
 
     if ctx.control.cancelled:
@@ -102,7 +104,8 @@ class VideoJob:
                                              self.settings)
         segments.clear_work(self.work, keep=self.done)  # stale or unrecorded files from an earlier attempt
         segments.remove_temp_outputs(self.output, job.id)
-        self.complete = bool(job.resume.get("complete")) and len(self.done) == len(job.resume.get("segments", []))
+        recorded = job.resume.get("segments", [])
+        self.complete = bool(job.resume.get("complete")) and len(self.done) == len(recorded)
         self.next_frame = sum(s.frames for s in self.done)
         self._lock = threading.Lock()
 
@@ -121,10 +124,11 @@ class VideoJob:
         frames = sum(s.frames for s in self.done)
         self.ctx.control.report(Progress(frames, stage={"step": "joining segments"}))
         segments.join_segments(self.done, self.work, self.output, job_id=self.job.id, source=self.info,
-                               settings=self.settings, models=processor.models, cancel=self.ctx.control.cancel)
+                               settings=self.settings, models=processor.models,
+                               cancel=self.ctx.control.cancel)
         self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
-        return {"output": str(self.output), "kind": "video", "frames": frames, "frames_rendered_now": rendered,
-                "resumed_at": self.next_frame, "segments": len(self.done),
+        return {"output": str(self.output), "kind": "video", "frames": frames,
+                "frames_rendered_now": rendered, "resumed_at": self.next_frame, "segments": len(self.done),
                 "seconds": round(time.perf_counter() - self.started, 3), "models": processor.models,
                 "notices": list(processor.notices), **result_info}
 
@@ -135,14 +139,15 @@ class VideoJob:
         result_info: dict[str, Any]
 
         render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
-                        processor=processor, control=self.ctx.control.relay(self._job_progress), info=self.info,
-                        frames=(self.next_frame, None))
+                        processor=processor, control=self.ctx.control.relay(self._job_progress),
+                        info=self.info, frames=(self.next_frame, None))
         rendered, result_info = 0, {}
         try:
             result = render.run()
             rendered = result.frames
-            result_info = {"encoder": result.encoder, "batch_size": result.batch_size, "stage_s": result.stage_s,
-                           "faces_swapped": result.faces_swapped, "peak_rss_mb": result.peak_rss_mb}
+            result_info = {"encoder": result.encoder, "batch_size": result.batch_size,
+                           "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
+                           "peak_rss_mb": result.peak_rss_mb}
         except BadMedia:
             # resumed exactly at the end (the last segment was recorded, "complete" was not): nothing left
             if not self.done or self.next_frame < self.total - 2:
@@ -159,8 +164,9 @@ class VideoJob:
                        stage={**p.stage, "segments": len(self.done)})
 
     def _segment_writer(self, width: int, height: int) -> segments.SegmentWriter:
-        return segments.SegmentWriter(self.work, first_frame=self.next_frame, segment_frames=self.segment_frames,
-                                      source=self.info, settings=self.settings, size=(width, height),
+        return segments.SegmentWriter(self.work, first_frame=self.next_frame,
+                                      segment_frames=self.segment_frames, source=self.info,
+                                      settings=self.settings, size=(width, height),
                                       on_segment=self._on_segment, cancel=self.ctx.control.cancel)
 
     def _on_segment(self, segment: segments.Segment) -> None:

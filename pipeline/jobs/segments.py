@@ -12,7 +12,8 @@ are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``), the source'
 The resume record (JSON, in the job row)::
 
     {"v": 1, "work": "/.../job-7", "segment_frames": 72, "target": {"size": .., "mtime_ns": ..},
-     "settings": "<sha1 of the settings JSON>", "segments": [{"file": "seg-000000.mkv", "start": 0, "frames": 72}, ...]}
+     "settings": "<sha1 of the settings JSON>",
+     "segments": [{"file": "seg-000000.mkv", "start": 0, "frames": 72}, ...]}
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def usable_segments(record: dict[str, Any], work: Path, segment_frames: int, tar
     length, a missing or emptied file) drops the segment and everything after it.
     """
     if (record.get("v") != RESUME_VERSION or record.get("work") != str(work)
-            or record.get("segment_frames") != segment_frames or record.get("settings") != settings_digest(settings)):
+            or record.get("segment_frames") != segment_frames
+            or record.get("settings") != settings_digest(settings)):
         return []
     try:
         if record.get("target") != fingerprint(target):
@@ -227,7 +229,8 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
     list_file.write_text("".join(_list_line(work / s.file) for s in segments), encoding="utf-8")
     start, end = settings.video.start, settings.video.end
     audio = source if settings.video.keep_audio and source.has_audio else None
-    duration = end - (start or 0.0) if audio is not None and end is not None and end < audio.duration else None
+    trimmed = audio is not None and end is not None and end < audio.duration
+    duration = end - (start or 0.0) if trimmed and end is not None else None
     partial = temp_output(output, job_id)
     cmd = concat_cmd(
         ffmpeg.ffmpeg_exe(), list_file, partial, audio_source=audio.path if audio else None,

@@ -218,7 +218,8 @@ class JobStore:
         return job
 
     def request_cancel(self, job_id: int) -> Job:
-        """A queued job is cancelled at once; a running one is flagged and its worker stops at the next report."""
+        """A queued job is cancelled at once; a running one is flagged and its worker stops at the next
+        report."""
         with self._write() as con:
             job = self._fetch(con, job_id)
             check("cancel", job_id, job.state)
@@ -245,7 +246,8 @@ class JobStore:
             return self._fetch(con, job_id)
 
     def move(self, job_id: int, to: Move | int) -> Job:
-        """Reorder a queued job: ``up``/``down`` one place, ``top``/``bottom``, or to an index (0 = next to run)."""
+        """Reorder a queued job: ``up``/``down`` one place, ``top``/``bottom``, or to an index (0 = next to
+        run)."""
         with self._write() as con:
             job = self._fetch(con, job_id)
             check("move", job_id, job.state)
@@ -354,7 +356,8 @@ class JobStore:
         return bool(con.execute("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     def heartbeat(self, job_id: int, worker_id: str) -> bool:
-        """Say "still alive". Returns True when cancel was requested; raises ClaimLost if the job was taken away."""
+        """Say "still alive". Returns True when cancel was requested; raises ClaimLost if the job was taken
+        away."""
         with self._write() as con:
             return self._report(con, job_id, worker_id, "UPDATE jobs SET heartbeat_at = ?", (self._clock(),))
 
@@ -367,8 +370,8 @@ class JobStore:
                 con,
                 job_id,
                 worker_id,
-                "UPDATE jobs SET frames_done = ?, frames_total = COALESCE(?, frames_total), fps = ?, eta_s = ?, "
-                "stage = COALESCE(?, stage), heartbeat_at = ?",
+                "UPDATE jobs SET frames_done = ?, frames_total = COALESCE(?, frames_total), fps = ?, "
+                "eta_s = ?, stage = COALESCE(?, stage), heartbeat_at = ?",
                 (p.frames_done, p.frames_total, p.fps, p.eta_s, json.dumps(p.stage) if p.stage else None,
                  self._clock()),
             )
@@ -378,7 +381,8 @@ class JobStore:
         with self._write() as con:
             # progress was made: earlier crashes no longer count against max_attempts (only
             # attempts that die without finishing a segment do)
-            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, attempts = 1", (json.dumps(data),))
+            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, attempts = 1",
+                         (json.dumps(data),))
 
     def append_log(self, job_id: int, text: str) -> None:
         """Append to the job's log; only the last ``log_limit`` characters are kept."""

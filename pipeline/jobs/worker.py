@@ -44,12 +44,14 @@ T = TypeVar("T")
 
 
 def default_worker_id(device: str | None = None) -> str:
-    """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the settings)."""
+    """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the
+    settings)."""
     return f"{socket.gethostname()}/{device or os.environ.get('FACESTATION_DEVICE') or 'default'}"
 
 
 def open_store(path: str | Path | None = None) -> JobStore:
-    """The queue, with ``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS`` applied if set."""
+    """The queue, with ``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS`` applied if
+    set."""
     kwargs: dict[str, Any] = {}
     for var, key, kind in (("FACESTATION_QUEUE_STALE_AFTER", "stale_after", float),
                            ("FACESTATION_QUEUE_MAX_ATTEMPTS", "max_attempts", int)):
@@ -125,7 +127,8 @@ class Worker:
     # ------------------------------------------------------------------ loop
 
     def run(self, once: bool = False, stop_event: threading.Event | None = None) -> int:
-        """Run jobs until ``stop_event`` is set (or, with ``once``, until the queue is empty). Returns jobs run."""
+        """Run jobs until ``stop_event`` is set (or, with ``once``, until the queue is empty). Returns jobs
+        run."""
         stop = stop_event or threading.Event()
         with worker_lock(self.store, self.worker_id):
             released = self.store.release_worker(self.worker_id)
@@ -180,8 +183,8 @@ class Worker:
             self.current = None
         self.jobs_done += 1
         notes = "; ".join(summary.get("notices", []))
-        self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s"
-                          + (f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else "")
+        resumed = f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else ""
+        self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s{resumed}"
                           + (f"; {notes}" if notes else ""))
         try:
             final = self.store.finish(job.id, "done", worker_id=self.worker_id)
@@ -237,7 +240,8 @@ class Worker:
         except Exception as exc:  # a log line must never break a job
             log.warning("job %d: could not write its log: %s", job_id, exc)
 
-    def _monitor(self, job_id: int, control: RunControl, stop: threading.Event, done: threading.Event) -> None:
+    def _monitor(self, job_id: int, control: RunControl, stop: threading.Event,
+                 done: threading.Event) -> None:
         """Heartbeats, cancel requests and worker stop, while the job runs."""
         next_beat = time.monotonic() + self.heartbeat_every
         while not done.wait(self.poll_cancel):
@@ -284,13 +288,15 @@ class WorkerHandle:
         return self.thread.is_alive()
 
     def stop(self, timeout: float = 15.0) -> bool:
-        """Stop the worker; a running job is interrupted and re-queued (it resumes later). True if it ended."""
+        """Stop the worker; a running job is interrupted and re-queued (it resumes later). True if it
+        ended."""
         self.stop_event.set()
         self.thread.join(timeout)
         return not self.thread.is_alive()
 
 
-def start_in_thread(store: JobStore | None = None, worker_id: str | None = None, **kwargs: Any) -> WorkerHandle:
+def start_in_thread(store: JobStore | None = None, worker_id: str | None = None,
+                    **kwargs: Any) -> WorkerHandle:
     """Start a worker in a daemon thread (the web UI does this at launch)."""
     handle = WorkerHandle(Worker(store or open_store(), worker_id, **kwargs))
     handle.thread.start()

@@ -107,7 +107,8 @@ class Encoder:
         if audio is not None and end is not None and end < audio.duration:
             audio_duration = end - (start or 0.0)
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        self.partial = self.output.with_name(f".{self.output.stem}.{uuid.uuid4().hex[:8]}.partial{self.output.suffix}")
+        self.partial = self.output.with_name(
+            f".{self.output.stem}.{uuid.uuid4().hex[:8]}.partial{self.output.suffix}")
         cmd = builders.encode_cmd(
             exe, self.partial, width=out_w, height=out_h, fps=fps,
             video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
@@ -130,7 +131,8 @@ class Encoder:
             raise EncodeError("write() after close() or abort()")
         if frame.shape != (self.height, self.width, 3) or frame.dtype != np.uint8:
             self.abort()
-            raise ValueError(f"expected a {self.height}x{self.width}x3 uint8 frame, got {frame.shape} {frame.dtype}")
+            raise ValueError(f"expected a {self.height}x{self.width}x3 uint8 frame, "
+                             f"got {frame.shape} {frame.dtype}")
         self._check_cancel()
         if self._pad is not None:
             h, w = self.height, self.width
@@ -145,7 +147,8 @@ class Encoder:
             self._process.wait()
             message = self._process.last_error()
             self.abort()
-            raise EncodeError(f"encoding {self.output.name} failed at frame {self.frames}: {message}") from exc
+            raise EncodeError(f"encoding {self.output.name} failed at frame {self.frames}: "
+                              f"{message}") from exc
         self.frames += 1
 
     def close(self) -> Path:
@@ -178,7 +181,8 @@ class Encoder:
     def __enter__(self) -> Encoder:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
         else:
