@@ -115,10 +115,7 @@ class VideoJob:
         if self.done:
             self.ctx.log(f"resuming at frame {self.next_frame} ({len(self.done)} finished segments kept)")
         processor = FaceProcessor(self.settings, list(self.job.sources))
-        result_info: dict[str, Any]
-        rendered, result_info = 0, {}
-        if not self.complete:
-            rendered, result_info = self._render_rest(processor)
+        rendered, result_info = (0, {}) if self.complete else self._render_rest(processor)
         if self.ctx.control.cancelled:
             raise Cancelled("job cancelled")
         frames = sum(s.frames for s in self.done)
@@ -136,12 +133,11 @@ class VideoJob:
         """Render from ``next_frame`` to the end into segments; (frames rendered, render details)."""
         from pipeline.render import Render
 
-        result_info: dict[str, Any]
-
         render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
                         processor=processor, control=self.ctx.control.relay(self._job_progress),
                         info=self.info, frames=(self.next_frame, None))
-        rendered, result_info = 0, {}
+        rendered = 0
+        result_info: dict[str, Any] = {}
         try:
             result = render.run()
             rendered = result.frames
