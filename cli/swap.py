@@ -13,7 +13,7 @@ from pipeline.media import check_output, check_video_output, kind_of
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
-    from pipeline.render import Progress
+    from pipeline.progress import Progress
 
 
 def register(sub: Any) -> None:
@@ -52,13 +52,15 @@ def cmd_swap(args: argparse.Namespace) -> int:
 def swap_video(settings: Settings, sources: list[Path], target: Path, output: Path,
                show_progress: bool = True) -> dict[str, Any]:
     """Render a video; a progress bar on stderr when it is a terminal. Returns the render's summary."""
+    from pipeline.progress import RunControl
     from pipeline.render import render
     from pipeline.video.probe import probe
 
     check_video_output(output)
     info = probe(target)
     show = show_progress and sys.stderr.isatty()
-    result = render(settings, sources, target, output, info=info, progress=progress_bar if show else None)
+    result = render(settings, sources, target, output, info=info,
+                    control=RunControl(progress_bar if show else None))
     if show:
         print(file=sys.stderr)
     if result.faces_swapped == 0:
@@ -74,4 +76,4 @@ def progress_bar(p: Progress) -> None:
     filled = int(frac * width)
     eta = f"{p.eta_s:5.0f}s" if p.eta_s is not None else "   ?s"
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {p.frames_done}/{p.frames_total} "
-          f"{p.fps:5.1f} fps ETA {eta}", end="", file=sys.stderr, flush=True)
+          f"{p.fps or 0.0:5.1f} fps ETA {eta}", end="", file=sys.stderr, flush=True)

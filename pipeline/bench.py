@@ -36,7 +36,8 @@ def default_face() -> Path:
     try:
         import matplotlib
     except ImportError:
-        raise UserError("bench needs a face: pass --source IMG (and --target VIDEO), or install matplotlib") from None
+        raise UserError("bench needs a face: pass --source IMG (and --target VIDEO), "
+                        "or install matplotlib") from None
     path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
     if not path.is_file():
         raise UserError("bench needs a face: pass --source IMG")
@@ -60,7 +61,8 @@ def make_test_clip(path: Path, face: Path, seconds: float = 10.0, size: tuple[in
             dx, dy = 0.15 * w * np.sin(2 * np.pi * t), 0.05 * h * np.cos(2 * np.pi * t)
             m = np.array([[scale, 0, w / 2 - scale * img.shape[1] / 2 + dx],
                           [0, scale, h / 2 - scale * img.shape[0] / 2 + dy]], np.float32)
-            enc.write(cv2.warpAffine(img, m, (w, h), dst=background.copy(), borderMode=cv2.BORDER_TRANSPARENT))
+            enc.write(cv2.warpAffine(img, m, (w, h), dst=background.copy(),
+                                     borderMode=cv2.BORDER_TRANSPARENT))
     return path
 
 
@@ -90,7 +92,8 @@ def _temp_frames(processor: FaceProcessor, target: Path, out: Path, s: Settings,
     frames_dir.mkdir(exist_ok=True)
     exe = ffmpeg.ffmpeg_exe()
     started = time.perf_counter()
-    subprocess.run([exe, "-v", "error", "-i", str(target), "-vsync", "0", str(frames_dir / "%06d.png")], check=True)
+    subprocess.run([exe, "-v", "error", "-i", str(target), "-vsync", "0", str(frames_dir / "%06d.png")],
+                   check=True)
     for png in sorted(frames_dir.glob("*.png")):
         frame: Frame | None = cv2.imread(str(png))  # type: ignore[assignment]
         if frame is None:
@@ -118,9 +121,9 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
     processor.process([next(iter(read_frames(target, info=info)))])  # warm the models
     transcode = _loop(target, workdir / "transcode.mp4", settings, None)
     naive = _loop(target, workdir / "naive.mp4", settings, processor)
-    temp_frames = _temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir) if with_temp else None
-    result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info,
-                    cancel=threading.Event()).run()
+    temp_frames = (_temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir)
+                   if with_temp else None)
+    result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info).run()
     return {
         "clip": {"path": str(target), "width": info.width, "height": info.height, "fps": float(info.fps),
                  "frames": info.frame_count},

@@ -183,7 +183,9 @@ def preview(
     proc = processor(settings, sources)
     detected = proc.detect([frame])[0]
     chosen = proc.select(frame, detected)
-    items = proc.swap([frame], [chosen])[0]
+    swapped = proc.swap([frame], [chosen])
+    proc.enhance([frame], swapped)
+    items = swapped[0]
     out = proc.blend(frame, items)
     if overlay:
         outlines = [(proc.mask if it.mask is None else it.mask, it.matrix) for it in items]

@@ -1,15 +1,18 @@
-"""The video render: decode -> detect -> track -> swap -> blend -> encode as concurrent stages.
+"""The video render: decode -> detect (+ track) -> swap -> enhance -> blend -> encode as concurrent stages.
 
-Each stage is one thread that takes items in order from a bounded queue and hands results on in order,
-so decode, inference, paste-back and encoding overlap while memory stays bounded whatever the clip
-length (at most ``execution.queue_size`` frames wait between two stages, plus the tracker's look-ahead).
-Batches are formed across frames: the detector sees B frames at once and the swapper every crop of those
-B frames. ``execution.batch_size=auto`` probes 1, 2, 4, 8… on the first frame and keeps the size past
-which throughput stops improving.
+Each stage is one thread (a method of :class:`Render`) that takes items in order from a bounded queue and
+hands results on in order, so decode, inference, paste-back and encoding overlap while memory stays
+bounded whatever the clip length (at most ``execution.queue_size`` items wait in front of each stage,
+plus the tracker's look-ahead). Batches are formed across frames: the detector sees B frames at once,
+the swapper and the enhancer every crop of those B frames. ``execution.batch_size=auto`` probes 1, 2, 4,
+8... on the first frame and keeps the size past which throughput stops improving. The frames go to a
+frame sink: an encoder on the output file (:func:`pipeline.video.encode.encoder_for`), or the segments
+of a resumable job.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -17,39 +20,26 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import psutil
 
 from pipeline.errors import Cancelled, UserError
 from pipeline.faces.track import Tracker
 from pipeline.process import FaceProcessor
+from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
 from pipeline.types import Face, Frame
 from pipeline.video.decode import read_frames
-from pipeline.video.encode import Encoder
+from pipeline.video.encode import FrameSink, encoder_for
 from pipeline.video.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
 
-STAGES = ("decode", "detect", "swap", "blend", "encode")
+STAGES = ("decode", "detect", "swap", "enhance", "blend", "encode")
 _END = object()
 
-
-@dataclass
-class Progress:
-    frames_done: int
-    frames_total: int
-    fps: float
-    eta_s: float | None
-    elapsed_s: float
-    stage_s: dict[str, float]
-    batch_size: int
-    rss_mb: float
-    device_mb: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+SinkFactory = Callable[[int, int], FrameSink]  # (width, height) of the frames -> where they go
 
 
 @dataclass
@@ -72,19 +62,6 @@ class RenderResult:
         d["output"] = str(self.output)
         d["kind"] = "video"
         return d
-
-
-class FrameSink(Protocol):
-    """Where rendered frames go: an :class:`Encoder`, or anything that writes frames like one."""
-
-    encoder: str
-    encoder_reason: str
-
-    def write(self, frame: Frame) -> None: ...
-
-    def close(self) -> Path: ...
-
-    def abort(self) -> None: ...
 
 
 class _Stop(Exception):
@@ -134,7 +111,8 @@ def for_video(settings: Settings) -> Settings:
 
 
 def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, limit: int = 16) -> int:
-    """``requested`` if fixed; else the batch size past which detect+swap throughput stops improving."""
+    """``requested`` if fixed; else the batch size past which detect+swap+enhance throughput stops
+    improving."""
     if requested != "auto":
         return int(requested)
     faces = processor.select(frame, processor.detect([frame])[0])
@@ -144,7 +122,7 @@ def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | s
         frames = [frame] * b
         started = time.perf_counter()
         processor.detect(frames)
-        processor.swap(frames, [faces] * b)
+        processor.enhance(frames, processor.swap(frames, [faces] * b))
         rate = b / max(1e-6, time.perf_counter() - started)
         log.debug("batch %d: %.1f frames/s", b, rate)
         if rate < best_rate * 1.05:  # less than 5 % better: stop growing
@@ -167,39 +145,143 @@ def _device_mb() -> float | None:
 
 
 class Render:
-    """One video render. ``run()`` blocks; ``cancel`` (an Event) stops it within about a second."""
+    """One video render. ``run()`` blocks; ``control.stop()`` stops it within about a second."""
 
-    def __init__(self, settings: Settings, sources: Sequence[Path | str], target: Path | str, output: Path | str, *,
-                 processor: FaceProcessor | None = None, cancel: threading.Event | None = None,
-                 progress: Callable[[Progress], None] | None = None, progress_every: float = 0.5,
-                 info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None,
-                 sink: Callable[[int, int], FrameSink] | None = None) -> None:
-        """``frames=(a, b)``: render only frames a..b-1 of the (trimmed) clip, picked by index (b None: to
-        the end); progress counts from a. ``sink(width, height)``: where frames go instead of an
-        :class:`Encoder` on ``output`` (a resumable job writes segments); it must have ``write``,
-        ``close`` (-> Path), ``abort``, ``encoder`` and ``encoder_reason``."""
-        settings = for_video(settings)
-        self.settings = settings
+    def __init__(self, settings: Settings, sources: Sequence[Path | str], target: Path | str,
+                 output: Path | str | None = None, *, sink: SinkFactory | None = None,
+                 processor: FaceProcessor | None = None, control: RunControl | None = None,
+                 info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None) -> None:
+        """Frames go to ``output`` (a video file) or to ``sink(width, height)`` (a resumable job's segments),
+        never both. ``frames=(a, b)``: render only frames a..b-1 of the (trimmed) clip, picked by index
+        (b None: to the end); progress counts from a. ``control``: cancel, and where progress goes."""
+        if (output is None) == (sink is None):
+            raise ValueError("a render writes to an output file or to a sink: give exactly one")
+        self.settings = for_video(settings)
         self.frames = frames
-        self.sink = sink
-        self.target, self.output = Path(target), Path(output)
+        self.target = Path(target)
+        self.output = None if output is None else Path(output)
         self.info = info or probe(self.target)
-        self.processor = processor or FaceProcessor(settings, list(sources))
-        self.cancel = cancel or threading.Event()
-        self.progress = progress
-        self.progress_every = progress_every
-        self._stop = threading.Event()
+        self.processor = processor or FaceProcessor(self.settings, list(sources))
+        self.control = control or RunControl()
+        self.open_sink: SinkFactory = sink or self._output_encoder
+        self.batch = 1
+        self._stop = threading.Event()  # set when the render ends, fails or is cancelled: every stage leaves
         self._errors: list[BaseException] = []
+        self._inbox: dict[str, _Pipe] = {}  # the queue in front of each stage after decode
         self._busy = dict.fromkeys(STAGES, 0.0)
-        self._done = 0
-        self._faces = 0
-        self._peak_rss = 0.0
+        self._total = self._done = self._faces = 0
+        self._started = self._peak_rss = 0.0
 
-    # --- stages ---------------------------------------------------------------------------------------
-    def _stage(self, name: str, body: Callable[[], None]) -> threading.Thread:
+    def _output_encoder(self, width: int, height: int) -> FrameSink:
+        assert self.output is not None
+        return encoder_for(self.output, self.info, self.settings, size=(width, height),
+                           models=self.processor.models, cancel=self._stop)
+
+    def run(self) -> RenderResult:
+        self._total = self._frame_count()
+        s, info = self.settings, self.info
+        frames_in = read_frames(info.path, info=info, start=s.video.start, end=s.video.end, cancel=self._stop,
+                                frames=self.frames)
+        first = next(frames_in, None)
+        if first is None:
+            raise UserError(f"{info.path.name}: no frames to process in the chosen range")
+        self.batch = choose_batch_size(self.processor, first, s.execution.batch_size)
+        log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
+        sink = self.open_sink(first.shape[1], first.shape[0])
+        self._inbox = {name: _Pipe(s.execution.queue_size, self._stop) for name in STAGES[1:]}
+        self._started = time.perf_counter()
+        threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()
+        threads = [self._thread("decode", self._decode, first, frames_in),
+                   self._thread("detect", self._detect), self._thread("swap", self._swap),
+                   self._thread("enhance", self._enhance), self._thread("blend", self._blend),
+                   self._thread("encode", self._encode, sink)]
+        path = self._wait(threads, sink, frames_in)
+        seconds = time.perf_counter() - self._started
+        self.control.report(self._progress(final=True))
+        return RenderResult(
+            output=path, frames=self._done, seconds=round(seconds, 3),
+            fps=round(self._done / max(seconds, 1e-9), 2), batch_size=self.batch, encoder=sink.encoder,
+            encoder_reason=sink.encoder_reason, stage_s=self._stage_seconds(), models=self.processor.models,
+            notices=list(self.processor.notices), faces_swapped=self._faces,
+            peak_rss_mb=round(self._peak_rss, 1),
+        )
+
+    def _frame_count(self) -> int:
+        start, end = self.settings.video.start, self.settings.video.end
+        if start is not None and end is not None and end <= start:
+            raise UserError(f"video.end ({end}) must be after video.start ({start})")
+        total = self.info.frames_between(start, end)
+        if self.frames is not None:
+            first_i, stop_i = self.frames
+            total = max(0, min(total, stop_i if stop_i is not None else total) - first_i)
+        return total
+
+    # --- stages: one thread each, in order ------------------------------------------------------------
+    def _decode(self, first: Frame, frames_in: Iterator[Frame]) -> None:
+        out = self._inbox["detect"]
+        out.put(first)
+        for frame in self._timed("decode", frames_in):
+            out.put(frame)
+        out.put(_END)
+
+    def _detect(self) -> None:
+        """Detect and select the faces of B frames at once; the tracker fills short gaps (it holds frames
+        back for that)."""
+        tracker: Tracker[Frame] = Tracker(self.settings.tracker, float(self.info.fps))
+        out = self._inbox["swap"]
+        for batch in self._batches("detect"):
+            ready: list[tuple[Frame, list[Face]]] = []
+            with self._timing("detect"):
+                found = self.processor.detect(batch)
+                for frame, faces in zip(batch, found, strict=True):
+                    ready.extend(tracker.push(frame, self.processor.select(frame, faces), frame))
+            for item in ready:
+                out.put(item)
+        for item in tracker.flush():
+            out.put(item)
+        out.put(_END)
+
+    def _swap(self) -> None:
+        out = self._inbox["enhance"]
+        for batch in self._batches("swap"):
+            frames = [frame for frame, _ in batch]
+            with self._timing("swap"):
+                swapped = self.processor.swap(frames, [faces for _, faces in batch])
+            for pair in zip(frames, swapped, strict=True):
+                out.put(pair)
+        out.put(_END)
+
+    def _enhance(self) -> None:
+        out = self._inbox["blend"]
+        for batch in self._batches("enhance", self.batch if self.processor.enhances else 1):
+            with self._timing("enhance"):
+                self.processor.enhance([frame for frame, _ in batch], [items for _, items in batch])
+            for pair in batch:
+                out.put(pair)
+        out.put(_END)
+
+    def _blend(self) -> None:
+        out = self._inbox["encode"]
+        for frame, items in self._inbox["blend"]:
+            with self._timing("blend"):
+                self._faces += len(items)
+                frame = self.processor.blend(frame, items, inplace=True)
+            out.put(frame)
+        out.put(_END)
+
+    def _encode(self, sink: FrameSink) -> None:
+        for frame in self._inbox["encode"]:
+            with self._timing("encode"):
+                sink.write(frame)
+            self._done += 1
+            if self.control.due():
+                self.control.report(self._progress())
+
+    # --- running the stages ---------------------------------------------------------------------------
+    def _thread(self, name: str, body: Callable[..., None], *args: Any) -> threading.Thread:
         def run() -> None:
             try:
-                body()
+                body(*args)
             except _Stop:
                 pass
             except BaseException as exc:  # handed to the caller of run()
@@ -210,7 +292,27 @@ class Render:
         t.start()
         return t
 
-    def _timed(self, name: str, items: Iterable[Any]) -> Iterator[Any]:
+    def _batches(self, stage: str, size: int | None = None) -> Iterator[list[Any]]:
+        """The items waiting for ``stage`` in lists of ``size`` (default: the batch size; the last may be
+        shorter)."""
+        size = size or self.batch
+        batch: list[Any] = []
+        for item in self._inbox[stage]:
+            batch.append(item)
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    @contextlib.contextmanager
+    def _timing(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        self._busy[stage] += time.perf_counter() - started
+
+    def _timed(self, stage: str, items: Iterable[Any]) -> Iterator[Any]:
+        """``items``, with the time spent waiting for each counted as ``stage``'s."""
         it = iter(items)
         while True:
             started = time.perf_counter()
@@ -218,167 +320,58 @@ class Render:
                 item = next(it)
             except StopIteration:
                 return
-            self._busy[name] += time.perf_counter() - started
+            self._busy[stage] += time.perf_counter() - started
             yield item
 
-    def run(self) -> RenderResult:
-        s, info = self.settings, self.info
-        start, end = s.video.start, s.video.end
-        if start is not None and end is not None and end <= start:
-            raise UserError(f"video.end ({end}) must be after video.start ({start})")
-        total = info.frames_between(start, end)
-        if self.frames is not None:
-            first_i, stop_i = self.frames
-            total = max(0, min(total, stop_i if stop_i is not None else total) - first_i)
-        qsize = s.execution.queue_size
-        frames_in = read_frames(info.path, info=info, start=start, end=end, cancel=self._stop, frames=self.frames)
-        first = next(frames_in, None)
-        if first is None:
-            raise UserError(f"{info.path.name}: no frames to process in the chosen range")
-        self.batch = choose_batch_size(self.processor, first, s.execution.batch_size)
-        log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
-        encoder: FrameSink
-        if self.sink is not None:
-            encoder = self.sink(first.shape[1], first.shape[0])
-        else:
-            encoder = Encoder(self.output, width=first.shape[1], height=first.shape[0], fps=info.fps, source=info,
-                              start=start, end=end, keep_audio=s.video.keep_audio, encoder=s.output.encoder,
-                              quality=s.output.quality, preset=s.output.preset, models=self.processor.models,
-                              cancel=self._stop)
-        decoded, detected, swapped, blended = (_Pipe(qsize, self._stop) for _ in range(4))
-        started = time.perf_counter()
-        watcher = threading.Thread(target=self._watch_cancel, daemon=True)
-        watcher.start()
-
-        def decode() -> None:
-            decoded.put(first)
-            for frame in self._timed("decode", frames_in):
-                decoded.put(frame)
-            decoded.put(_END)
-
-        def detect() -> None:
-            tracker: Tracker[Frame] = Tracker(s.tracker, float(info.fps))
-            batch: list[Frame] = []
-
-            def run_batch() -> None:
-                t0 = time.perf_counter()
-                found = self.processor.detect(batch)
-                ready: list[tuple[Frame, list[Face]]] = []
-                for frame, faces in zip(batch, found, strict=True):
-                    ready.extend(tracker.push(frame, self.processor.select(frame, faces), frame))
-                self._busy["detect"] += time.perf_counter() - t0
-                for item in ready:
-                    detected.put(item)
-                batch.clear()
-
-            for frame in decoded:
-                batch.append(frame)
-                if len(batch) >= self.batch:
-                    run_batch()
-            if batch:
-                run_batch()
-            for item in tracker.flush():
-                detected.put(item)
-            detected.put(_END)
-
-        def swap() -> None:
-            batch: list[tuple[Frame, list[Face]]] = []
-
-            def run_batch() -> None:
-                t0 = time.perf_counter()
-                frames = [f for f, _ in batch]
-                items = self.processor.swap(frames, [faces for _, faces in batch])
-                self._busy["swap"] += time.perf_counter() - t0
-                for frame, its in zip(frames, items, strict=True):
-                    swapped.put((frame, its))
-                batch.clear()
-
-            for frame, faces in detected:
-                batch.append((frame, faces))
-                if len(batch) >= self.batch:
-                    run_batch()
-            if batch:
-                run_batch()
-            swapped.put(_END)
-
-        def blend() -> None:
-            for frame, items in swapped:
-                t0 = time.perf_counter()
-                self._faces += len(items)
-                out = self.processor.blend(frame, items, inplace=True)
-                self._busy["blend"] += time.perf_counter() - t0
-                blended.put(out)
-            blended.put(_END)
-
-        def encode() -> None:
-            last = 0.0
-            for frame in blended:
-                t0 = time.perf_counter()
-                encoder.write(frame)
-                self._busy["encode"] += time.perf_counter() - t0
-                self._done += 1
-                now = time.perf_counter()
-                if now - last >= self.progress_every:
-                    last = now
-                    self._report(total, started)
-
-        threads = [self._stage(n, b) for n, b in
-                   (("decode", decode), ("detect", detect), ("swap", swap), ("blend", blend), ("encode", encode))]
+    def _wait(self, threads: list[threading.Thread], sink: FrameSink, frames_in: Iterator[Frame]) -> Path:
+        """Wait for every stage and close the sink; on failure or cancel, stop them all, drop the output."""
         try:
             for t in threads:
                 while t.is_alive():
                     t.join(timeout=0.2)
                     self._sample_rss()
-            if self.cancel.is_set():
+            if self.control.cancelled:
                 raise Cancelled("render cancelled")
             if self._errors:
                 raise self._errors[0]
-            path = encoder.close()
+            return sink.close()
         except BaseException:
             self._stop.set()
             for t in threads:
                 t.join(timeout=5)
-            encoder.abort()
+            sink.abort()
             try:
                 frames_in.close()  # type: ignore[attr-defined]
             except ValueError:  # still running in a stage that did not stop in time
                 log.warning("decoder did not stop within 5 s")
-            if self.cancel.is_set():
+            if self.control.cancelled:
                 raise Cancelled("render cancelled") from None
             raise
         finally:
             self._stop.set()
-        seconds = time.perf_counter() - started
-        self._report(total, started, final=True)
-        return RenderResult(
-            output=path, frames=self._done, seconds=round(seconds, 3), fps=round(self._done / max(seconds, 1e-9), 2),
-            batch_size=self.batch, encoder=encoder.encoder, encoder_reason=encoder.encoder_reason,
-            stage_s={k: round(v, 3) for k, v in self._busy.items()}, models=self.processor.models,
-            notices=list(self.processor.notices), faces_swapped=self._faces, peak_rss_mb=round(self._peak_rss, 1),
-        )
 
     def _watch_cancel(self) -> None:
         while not self._stop.is_set():
-            if self.cancel.wait(0.1):
+            if self.control.cancel.wait(0.1):
                 self._stop.set()
                 return
 
+    # --- progress -------------------------------------------------------------------------------------
     def _sample_rss(self) -> None:
         self._peak_rss = max(self._peak_rss, psutil.Process().memory_info().rss / 1e6)
 
-    def _report(self, total: int, started: float, final: bool = False) -> None:
-        if self.progress is None:
-            return
-        elapsed = time.perf_counter() - started
+    def _stage_seconds(self) -> dict[str, float]:
+        return {k: round(v, 3) for k, v in self._busy.items()}
+
+    def _progress(self, final: bool = False) -> Progress:
+        elapsed = time.perf_counter() - self._started
         fps = self._done / elapsed if elapsed > 0 else 0.0
-        remaining = max(0, total - self._done)
+        remaining = max(0, self._total - self._done)
         self._sample_rss()
-        self.progress(Progress(
-            frames_done=self._done, frames_total=max(total, self._done), fps=round(fps, 2),
-            eta_s=0.0 if final else (round(remaining / fps, 1) if fps > 0 else None), elapsed_s=round(elapsed, 2),
-            stage_s={k: round(v, 3) for k, v in self._busy.items()}, batch_size=self.batch,
-            rss_mb=round(self._peak_rss, 1), device_mb=_device_mb(),
-        ))
+        eta = 0.0 if final else (round(remaining / fps, 1) if fps > 0 else None)
+        return Progress(self._done, max(self._total, self._done), round(fps, 2), eta, {
+            "elapsed_s": round(elapsed, 2), "stage_s": self._stage_seconds(), "batch_size": self.batch,
+            "rss_mb": round(self._peak_rss, 1), "device_mb": _device_mb()})
 
 
 def render(settings: Settings, sources: Sequence[Path | str], target: Path | str, output: Path | str,

@@ -114,7 +114,9 @@ def test_enhance_stage_batches_across_frames_and_respects_blend(tmp_path: Path) 
         return real(crops, blend)
 
     on.enhancer.enhance = counting  # type: ignore[union-attr, method-assign]
-    items = on.swap([target, target[:, ::-1].copy()], [faces, on.select(target[:, ::-1], on.detect([target[:, ::-1]])[0])])
+    frames = [target, target[:, ::-1].copy()]
+    items = on.swap(frames, [faces, on.select(frames[1], on.detect([frames[1]])[0])])
+    on.enhance(frames, items)  # its own stage after the swap
     assert calls == [2]  # both frames' faces in one enhancer batch
     item = items[0][0]
     assert item.result.shape == (512, 512, 3) and item.mask is not None and item.mask.shape == (512, 512)

@@ -13,6 +13,7 @@ from pipeline import paths
 from pipeline.errors import UserError
 from pipeline.jobs.model import IllegalTransition, JobNotFound
 from pipeline.jobs.store import SCHEMA_VERSION, ClaimLost, JobStore
+from pipeline.progress import Progress
 from pipeline.settings import Settings, validate
 
 
@@ -109,24 +110,22 @@ def test_worker_reports(tmp_path: Path) -> None:
     (a,) = _add(store)
     store.claim_next("w1")
     assert (
-        store.update_progress(
-            a, frames_done=10, frames_total=300, fps=25.0, eta_s=11.6, stage={"swap": 0.02}, worker_id="w1"
-        )
+        store.update_progress(a, Progress(10, 300, 25.0, 11.6, {"stage_s": {"swap": 0.02}}), worker_id="w1")
         is False
     )
-    assert store.update_progress(a, frames_done=20, fps=26.0, eta_s=10.8, worker_id="w1") is False
+    assert store.update_progress(a, Progress(20, fps=26.0, eta_s=10.8), worker_id="w1") is False
     store.set_resume(a, {"segments": ["seg000.mkv", "seg001.mkv"]}, worker_id="w1")
     for i in range(20):
         store.append_log(a, f"line {i:02d}")
     job = store.get(a)
     assert job.progress.frames_done == 20 and job.progress.frames_total == 300 and job.progress.fps == 26.0
-    assert job.progress.stage == {"swap": 0.02} and job.progress.fraction == pytest.approx(20 / 300)
+    assert job.progress.stage_s == {"swap": 0.02} and job.progress.fraction == pytest.approx(20 / 300)
     assert job.resume == {"segments": ["seg000.mkv", "seg001.mkv"]}
     assert len(job.log) <= 100 and job.log.endswith("line 19\n") and "line 00" not in job.log
     with pytest.raises(ClaimLost):
         store.heartbeat(a, "w2")
     with pytest.raises(ClaimLost):
-        store.update_progress(a, frames_done=1, worker_id="w2")
+        store.update_progress(a, Progress(1), worker_id="w2")
     with pytest.raises(ClaimLost):
         store.finish(a, "done", worker_id="w2")
     assert store.get(a).progress.frames_done == 20  # the impostor changed nothing
@@ -142,7 +141,7 @@ def test_cancel(tmp_path: Path) -> None:
     running = store.request_cancel(a)
     assert running.state == "running" and running.cancel_requested
     assert store.heartbeat(a, "w1") is True
-    assert store.update_progress(a, frames_done=5, worker_id="w1") is True
+    assert store.update_progress(a, Progress(5), worker_id="w1") is True
     assert store.finish(a, "cancelled", worker_id="w1").state == "cancelled"
     with pytest.raises(IllegalTransition, match="cannot cancel"):
         store.request_cancel(a)
@@ -284,7 +283,7 @@ def _claimer(db: str, worker: str, expected: int, start: Any, results: multiproc
                 break
             time.sleep(0.001)
             continue
-        store.update_progress(job.id, frames_done=1, frames_total=1, worker_id=worker)
+        store.update_progress(job.id, Progress(1, 1), worker_id=worker)
         store.append_log(job.id, f"done by {worker}")
         store.finish(job.id, "done", worker_id=worker)
         mine.append(job.id)

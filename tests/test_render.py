@@ -17,6 +17,7 @@ from pipeline.faces.recognise import cosine, embed_faces
 from pipeline.faces.sface import SFaceRecogniser
 from pipeline.faces.yunet import YuNetDetector
 from pipeline.process import FaceProcessor
+from pipeline.progress import RunControl
 from pipeline.render import Render, render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.video.decode import read_frames
@@ -62,7 +63,8 @@ def _no_ffmpeg_children() -> bool:
 def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.mp4"
     seen = []
-    result = render(ONE, [photos.grace_hopper_path()], face_clip, out, progress=seen.append, progress_every=0.0)
+    result = render(ONE, [photos.grace_hopper_path()], face_clip, out,
+                    control=RunControl(seen.append, every=0.0))
     assert result.frames == count_frames(face_clip) == count_frames(out) == 45
     info = stream_info(out)
     kinds = {s["codec_type"] for s in info["streams"]}
@@ -73,7 +75,7 @@ def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_pa
     gains = _identity_gain(face_clip, out)
     assert gains and min(gains) >= 0.2, gains
     assert seen[-1].frames_done == 45 and seen[-1].eta_s == 0.0
-    assert set(result.stage_s) == {"decode", "detect", "swap", "blend", "encode"}
+    assert set(result.stage_s) == {"decode", "detect", "swap", "enhance", "blend", "encode"}
     assert _no_ffmpeg_children()
 
 
@@ -113,14 +115,35 @@ def test_cancel_stops_quickly_and_leaves_nothing(face_clip: Path, tmp_path: Path
     long_clip = make_clip(tmp_path / "long.mp4", seconds=20, size=(480, 360), face_image=photos.astronaut())
     out = tmp_path / "cancelled.mp4"
     cancel = threading.Event()
-    job = Render(ONE, [photos.grace_hopper_path()], long_clip, out, cancel=cancel,
-                 progress=lambda p: cancel.set() if p.frames_done >= 20 else None, progress_every=0.0)
+    control = RunControl(lambda p: cancel.set() if p.frames_done >= 20 else None, every=0.0, cancel=cancel)
+    job = Render(ONE, [photos.grace_hopper_path()], long_clip, out, control=control)
     started = time.time()
     with pytest.raises(Cancelled):
         job.run()
     assert time.time() - started < 15
     assert not out.exists() and not list(tmp_path.glob(".*partial*"))
     assert _no_ffmpeg_children()
+
+
+def test_enhance_is_its_own_stage_with_its_own_time(face_clip: Path, tmp_path: Path) -> None:
+    from tests.surrogates import install_surrogate
+
+    install_surrogate("gfpgan_1.4")
+    settings = apply_overrides(ONE, ["enhancer.model=gfpgan_1.4", "execution.batch_size=2"])
+    seen = []
+    result = render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "enhanced.mp4",
+                    control=RunControl(seen.append, every=0.0))
+    assert result.frames == 45 and "gfpgan_1.4" in result.models
+    assert result.stage_s["enhance"] > 0 and seen[-1].stage_s["enhance"] == result.stage_s["enhance"]
+
+
+def test_a_render_writes_to_an_output_or_a_sink(face_clip: Path, tmp_path: Path) -> None:
+    processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
+    with pytest.raises(ValueError, match="exactly one"):
+        Render(ONE, [], face_clip, processor=processor)
+    with pytest.raises(ValueError, match="exactly one"):
+        Render(ONE, [], face_clip, tmp_path / "o.mp4", processor=processor,
+               sink=lambda w, h: None)  # type: ignore[arg-type, return-value]
 
 
 def test_trim(face_clip: Path, tmp_path: Path) -> None:

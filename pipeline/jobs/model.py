@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pipeline.errors import UserError
+from pipeline.progress import Progress
 from pipeline.settings import Settings, validate
 
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
@@ -48,7 +49,8 @@ class JobNotFound(UserError):
 
 
 class IllegalTransition(UserError):
-    """The job is in a state where that action makes no sense (cancel a finished job, delete a running one)."""
+    """The job is in a state where that action makes no sense (cancel a finished job, delete a running
+    one)."""
 
 
 def check(action: Action, job_id: int, current: JobState) -> None:
@@ -59,21 +61,6 @@ def check(action: Action, job_id: int, current: JobState) -> None:
         raise IllegalTransition(
             f"cannot {action} job {job_id}: it is {current}" + (f" ({hint})" if hint else "")
         )
-
-
-@dataclass(frozen=True)
-class Progress:
-    frames_done: int = 0
-    frames_total: int | None = None
-    fps: float | None = None
-    eta_s: float | None = None
-    stage: dict[str, Any] = field(default_factory=dict)  # per-stage timings, device memory, current step...
-
-    @property
-    def fraction(self) -> float | None:
-        if not self.frames_total:
-            return None
-        return min(1.0, self.frames_done / self.frames_total)
 
 
 @dataclass(frozen=True)
@@ -91,7 +78,7 @@ class Job:
     created_at: float
     started_at: float | None
     finished_at: float | None
-    progress: Progress
+    progress: Progress  # pipeline.progress.Progress, kept in the columns frames_done .. eta_s and stage
     log: str
     error: str | None
     attempts: int

@@ -1,8 +1,8 @@
 """What executes one claimed job: an image swap, or a segmented (resumable) video render.
 
 The runner knows nothing about threads or heartbeats: the worker hands it a :class:`JobContext`
-(cancel event, progress and resume callbacks) and gets back a summary dict or an exception
-(:class:`~pipeline.errors.Cancelled` when the cancel event stopped it).
+(a :class:`~pipeline.progress.RunControl` for cancel and progress, the resume and log callbacks) and
+gets back a summary dict or an exception (:class:`~pipeline.errors.Cancelled` when the run was stopped).
 """
 
 from __future__ import annotations
@@ -12,16 +12,21 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline import paths
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.image import is_image_path
 from pipeline.jobs import segments
 from pipeline.jobs.model import Job
+from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from pipeline.process import FaceProcessor
+    from pipeline.video.probe import VideoInfo
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +45,10 @@ def segment_seconds() -> float:
 
 @dataclass
 class JobContext:
-    """What a running job may do besides rendering. The callbacks raise ``ClaimLost`` if the job was taken away."""
+    """What a running job may do besides rendering. Its callbacks raise ``ClaimLost`` if the job was taken
+    away."""
 
-    cancel: threading.Event
-    progress: Callable[[int, int | None, float | None, float | None, dict[str, Any]], None]
+    control: RunControl  # cancel, its reason, and where progress goes
     save_resume: Callable[[dict[str, Any]], None]
     log: Callable[[str], None]
     segment_seconds: float = DEFAULT_SEGMENT_SECONDS
@@ -61,93 +66,113 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     target, output = Path(job.target), Path(job.output)
     if is_image_path(target):
         return _image(settings, sources, target, output, ctx)
-    return _video(job, settings, sources, target, output, ctx)
+    return VideoJob(job, ctx).run()
 
 
-def _image(settings: Settings, sources: list[Path], target: Path, output: Path, ctx: JobContext) -> dict[str, Any]:
+def _image(settings: Settings, sources: list[Path], target: Path, output: Path,
+           ctx: JobContext) -> dict[str, Any]:
     from pipeline.process import swap_image
 
-    if ctx.cancel.is_set():
+    if ctx.control.cancelled:
         raise Cancelled("job cancelled")
-    ctx.progress(0, 1, None, None, {"step": "image"})
+    ctx.control.report(Progress(0, 1, stage={"step": "image"}))
     summary = swap_image(settings, sources, target, output)
-    if ctx.cancel.is_set():  # cancelled while the swap ran: the user asked for no output
+    if ctx.control.cancelled:  # cancelled while the swap ran: the user asked for no output
         output.unlink(missing_ok=True)
         raise Cancelled("job cancelled")
-    ctx.progress(1, 1, None, 0.0, {"step": "done"})
+    ctx.control.report(Progress(1, 1, eta_s=0.0, stage={"step": "done"}))
     return summary
 
 
-def _video(job: Job, settings: Settings, sources: list[Path], target: Path, output: Path,
-           ctx: JobContext) -> dict[str, Any]:
-    from pipeline.media import check_video_output
-    from pipeline.process import FaceProcessor
-    from pipeline.render import Progress, Render
-    from pipeline.video.probe import probe
+class VideoJob:
+    """A video job as finished segments: keep what an earlier attempt finished, render the rest segment by
+    segment (each recorded as soon as it is complete), then join them with the audio into the output."""
 
-    check_video_output(output)
-    started = time.perf_counter()
-    info = probe(target)
-    total = info.frames_between(settings.video.start, settings.video.end)
-    seg_frames = segments.segment_frames_for(info.fps, ctx.segment_seconds)
-    work = work_dir(job.id)
-    done = segments.usable_segments(job.resume, work, seg_frames, target, settings)
-    segments.clear_work(work, keep=done)  # stale or unrecorded files from an earlier attempt
-    segments.remove_temp_outputs(output, job.id)
-    complete = bool(job.resume.get("complete")) and len(done) == len(job.resume.get("segments", []))
-    next_frame = sum(s.frames for s in done)
-    if done:
-        ctx.log(f"resuming at frame {next_frame} ({len(done)} finished segments kept)")
-    lock = threading.Lock()
+    def __init__(self, job: Job, ctx: JobContext) -> None:
+        from pipeline.media import check_video_output
+        from pipeline.video.probe import probe
 
-    def record(extra: dict[str, Any] | None = None) -> None:
-        data = segments.resume_record(work, seg_frames, target, settings, done)
-        ctx.save_resume({**data, **(extra or {})})
+        self.job, self.ctx, self.settings = job, ctx, job.settings
+        self.target, self.output = Path(job.target), Path(job.output)
+        check_video_output(self.output)
+        self.started = time.perf_counter()
+        self.info: VideoInfo = probe(self.target)
+        self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
+        self.segment_frames = segments.segment_frames_for(self.info.fps, ctx.segment_seconds)
+        self.work = work_dir(job.id)
+        self.done = segments.usable_segments(job.resume, self.work, self.segment_frames, self.target,
+                                             self.settings)
+        segments.clear_work(self.work, keep=self.done)  # stale or unrecorded files from an earlier attempt
+        segments.remove_temp_outputs(self.output, job.id)
+        recorded = job.resume.get("segments", [])
+        self.complete = bool(job.resume.get("complete")) and len(self.done) == len(recorded)
+        self.next_frame = sum(s.frames for s in self.done)
+        self._lock = threading.Lock()
 
-    def on_segment(segment: segments.Segment) -> None:
-        with lock:
-            done.append(segment)
-            record()
+    def run(self) -> dict[str, Any]:
+        from pipeline.process import FaceProcessor
 
-    processor = FaceProcessor(settings, list(sources))
-    rendered = 0
-    result_info: dict[str, Any] = {}
-    if not complete:
-        def on_progress(p: Progress) -> None:
-            ctx.progress(next_frame + p.frames_done, max(total, next_frame + p.frames_total), p.fps, p.eta_s,
-                         {"stage_s": p.stage_s, "batch_size": p.batch_size, "rss_mb": p.rss_mb,
-                          "device_mb": p.device_mb, "segments": len(done)})
+        if self.done:
+            self.ctx.log(f"resuming at frame {self.next_frame} ({len(self.done)} finished segments kept)")
+        processor = FaceProcessor(self.settings, list(self.job.sources))
+        rendered, result_info = (0, {}) if self.complete else self._render_rest(processor)
+        if self.ctx.control.cancelled:
+            raise Cancelled("job cancelled")
+        frames = sum(s.frames for s in self.done)
+        self.ctx.control.report(Progress(frames, stage={"step": "joining segments"}))
+        segments.join_segments(self.done, self.work, self.output, job_id=self.job.id, source=self.info,
+                               settings=self.settings, models=processor.models,
+                               cancel=self.ctx.control.cancel)
+        self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
+        return {"output": str(self.output), "kind": "video", "frames": frames,
+                "frames_rendered_now": rendered, "resumed_at": self.next_frame, "segments": len(self.done),
+                "seconds": round(time.perf_counter() - self.started, 3), "models": processor.models,
+                "notices": list(processor.notices), **result_info}
 
-        def sink(width: int, height: int) -> segments.SegmentWriter:
-            return segments.SegmentWriter(work, first_frame=next_frame, segment_frames=seg_frames, width=width,
-                                          height=height, fps=info.fps, source=info, settings=settings,
-                                          on_segment=on_segment, cancel=ctx.cancel)
+    def _render_rest(self, processor: FaceProcessor) -> tuple[int, dict[str, Any]]:
+        """Render from ``next_frame`` to the end into segments; (frames rendered, render details)."""
+        from pipeline.render import Render
 
-        render = Render(settings, sources, target, work / "unused", processor=processor, cancel=ctx.cancel,
-                        progress=on_progress, info=info, frames=(next_frame, None), sink=sink)
+        render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
+                        processor=processor, control=self.ctx.control.relay(self._job_progress),
+                        info=self.info, frames=(self.next_frame, None))
+        rendered = 0
+        result_info: dict[str, Any] = {}
         try:
             result = render.run()
             rendered = result.frames
-            result_info = {"encoder": result.encoder, "batch_size": result.batch_size, "stage_s": result.stage_s,
-                           "faces_swapped": result.faces_swapped, "peak_rss_mb": result.peak_rss_mb}
+            result_info = {"encoder": result.encoder, "batch_size": result.batch_size,
+                           "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
+                           "peak_rss_mb": result.peak_rss_mb}
         except BadMedia:
             # resumed exactly at the end (the last segment was recorded, "complete" was not): nothing left
-            if not done or next_frame < total - 2:
+            if not self.done or self.next_frame < self.total - 2:
                 raise
-            log.info("job %d: no frames after %d, the segments are complete", job.id, next_frame)
-        with lock:
-            record({"complete": True})
-    if ctx.cancel.is_set():
-        raise Cancelled("job cancelled")
-    ctx.progress(sum(s.frames for s in done), None, None, None, {"step": "joining segments"})
-    segments.join_segments(done, work, output, job_id=job.id, source=info, settings=settings,
-                           models=processor.models, cancel=ctx.cancel)
-    frames = sum(s.frames for s in done)
-    ctx.progress(frames, frames, None, 0.0, {"step": "done"})
-    seconds = time.perf_counter() - started
-    return {"output": str(output), "kind": "video", "frames": frames, "frames_rendered_now": rendered,
-            "resumed_at": next_frame, "segments": len(done), "seconds": round(seconds, 3),
-            "models": processor.models, "notices": list(processor.notices), **result_info}
+            log.info("job %d: no frames after %d, the segments are complete", self.job.id, self.next_frame)
+        with self._lock:
+            self._record({"complete": True})
+        return rendered, result_info
+
+    def _job_progress(self, p: Progress) -> Progress:
+        """The render's progress (counted from ``next_frame``) as the whole job's."""
+        return replace(p, frames_done=self.next_frame + p.frames_done,
+                       frames_total=max(self.total, self.next_frame + (p.frames_total or 0)),
+                       stage={**p.stage, "segments": len(self.done)})
+
+    def _segment_writer(self, width: int, height: int) -> segments.SegmentWriter:
+        return segments.SegmentWriter(self.work, first_frame=self.next_frame,
+                                      segment_frames=self.segment_frames, source=self.info,
+                                      settings=self.settings, size=(width, height),
+                                      on_segment=self._on_segment, cancel=self.ctx.control.cancel)
+
+    def _on_segment(self, segment: segments.Segment) -> None:
+        with self._lock:
+            self.done.append(segment)
+            self._record()
+
+    def _record(self, extra: dict[str, Any] | None = None) -> None:
+        data = segments.resume_record(self.work, self.segment_frames, self.target, self.settings, self.done)
+        self.ctx.save_resume({**data, **(extra or {})})
 
 
 def discard(job_id: int, output: Path | str) -> None:

@@ -12,7 +12,8 @@ are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``), the source'
 The resume record (JSON, in the job row)::
 
     {"v": 1, "work": "/.../job-7", "segment_frames": 72, "target": {"size": .., "mtime_ns": ..},
-     "settings": "<sha1 of the settings JSON>", "segments": [{"file": "seg-000000.mkv", "start": 0, "frames": 72}, ...]}
+     "settings": "<sha1 of the settings JSON>",
+     "segments": [{"file": "seg-000000.mkv", "start": 0, "frames": 72}, ...]}
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pipeline.errors import Cancelled, FacestationError
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.video import builders, ffmpeg
-from pipeline.video.encode import Encoder
+from pipeline.video.encode import Encoder, encoder_for
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
 
@@ -89,7 +90,8 @@ def usable_segments(record: dict[str, Any], work: Path, segment_frames: int, tar
     length, a missing or emptied file) drops the segment and everything after it.
     """
     if (record.get("v") != RESUME_VERSION or record.get("work") != str(work)
-            or record.get("segment_frames") != segment_frames or record.get("settings") != settings_digest(settings)):
+            or record.get("segment_frames") != segment_frames
+            or record.get("settings") != settings_digest(settings)):
         return []
     try:
         if record.get("target") != fingerprint(target):
@@ -124,22 +126,19 @@ def clear_work(work: Path, keep: list[Segment] | None = None) -> None:
 
 
 class SegmentWriter:
-    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment every N frames.
+    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment every N frames, each
+    encoded like a one-piece render of ``source`` with ``settings`` (:func:`encoder_for`), without audio.
 
     ``on_segment(segment)`` is called (from the encode thread) as soon as each segment file is complete.
     """
 
-    def __init__(self, work: Path, *, first_frame: int, segment_frames: int, width: int, height: int,
-                 fps: Fraction | float, source: VideoInfo, settings: Settings,
-                 on_segment: Callable[[Segment], None], cancel: threading.Event | None = None) -> None:
+    def __init__(self, work: Path, *, first_frame: int, segment_frames: int, source: VideoInfo,
+                 settings: Settings, size: tuple[int, int], on_segment: Callable[[Segment], None],
+                 cancel: threading.Event | None = None) -> None:
         self.work = work
         self.next_start = first_frame
         self.segment_frames = segment_frames
-        self._kw: dict[str, Any] = {
-            "width": width, "height": height, "fps": fps, "source": source, "keep_audio": False,
-            "encoder": settings.output.encoder, "quality": settings.output.quality,
-            "preset": settings.output.preset, "cancel": cancel,
-        }
+        self.source, self.settings, self.size, self.cancel = source, settings, size, cancel
         self.on_segment = on_segment
         self._current: Encoder | None = None
         self._start = first_frame
@@ -150,7 +149,8 @@ class SegmentWriter:
     def write(self, frame: np.ndarray) -> None:
         if self._current is None:
             self._start = self.next_start
-            self._current = Encoder(self.work / segment_name(self._start), **self._kw)
+            self._current = encoder_for(self.work / segment_name(self._start), self.source, self.settings,
+                                        size=self.size, audio=False, cancel=self.cancel)
             self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
         self._current.write(frame)
         if self._current.frames >= self.segment_frames:
@@ -227,7 +227,8 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
     list_file.write_text("".join(_list_line(work / s.file) for s in segments), encoding="utf-8")
     start, end = settings.video.start, settings.video.end
     audio = source if settings.video.keep_audio and source.has_audio else None
-    duration = end - (start or 0.0) if audio is not None and end is not None and end < audio.duration else None
+    trimmed = audio is not None and end is not None and end < audio.duration
+    duration = end - (start or 0.0) if trimmed and end is not None else None
     partial = temp_output(output, job_id)
     cmd = concat_cmd(
         ffmpeg.ffmpeg_exe(), list_file, partial, audio_source=audio.path if audio else None,

@@ -36,6 +36,7 @@ from pipeline.jobs.model import (
     JobState,
     check,
 )
+from pipeline.progress import Progress
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -217,7 +218,8 @@ class JobStore:
         return job
 
     def request_cancel(self, job_id: int) -> Job:
-        """A queued job is cancelled at once; a running one is flagged and its worker stops at the next report."""
+        """A queued job is cancelled at once; a running one is flagged and its worker stops at the next
+        report."""
         with self._write() as con:
             job = self._fetch(con, job_id)
             check("cancel", job_id, job.state)
@@ -244,7 +246,8 @@ class JobStore:
             return self._fetch(con, job_id)
 
     def move(self, job_id: int, to: Move | int) -> Job:
-        """Reorder a queued job: ``up``/``down`` one place, ``top``/``bottom``, or to an index (0 = next to run)."""
+        """Reorder a queued job: ``up``/``down`` one place, ``top``/``bottom``, or to an index (0 = next to
+        run)."""
         with self._write() as con:
             job = self._fetch(con, job_id)
             check("move", job_id, job.state)
@@ -353,37 +356,24 @@ class JobStore:
         return bool(con.execute("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     def heartbeat(self, job_id: int, worker_id: str) -> bool:
-        """Say "still alive". Returns True when cancel was requested; raises ClaimLost if the job was taken away."""
+        """Say "still alive". Returns True when cancel was requested; raises ClaimLost if the job was taken
+        away."""
         with self._write() as con:
             return self._report(con, job_id, worker_id, "UPDATE jobs SET heartbeat_at = ?", (self._clock(),))
 
-    def update_progress(
-        self,
-        job_id: int,
-        *,
-        frames_done: int,
-        frames_total: int | None = None,
-        fps: float | None = None,
-        eta_s: float | None = None,
-        stage: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> bool:
-        """Record progress (also a heartbeat). Returns True when cancel was requested."""
+    def update_progress(self, job_id: int, progress: Progress, *, worker_id: str | None = None) -> bool:
+        """Record progress (also a heartbeat); an unknown total or an empty ``stage`` keeps the one recorded
+        before. Returns True when cancel was requested."""
+        p = progress
         with self._write() as con:
             return self._report(
                 con,
                 job_id,
                 worker_id,
-                "UPDATE jobs SET frames_done = ?, frames_total = COALESCE(?, frames_total), fps = ?, eta_s = ?, "
-                "stage = COALESCE(?, stage), heartbeat_at = ?",
-                (
-                    frames_done,
-                    frames_total,
-                    fps,
-                    eta_s,
-                    None if stage is None else json.dumps(stage),
-                    self._clock(),
-                ),
+                "UPDATE jobs SET frames_done = ?, frames_total = COALESCE(?, frames_total), fps = ?, "
+                "eta_s = ?, stage = COALESCE(?, stage), heartbeat_at = ?",
+                (p.frames_done, p.frames_total, p.fps, p.eta_s, json.dumps(p.stage) if p.stage else None,
+                 self._clock()),
             )
 
     def set_resume(self, job_id: int, data: dict[str, Any], *, worker_id: str | None = None) -> None:
@@ -391,7 +381,8 @@ class JobStore:
         with self._write() as con:
             # progress was made: earlier crashes no longer count against max_attempts (only
             # attempts that die without finishing a segment do)
-            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, attempts = 1", (json.dumps(data),))
+            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, attempts = 1",
+                         (json.dumps(data),))
 
     def append_log(self, job_id: int, text: str) -> None:
         """Append to the job's log; only the last ``log_limit`` characters are kept."""

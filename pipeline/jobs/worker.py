@@ -17,6 +17,7 @@ a worker that is killed, or a machine that reboots, shows as stale and the job i
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -34,15 +35,18 @@ from pipeline.jobs import runner
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import open_store
 from pipeline.jobs.store import ClaimLost, JobStore
+from pipeline.progress import Progress, RunControl
 
 log = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 12
+PROGRESS_EVERY = 0.5  # seconds between two progress writes of a running job
 T = TypeVar("T")
 
 
 def default_worker_id(device: str | None = None) -> str:
-    """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the settings)."""
+    """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the
+    settings)."""
     return f"{socket.gethostname()}/{device or os.environ.get('FACESTATION_DEVICE') or 'default'}"
 
 
@@ -109,7 +113,8 @@ class Worker:
     # ------------------------------------------------------------------ loop
 
     def run(self, once: bool = False, stop_event: threading.Event | None = None) -> int:
-        """Run jobs until ``stop_event`` is set (or, with ``once``, until the queue is empty). Returns jobs run."""
+        """Run jobs until ``stop_event`` is set (or, with ``once``, until the queue is empty). Returns jobs
+        run."""
         stop = stop_event or threading.Event()
         with worker_lock(self.store, self.worker_id):
             released = self.store.release_worker(self.worker_id)
@@ -136,46 +141,27 @@ class Worker:
     def run_job(self, job: Job, stop: threading.Event | None = None) -> Job | None:
         """Run a claimed job to its end state; returns the final row (None if the claim was lost)."""
         stop = stop or threading.Event()
-        cancel = threading.Event()  # set on user cancel, worker stop or a lost claim
-        why: dict[str, str] = {}
+        control = RunControl(every=PROGRESS_EVERY)  # stopped on user cancel, worker stop or a lost claim
+        control.on_progress = functools.partial(self._store_progress, job.id, control)
         monitor_stop = threading.Event()
-        monitor = threading.Thread(target=self._monitor, args=(job.id, cancel, stop, monitor_stop, why),
+        monitor = threading.Thread(target=self._monitor, args=(job.id, control, stop, monitor_stop),
                                    name=f"job-{job.id}-monitor", daemon=True)
         self.current = job.id
-        last_report = [0.0]
-
-        def progress(done: int, total: int | None, fps: float | None, eta: float | None,
-                     stage: dict[str, Any]) -> None:
-            now = time.monotonic()
-            if now - last_report[0] < 0.5 and eta != 0.0:
-                return
-            last_report[0] = now
-            try:
-                if self._db(self.store.update_progress, job.id, frames_done=done, frames_total=total, fps=fps,
-                            eta_s=eta, stage=stage, worker_id=self.worker_id):
-                    why.setdefault("reason", "cancel")
-                    cancel.set()
-            except ClaimLost:
-                why.setdefault("reason", "lost")
-                cancel.set()
-
-        def save_resume(data: dict[str, Any]) -> None:
-            self._db(self.store.set_resume, job.id, data, worker_id=self.worker_id)
-
-        ctx = runner.JobContext(cancel=cancel, progress=progress, save_resume=save_resume,
-                                log=lambda text: self._log(job.id, text), segment_seconds=self.segment_seconds)
+        ctx = runner.JobContext(
+            control=control, save_resume=functools.partial(self._save_resume, job.id),
+            log=functools.partial(self._log, job.id), segment_seconds=self.segment_seconds)
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
             summary = runner.execute(job, ctx)
         except Cancelled:
-            return self._stopped(job, why.get("reason", "cancel"))
+            return self._stopped(job, control.reason or "cancel")
         except ClaimLost as exc:
             log.warning("job %d: %s; leaving it to its new holder", job.id, exc)
             return None
         except Exception as exc:  # any failure ends this job, never the worker
-            if why.get("reason") in ("stop", "lost"):
-                return self._stopped(job, why["reason"])
+            if control.reason in ("stop", "lost"):
+                return self._stopped(job, control.reason)
             return self._failed(job, exc)
         finally:
             monitor_stop.set()
@@ -183,8 +169,8 @@ class Worker:
             self.current = None
         self.jobs_done += 1
         notes = "; ".join(summary.get("notices", []))
-        self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s"
-                          + (f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else "")
+        resumed = f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else ""
+        self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s{resumed}"
                           + (f"; {notes}" if notes else ""))
         try:
             final = self.store.finish(job.id, "done", worker_id=self.worker_id)
@@ -193,6 +179,17 @@ class Worker:
             return None
         runner.discard(job.id, job.output)
         return final
+
+    def _store_progress(self, job_id: int, control: RunControl, progress: Progress) -> None:
+        """Write a job's progress to the store (from any thread); its answer may stop the job."""
+        try:
+            if self._db(self.store.update_progress, job_id, progress, worker_id=self.worker_id):
+                control.stop("cancel")
+        except ClaimLost:
+            control.stop("lost")
+
+    def _save_resume(self, job_id: int, data: dict[str, Any]) -> None:
+        self._db(self.store.set_resume, job_id, data, worker_id=self.worker_id)
 
     def _stopped(self, job: Job, reason: str) -> Job | None:
         if reason == "lost":
@@ -229,26 +226,22 @@ class Worker:
         except Exception as exc:  # a log line must never break a job
             log.warning("job %d: could not write its log: %s", job_id, exc)
 
-    def _monitor(self, job_id: int, cancel: threading.Event, stop: threading.Event,
-                 done: threading.Event, why: dict[str, str]) -> None:
+    def _monitor(self, job_id: int, control: RunControl, stop: threading.Event,
+                 done: threading.Event) -> None:
         """Heartbeats, cancel requests and worker stop, while the job runs."""
         next_beat = time.monotonic() + self.heartbeat_every
         while not done.wait(self.poll_cancel):
             try:
                 if stop.is_set():
-                    why.setdefault("reason", "stop")
-                    cancel.set()
+                    control.stop("stop")
                 elif time.monotonic() >= next_beat:
                     next_beat = time.monotonic() + self.heartbeat_every
                     if self.store.heartbeat(job_id, self.worker_id):
-                        why.setdefault("reason", "cancel")
-                        cancel.set()
+                        control.stop("cancel")
                 elif self.store.get(job_id).cancel_requested:
-                    why.setdefault("reason", "cancel")
-                    cancel.set()
+                    control.stop("cancel")
             except ClaimLost:
-                why.setdefault("reason", "lost")
-                cancel.set()
+                control.stop("lost")
             except Exception as exc:  # a locked or busy database: try again at the next tick
                 log.warning("job %d monitor: %s", job_id, exc)
         self.store.close()  # this thread's connection
@@ -281,13 +274,15 @@ class WorkerHandle:
         return self.thread.is_alive()
 
     def stop(self, timeout: float = 15.0) -> bool:
-        """Stop the worker; a running job is interrupted and re-queued (it resumes later). True if it ended."""
+        """Stop the worker; a running job is interrupted and re-queued (it resumes later). True if it
+        ended."""
         self.stop_event.set()
         self.thread.join(timeout)
         return not self.thread.is_alive()
 
 
-def start_in_thread(store: JobStore | None = None, worker_id: str | None = None, **kwargs: Any) -> WorkerHandle:
+def start_in_thread(store: JobStore | None = None, worker_id: str | None = None,
+                    **kwargs: Any) -> WorkerHandle:
     """Start a worker in a daemon thread (the web UI does this at launch)."""
     handle = WorkerHandle(Worker(store or open_store(), worker_id, **kwargs))
     handle.thread.start()

@@ -21,6 +21,7 @@ import uuid
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from pipeline.errors import Cancelled, FacestationError
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
-from pipeline.types import EncoderPreset
+from pipeline.types import EncoderPreset, Frame
 from pipeline.video import builders, encoders, ffmpeg
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
@@ -40,6 +41,20 @@ _SDR_DEFAULTS = {"bt709": ("bt709", "bt709", "bt709"), "smpte170m": ("smpte170m"
 
 class EncodeError(FacestationError):
     """ffmpeg failed while writing the output (disk full, bad parameters...)."""
+
+
+class FrameSink(Protocol):
+    """Where a render's frames go: an :class:`Encoder`, or anything that writes frames like one (the
+    segments of a resumable job, see pipeline.jobs.segments)."""
+
+    encoder: str
+    encoder_reason: str
+
+    def write(self, frame: Frame) -> None: ...
+
+    def close(self) -> Path: ...
+
+    def abort(self) -> None: ...
 
 
 def output_colors(source: VideoInfo | None, height: int) -> tuple[str, list[str]]:
@@ -92,7 +107,8 @@ class Encoder:
         if audio is not None and end is not None and end < audio.duration:
             audio_duration = end - (start or 0.0)
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        self.partial = self.output.with_name(f".{self.output.stem}.{uuid.uuid4().hex[:8]}.partial{self.output.suffix}")
+        self.partial = self.output.with_name(
+            f".{self.output.stem}.{uuid.uuid4().hex[:8]}.partial{self.output.suffix}")
         cmd = builders.encode_cmd(
             exe, self.partial, width=out_w, height=out_h, fps=fps,
             video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
@@ -115,7 +131,8 @@ class Encoder:
             raise EncodeError("write() after close() or abort()")
         if frame.shape != (self.height, self.width, 3) or frame.dtype != np.uint8:
             self.abort()
-            raise ValueError(f"expected a {self.height}x{self.width}x3 uint8 frame, got {frame.shape} {frame.dtype}")
+            raise ValueError(f"expected a {self.height}x{self.width}x3 uint8 frame, "
+                             f"got {frame.shape} {frame.dtype}")
         self._check_cancel()
         if self._pad is not None:
             h, w = self.height, self.width
@@ -130,7 +147,8 @@ class Encoder:
             self._process.wait()
             message = self._process.last_error()
             self.abort()
-            raise EncodeError(f"encoding {self.output.name} failed at frame {self.frames}: {message}") from exc
+            raise EncodeError(f"encoding {self.output.name} failed at frame {self.frames}: "
+                              f"{message}") from exc
         self.frames += 1
 
     def close(self) -> Path:
@@ -163,7 +181,8 @@ class Encoder:
     def __enter__(self) -> Encoder:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
         else:
@@ -180,13 +199,21 @@ def encoder_for(
     info: VideoInfo,
     settings: Settings,
     *,
+    size: tuple[int, int] | None = None,
+    audio: bool = True,
     models: list[str] | tuple[str, ...] = (),
     cancel: threading.Event | None = None,
 ) -> Encoder:
-    """An Encoder for a render of ``info`` with the output/trim/audio choices of ``settings``."""
+    """An Encoder for a render of ``info`` with the output/trim/audio choices of ``settings``: the one place
+    where settings become encoder arguments.
+
+    ``size``: the (width, height) of the frames, if not the source's; ``audio=False``: video only (a segment
+    of a resumable job, whose audio is muxed in when the segments are joined).
+    """
+    width, height = size or (info.width, info.height)
     return Encoder(
-        output, width=info.width, height=info.height, fps=info.fps, source=info,
-        start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
+        output, width=width, height=height, fps=info.fps, source=info,
+        start=settings.video.start, end=settings.video.end, keep_audio=audio and settings.video.keep_audio,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
         models=models, cancel=cancel,
     )

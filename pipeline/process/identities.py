@@ -1,0 +1,78 @@
+"""Who goes in and who is replaced: the source faces turned into swapper identities, and the reference
+embeddings that pick the target faces (``selector.reference``, or one reference per source with
+``selector.mapping``: each source image is its own identity, swapped onto the person whose reference image
+has the same position; faces carry the identity index, see faces.mapping)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.errors import NoFaceFound, UserError
+from pipeline.faces import mapping
+from pipeline.image import read_image
+from pipeline.process.models import FaceModels
+from pipeline.types import Embedding, Face, Frame
+
+
+@dataclass
+class Source:
+    label: str
+    frame: Frame
+    face: Face
+
+
+def read_face(models: FaceModels, src: Path | str | Frame, index: int, role: str = "source") -> Source:
+    """The largest face of an image (a path or a BGR frame); a notice says so when there were several."""
+    if isinstance(src, np.ndarray):
+        frame, label = src, f"{role} image {index + 1}"
+    else:
+        frame, label = read_image(src).bgr, Path(src).name
+    faces = models.detector.detect([frame])[0]
+    if not faces:
+        raise NoFaceFound(f"no face found in the {role} image {label}")
+    best = max(faces, key=lambda f: f.area)
+    if len(faces) > 1:
+        x1, y1, x2, y2 = (int(v) for v in best.box)
+        models.notices.append(f"{role} {label} has {len(faces)} faces; "
+                              f"using the largest at ({x1},{y1})-({x2},{y2})")
+    return Source(label, frame, best)
+
+
+class Identities:
+    """The identities to swap in (``prepared`` by the swapper: one per source with a mapping, else one for
+    all sources) and what picks the faces to replace (``references`` with a mapping, ``reference`` in
+    reference mode)."""
+
+    def __init__(self, models: FaceModels, sources: Sequence[Path | str | Frame]) -> None:
+        selector = models.settings.selector
+        swapper = models.swapper
+        self.source_faces = [read_face(models, src, i) for i, src in enumerate(sources)]
+        if not self.source_faces:
+            raise UserError("no source image given")
+        self.references: np.ndarray | None = None  # (M, D) mapping references, one per source
+        self.reference: Embedding | None = None
+        if selector.mapping:
+            if len(selector.mapping) != len(self.source_faces):
+                raise UserError(f"selector.mapping names {len(selector.mapping)} reference image(s) but "
+                                f"{len(self.source_faces)} source image(s) were given: "
+                                "give one reference per source")
+            self.prepared = [swapper.prepare_source([(src.frame, src.face)]) for src in self.source_faces]
+            refs = [read_face(models, r, i, role="reference") for i, r in enumerate(selector.mapping)]
+            self.references = np.stack([models.embed(r.frame, [r.face])[0] for r in refs])
+            return
+        self.prepared = [swapper.prepare_source([(src.frame, src.face) for src in self.source_faces])]
+        if selector.mode == "reference":
+            if not selector.reference:
+                raise UserError("selector.mode=reference needs selector.reference=IMAGE "
+                                "(a photo of the person to replace)")
+            ref = read_face(models, selector.reference, -1, role="reference")
+            self.reference = models.embed(ref.frame, [ref.face])[0]
+
+    def index_of(self, face: Face) -> int:
+        """Which identity goes onto ``face``: its mapping position (without a mapping: the one identity)."""
+        who = mapping.identity_of(face) if self.references is not None else 0
+        return min(who, len(self.prepared) - 1)
