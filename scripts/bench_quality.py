@@ -77,12 +77,14 @@ def main() -> int:
         results[label] = swap_ms(processor(*extra)) - swap0
     lm = processor("landmarks.model=2dfan4")
     detected = lm.detect([target])[0]
-    results["landmarks 2dfan4 (select + refine)"] = 1000 * (
-        _best(lambda: lm.select(target, detected), args.repeats) - _best(lambda: plain.select(target, detected), args.repeats))
+    select_lm = _best(lambda: lm.select(target, detected), args.repeats)
+    select_plain = _best(lambda: plain.select(target, detected), args.repeats)
+    results["landmarks 2dfan4 (select + refine)"] = 1000 * (select_lm - select_plain)
     items = plain.swap([target], [face])[0]
     for method in ("reinhard", "mkl", "histogram"):
         proc = processor(f"color.method={method}")
-        results[f"colour {method} + paste"] = 1000 * _best(lambda p=proc: p.blend(target, items), args.repeats)
+        blend_s = _best(lambda p=proc: p.blend(target, items), args.repeats)
+        results[f"colour {method} + paste"] = 1000 * blend_s
     results["paste only (colour none)"] = 1000 * _best(lambda: plain.blend(target, items), args.repeats)
     boosted = processor("swapper.pixel_boost=512")
     big = boosted.swap([target], [face])[0]
