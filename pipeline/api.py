@@ -55,7 +55,7 @@ __all__ = [
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # workspace: the outputs folder, the upload stash, fresh output paths, private copies to hand out
     "outputs_dir", "stash", "output_path", "download_copy",
-    # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker thread
+    # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "delete_job", "start_worker",
     # presets
     "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",

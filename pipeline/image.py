@@ -68,7 +68,8 @@ def read_image(path: Path | str) -> Picture:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         size = f" ({int(found.group(1)) / 1e6:.0f} MP)" if found else ""
         raise BadMedia(
-            f"{path.name} is too large{size}, over the {MAX_PIXELS / 1e6:.0f} MP limit; refused before decoding"
+            f"{path.name} is too large{size}, over the {MAX_PIXELS / 1e6:.0f} MP limit; "
+            "refused before decoding"
         ) from None
     except UnidentifiedImageError:
         raise BadMedia(f"{path.name} is not an image (unrecognised format)") from None

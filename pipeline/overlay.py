@@ -28,11 +28,13 @@ def _thickness(frame: Frame) -> int:
 
 
 def mask_outline(mask: Mask, matrix: Matrix, level: float = 0.5) -> list[npt.NDArray[np.int32]]:
-    """Frame-space polygons where the crop-space ``mask`` (cut by ``matrix``, frame -> crop) crosses ``level``."""
+    """Frame-space polygons where the crop-space ``mask`` (cut by ``matrix``, frame -> crop) crosses
+    ``level``."""
     binary = (np.asarray(mask) >= level).astype(np.uint8)
     contours, _ = cv2.findContours(binary, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     back = invert(matrix)
-    return [np.round(transform_points(c.reshape(-1, 2), back)).astype(np.int32) for c in contours if len(c) >= 3]
+    return [np.round(transform_points(c.reshape(-1, 2), back)).astype(np.int32)
+            for c in contours if len(c) >= 3]
 
 
 def draw_debug(
@@ -60,12 +62,12 @@ def draw_debug(
         x1, y1, x2, y2 = (int(round(float(v))) for v in face.box)
         cv2.rectangle(out, (x1, y1), (x2, y2), colour, thick, cv2.LINE_8)
         scale = 0.4 * thick + 0.2
-        cv2.putText(out, f"{face.score:.2f}", (x1, max(12, y1 - 4)), cv2.FONT_HERSHEY_SIMPLEX, scale, colour, thick,
-                    cv2.LINE_AA)
+        cv2.putText(out, f"{face.score:.2f}", (x1, max(12, y1 - 4)), cv2.FONT_HERSHEY_SIMPLEX, scale, colour,
+                    thick, cv2.LINE_AA)
         distance = _distance(distances, index)
         if distance is not None:
-            cv2.putText(out, f"d={distance:.2f}", (x1, y2 + int(14 * thick)), cv2.FONT_HERSHEY_SIMPLEX, scale, colour,
-                        thick, cv2.LINE_AA)
+            cv2.putText(out, f"d={distance:.2f}", (x1, y2 + int(14 * thick)), cv2.FONT_HERSHEY_SIMPLEX,
+                        scale, colour, thick, cv2.LINE_AA)
         if face.landmarks68 is not None:
             for x, y in np.asarray(face.landmarks68, np.float64):
                 cv2.circle(out, (int(round(x)), int(round(y))), thick, POINTS68, -1, cv2.LINE_8)

@@ -52,8 +52,8 @@ class SelectorSettings(_Section):
     reference: str | None = Field(None, description="image of the person to replace (mode=reference)")
     reference_distance: float = Field(0.6, ge=0.0, le=2.0, description="max cosine distance to the reference")
     min_size: int = Field(0, ge=0, description="ignore faces whose box is smaller than this (px)")
-    mapping: tuple[str, ...] = Field((), description="face mapping: one reference image per source image, in order; "
-                                     "source i replaces the person in reference i (empty = off)")
+    mapping: tuple[str, ...] = Field((), description="face mapping: one reference image per source image, "
+                                     "in order; source i replaces the person in reference i (empty = off)")
 
 
 class SwapperSettings(_Section):
@@ -64,7 +64,8 @@ class SwapperSettings(_Section):
     @field_validator("pixel_boost", mode="before")
     @classmethod
     def _boost_from_text(cls, value: Any) -> Any:
-        return int(value) if isinstance(value, str) and value.strip().isdigit() else value  # --set swapper.pixel_boost=512
+        # from --set swapper.pixel_boost=512
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
 class EnhancerSettings(_Section):
@@ -76,11 +77,13 @@ class EnhancerSettings(_Section):
 class MaskSettings(_Section):
     types: tuple[MaskType, ...] = ("box",)
     blur: Unit = 0.3
-    padding: tuple[int, int, int, int] = Field((0, 0, 0, 0), description="top, right, bottom, left in % of the crop")
+    padding: tuple[int, int, int, int] = Field((0, 0, 0, 0),
+                                               description="top, right, bottom, left in % of the crop")
     occluder: OccluderName = "xseg"
     parser: ParserName = "bisenet_resnet34"
     regions: tuple[FaceRegion, ...] = (
-        "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip", "lower-lip",
+        "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
+        "upper-lip", "lower-lip",
     )
 
     @field_validator("padding")

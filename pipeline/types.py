@@ -52,7 +52,8 @@ SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left"
 ColorMethod = Literal["none", "reinhard", "mkl", "histogram"]
 MaskType = Literal["box", "occlusion", "region", "mouth"]
 FaceRegion = Literal[
-    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip", "lower-lip"
+    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
+    "upper-lip", "lower-lip",
 ]
 Encoder = Literal["auto", "libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc"]
 EncoderPreset = Literal["fastest", "fast", "medium", "slow", "slowest"]

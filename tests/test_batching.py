@@ -21,7 +21,8 @@ def _run(path: Path, target: np.ndarray, source: np.ndarray) -> np.ndarray:
 def _inputs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     source = rng.standard_normal((n, 512)).astype(np.float32)
-    return rng.uniform(0, 1, (n, 3, 128, 128)).astype(np.float32), source / np.linalg.norm(source, axis=1, keepdims=True)
+    target = rng.uniform(0, 1, (n, 3, 128, 128)).astype(np.float32)
+    return target, source / np.linalg.norm(source, axis=1, keepdims=True)
 
 
 def test_dynamic_batch_rewrites_and_matches_batch_one_runs(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from tests.surrogates import install_surrogate
 
 
 def _astronaut_face_in_letterbox(size: int = 640) -> tuple:
-    """The astronaut's face (box + 5 points) as det_10g sees it: the 512 image letterboxed top-left into size²."""
+    """The astronaut's face (box + 5 points) as det_10g sees it: the 512² image letterboxed top-left."""
     face = YuNetDetector().detect([photos.astronaut()])[0][0]
     s = size / 512
     return (*(face.box * s), face.landmarks * s)
@@ -69,7 +69,8 @@ def test_wrong_file_under_a_model_name_is_refused(tmp_path: Path, capsys: pytest
     from tests.surrogates import make_surrogate
 
     make_surrogate("gfpgan_1.4", store.installed_path(catalog.get("inswapper_128")))
-    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(photos.astronaut_path(tmp_path)),
+    code = main(["swap", "--source", str(photos.grace_hopper_path()),
+                 "--target", str(photos.astronaut_path(tmp_path)),
                  "--output", str(tmp_path / "x.png"), "--set", "swapper.model=inswapper_128"])
     err = capsys.readouterr().err
     assert code == 2 and "does not look like inswapper_128" in err and "expected inputs" in err

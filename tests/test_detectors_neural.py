@@ -55,7 +55,8 @@ def test_scrfd_threshold_and_nms_are_applied() -> None:
     install_surrogate("scrfd", faces=FACES, size=640)
     everything = ScrfdDetector("scrfd", score=0.25, nms=1.0).detect([_frame(640, 640)])[0]
     assert len(everything) == 8  # 4 faces × 2 anchors: nothing suppressed at IoU 1.0
-    assert ScrfdDetector("scrfd", score=0.25, nms=0.4).detect([_frame(640, 640)])[0][-1].score == pytest.approx(0.30)
+    kept = ScrfdDetector("scrfd", score=0.25, nms=0.4).detect([_frame(640, 640)])[0]
+    assert kept[-1].score == pytest.approx(0.30)
     assert ScrfdDetector("scrfd", score=0.95).detect([_frame(640, 640)]) == [[]]
 
 
@@ -108,8 +109,8 @@ def test_yolo_face_detector_finds_exactly_the_known_faces() -> None:
     assert len(faces) == 3
     assert [f.score for f in faces] == pytest.approx([0.93, 0.88, 0.81], abs=1e-6)
     for face, (x1, y1, x2, y2, kps, _) in zip(faces, FACES, strict=False):
-        np.testing.assert_allclose(face.box, np.minimum(np.array([x1, y1, x2, y2]) / scale, [960, 600, 960, 600]),
-                                   atol=1e-3)
+        expected_box = np.minimum(np.array([x1, y1, x2, y2]) / scale, [960, 600, 960, 600])
+        np.testing.assert_allclose(face.box, expected_box, atol=1e-3)
         np.testing.assert_allclose(face.landmarks, kps / scale, atol=1e-3)
 
 

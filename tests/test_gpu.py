@@ -1,6 +1,7 @@
 """Checks that only mean something on an NVIDIA machine with the gpu extra installed.
 
-Skipped unless FACESTATION_GPU_TESTS=1 (see tests/conftest.py); run them with scripts/gpu_check.py on a lent GPU.
+Skipped unless FACESTATION_GPU_TESTS=1 (see tests/conftest.py); run them with scripts/gpu_check.py on a
+lent GPU.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Model masks (occlusion, face regions), the mouth-area mask, 68-point landmarks, and how FaceProcessor combines them."""
+"""Model masks (occlusion, face regions), the mouth-area mask, 68-point landmarks, and how FaceProcessor
+combines them."""
 
 from __future__ import annotations
 
@@ -26,13 +27,15 @@ ALL_BUT_MOUTH = "skin,left-eyebrow,right-eyebrow,left-eye,right-eye,glasses,nose
 def _processor(*overrides: str) -> FaceProcessor:
     install_surrogate("inswapper_128", alpha=0.8)
     install_surrogate("arcface_w600k_r50")
-    settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "color.method=none", "selector.mode=one",
-                                            *overrides])
+    settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "color.method=none",
+                                            "selector.mode=one", *overrides])
     return FaceProcessor(settings, [photos.grace_hopper_path()])
 
 
-def _in_crop_rect(matrix: np.ndarray, shape: tuple[int, ...], rect: tuple[float, float, float, float]) -> np.ndarray:
-    """Frame pixels whose position in the crop (under ``matrix``, frame -> crop) lies inside ``rect`` (x0, y0, x1, y1)."""
+def _in_crop_rect(matrix: np.ndarray, shape: tuple[int, ...],
+                  rect: tuple[float, float, float, float]) -> np.ndarray:
+    """Frame pixels whose position in the crop (under ``matrix``, frame -> crop) lies inside ``rect``
+    (x0, y0, x1, y1)."""
     yy, xx = np.mgrid[0:shape[0], 0:shape[1]]
     pts = align.transform_points(np.stack([xx.ravel(), yy.ravel()], 1), matrix)
     x0, y0, x1, y1 = rect

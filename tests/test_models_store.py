@@ -65,7 +65,8 @@ def test_unknown_model_lists_known() -> None:
         catalog.get("nonsense")
 
 
-def test_import_refuses_hash_mismatch_and_installs_nothing(tmp_path: Path, isolated_dirs: dict[str, Path]) -> None:
+def test_import_refuses_hash_mismatch_and_installs_nothing(tmp_path: Path,
+                                                           isolated_dirs: dict[str, Path]) -> None:
     fake = tmp_path / "GFPGANv1.4.onnx"
     fake.write_bytes(b"not the real weights")
     with pytest.raises(ModelMismatch, match="sha256"):
@@ -91,7 +92,8 @@ def test_import_unknown_file_is_refused(tmp_path: Path) -> None:
         store.import_file(src)
 
 
-def test_list_shows_state_size_and_licence(capsys: pytest.CaptureFixture[str], isolated_dirs: dict[str, Path]) -> None:
+def test_list_shows_state_size_and_licence(capsys: pytest.CaptureFixture[str],
+                                           isolated_dirs: dict[str, Path]) -> None:
     (isolated_dirs["models"] / "w600k_r50.onnx").write_bytes(b"0" * 2_500_000)
     assert main(["models", "list"]) == 0
     out = capsys.readouterr().out
@@ -104,10 +106,11 @@ def test_list_shows_state_size_and_licence(capsys: pytest.CaptureFixture[str], i
 def test_fetch_verifies_sha256(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     blob = bytes(range(256)) * 4000
     _RangeHandler.files = {"/good.onnx": blob, "/bad.onnx": blob[:-1] + b"!"}
-    _patch(monkeypatch, "gpen_bfr_256", url=f"{server}/good.onnx", sha256=hashlib.sha256(blob).hexdigest(), size=None)
+    digest = hashlib.sha256(blob).hexdigest()
+    _patch(monkeypatch, "gpen_bfr_256", url=f"{server}/good.onnx", sha256=digest, size=None)
     path = store.fetch("gpen_bfr_256", progress=False)
     assert path.read_bytes() == blob
-    _patch(monkeypatch, "gpen_bfr_512", url=f"{server}/bad.onnx", sha256=hashlib.sha256(blob).hexdigest(), size=None)
+    _patch(monkeypatch, "gpen_bfr_512", url=f"{server}/bad.onnx", sha256=digest, size=None)
     with pytest.raises(ModelMismatch):
         store.fetch("gpen_bfr_512", progress=False)
     assert not store.installed_path(catalog.get("gpen_bfr_512")).exists()
@@ -117,7 +120,8 @@ def test_fetch_resumes_a_partial_download(server: str, monkeypatch: pytest.Monke
     blob = bytes(range(256)) * 8000
     _RangeHandler.files = {"/m.onnx": blob}
     _RangeHandler.fail_after = {"/m.onnx": 500_000}
-    entry = _patch(monkeypatch, "gpen_bfr_256", url=f"{server}/m.onnx", sha256=hashlib.sha256(blob).hexdigest(), size=None)
+    digest = hashlib.sha256(blob).hexdigest()
+    entry = _patch(monkeypatch, "gpen_bfr_256", url=f"{server}/m.onnx", sha256=digest, size=None)
     with pytest.raises(UserError):
         store.fetch("gpen_bfr_256", progress=False)  # connection cut after 500 kB
     part = store.installed_path(entry).with_name(entry.file + ".part")

@@ -29,8 +29,9 @@ def _add(files: dict[str, Path], output: str, *extra: str) -> list[str]:
     ({"extra": ("--set", "swapper.nope=1")}, "unknown settings key"),
     ({"extra": ("--set", "output.quality=500")}, "output.quality"),
 ])
-def test_bad_input_exits_2_with_one_line_and_queues_nothing(files: dict[str, Path], change: dict,
-                                                           message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_exits_2_with_one_line_and_queues_nothing(
+    files: dict[str, Path], change: dict, message: str, capsys: pytest.CaptureFixture[str],
+) -> None:
     f = {**files, **{k: v for k, v in change.items() if k in files}}
     argv = _add(f, change.get("output", "out.png"), *change.get("extra", ()))
     assert main(argv) == 2
@@ -39,7 +40,8 @@ def test_bad_input_exits_2_with_one_line_and_queues_nothing(files: dict[str, Pat
     assert open_store().list() == []
 
 
-def test_add_list_move_cancel_retry_delete_run(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_add_list_move_cancel_retry_delete_run(files: dict[str, Path],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     ids = []
     for name in ("a.png", "b.png", "c.png"):
         assert main(_add(files, name, "--set", "selector.mode=one")) == 0

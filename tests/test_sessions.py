@@ -37,11 +37,13 @@ def gpu_package_without_gpu(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     asked: list[Any] = []
     real_session = rt.InferenceSession
     monkeypatch.setattr(rt, "get_available_providers",
-                        lambda: ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])
+                        lambda: ["TensorrtExecutionProvider", "CUDAExecutionProvider",
+                                 "CPUExecutionProvider"])
 
     def fake(path: str, sess_options: Any = None, providers: list[Any] | None = None) -> _FakeSession:
         asked.append(providers)
-        return _FakeSession(real_session(path, sess_options=sess_options, providers=["CPUExecutionProvider"]), asked)
+        session = real_session(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
+        return _FakeSession(session, asked)
 
     monkeypatch.setattr(rt, "InferenceSession", fake)
     sessions.release()
@@ -51,8 +53,10 @@ def gpu_package_without_gpu(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_resolve_keeps_the_requested_order_of_what_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
     rt = runtime.ort()
-    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
-    assert sessions.resolve_providers(("tensorrt", "cuda", "cpu")) == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(rt, "get_available_providers",
+                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    resolved = sessions.resolve_providers(("tensorrt", "cuda", "cpu"))
+    assert resolved == ["CUDAExecutionProvider", "CPUExecutionProvider"]
     assert sessions.resolve_providers(("cpu",)) == ["CPUExecutionProvider"]
 
 
@@ -69,7 +73,8 @@ def test_gpu_package_on_a_cpu_machine_reports_what_it_really_got(
         gpu_package_without_gpu: list[Any], caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         session = sessions.get_session("yunet", ("tensorrt", "cuda", "cpu"))
-    asked = [p[0] for p in gpu_package_without_gpu[-1]]  # the last session made: ours (not a conversion check)
+    # the last session made: ours (not a conversion check)
+    asked = [p[0] for p in gpu_package_without_gpu[-1]]
     assert asked == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     trt_options = gpu_package_without_gpu[-1][0][1]
     assert trt_options["trt_engine_cache_enable"] and Path(trt_options["trt_engine_cache_path"]).is_dir()
@@ -111,7 +116,8 @@ def test_auto_prefers_the_fp16_swapper_on_a_gpu_provider(monkeypatch: pytest.Mon
         install_surrogate(name)
     assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"
     rt = runtime.ort()
-    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(rt, "get_available_providers",
+                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert resolve_name("auto", ("cuda", "cpu"))[0] == "inswapper_128_fp16"
     assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"  # CPU asked for: full precision
     assert resolve_name("inswapper_128", ("cuda", "cpu"))[0] == "inswapper_128"  # an explicit choice stands
@@ -124,11 +130,13 @@ def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytes
     for name in ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
         install_surrogate(name)
     rt = runtime.ort()
-    monkeypatch.setattr(rt, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(rt, "get_available_providers",
+                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     assert resolve_name("auto", ("cuda", "cpu"))[0] == "hyperswap_1a_256"
 
 
-def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     calls = tmp_path / "calls"
     smi = tmp_path / "nvidia-smi"
     smi.write_text(f"#!/bin/sh\necho x >> {calls}\necho 3120\n")
@@ -142,7 +150,8 @@ def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path, monkey
 
 
 @pytest.mark.parametrize(("batch", "expected"), [(1, 1), (None, None)])
-def test_a_catalog_session_loads_on_first_use_and_reads_its_batch(batch: int | None, expected: int | None) -> None:
+def test_a_catalog_session_loads_on_first_use_and_reads_its_batch(batch: int | None,
+                                                                  expected: int | None) -> None:
     install_surrogate("arcface_w600k_r50", batch=batch)
     sessions.release()
     model = sessions.CatalogSession("arcface_w600k_r50")

@@ -25,7 +25,8 @@ def test_required_keys_exist() -> None:
 def test_overrides_parse_types() -> None:
     out = s.apply_overrides(s.Settings(), [
         "detector.score=0.7", "execution.providers=cpu", "execution.batch_size=4", "mask.types=box,region",
-        "video.start=1.5", "mask.padding=0,10,0,10", "swapper.poisson=true", "selector.reference=none", "enhancer.model=none",
+        "video.start=1.5", "mask.padding=0,10,0,10", "swapper.poisson=true", "selector.reference=none",
+        "enhancer.model=none",
     ])
     assert out.detector.score == 0.7
     assert out.execution.providers == ("cpu",)

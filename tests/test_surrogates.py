@@ -58,7 +58,8 @@ def test_surrogate_loads_through_the_validator_and_runs(name: str, tmp_path: Pat
     ("arcface_w600k_r50", "yolo_face"),
     ("gpen_bfr_256", "gpen_bfr_512"),
 ])
-def test_a_wrong_surrogate_is_refused_naming_expected_and_actual(built: str, loaded_as: str, tmp_path: Path) -> None:
+def test_a_wrong_surrogate_is_refused_naming_expected_and_actual(built: str, loaded_as: str,
+                                                                 tmp_path: Path) -> None:
     path = make_surrogate(built, tmp_path / "model.onnx")
     with pytest.raises(ModelMismatch) as info:
         sessions.load(path, catalog.get(loaded_as))
@@ -93,14 +94,16 @@ def test_identity_swapper_returns_the_target(tmp_path: Path) -> None:
 
 
 def test_fp16_surrogates_have_half_precision_io(tmp_path: Path) -> None:
-    session = sessions.load(make_surrogate("inswapper_128_fp16", tmp_path / "a.onnx"), catalog.get("inswapper_128_fp16"))
+    path = make_surrogate("inswapper_128_fp16", tmp_path / "a.onnx")
+    session = sessions.load(path, catalog.get("inswapper_128_fp16"))
     assert {a.type for a in session.get_inputs()} == {"tensor(float16)"}
     emap = onnx.load(str(tmp_path / "a.onnx")).graph.initializer[-1]
     assert numpy_helper.to_array(emap).shape == (512, 512)
 
 
 def test_recogniser_surrogate_separates_images_and_is_deterministic(tmp_path: Path) -> None:
-    session = sessions.load(make_surrogate("arcface_w600k_r50", tmp_path / "r.onnx"), catalog.get("arcface_w600k_r50"))
+    path = make_surrogate("arcface_w600k_r50", tmp_path / "r.onnx")
+    session = sessions.load(path, catalog.get("arcface_w600k_r50"))
     rng = np.random.default_rng(3)
     batch = rng.uniform(-1, 1, (3, 3, 112, 112)).astype(np.float32)
     out = session.run(None, {"input.1": batch})[0]
@@ -136,7 +139,8 @@ def test_parser_and_masks_follow_their_options(tmp_path: Path) -> None:
 
 def test_2dfan4_surrogate_reports_its_landmarks(tmp_path: Path) -> None:
     points = default_landmarks68(256) + 3.0
-    session = sessions.load(make_surrogate("2dfan4", tmp_path / "l.onnx", landmarks=points), catalog.get("2dfan4"))
+    path = make_surrogate("2dfan4", tmp_path / "l.onnx", landmarks=points)
+    session = sessions.load(path, catalog.get("2dfan4"))
     coords, heat = session.run(None, {"input": np.zeros((1, 3, 256, 256), np.float32)})
     np.testing.assert_allclose(coords[0, :, :2] / 64 * 256, points, atol=1e-3)
     peaks = np.stack(np.unravel_index(heat[0].reshape(68, -1).argmax(axis=1), (64, 64)), axis=1)[:, ::-1]

@@ -36,7 +36,8 @@ def test_sws_matrix_from_tag_or_size() -> None:
 
 
 def test_decode_cmd_trim_hwaccel_and_raw_bgr_output() -> None:
-    cmd = builders.decode_cmd("ffmpeg", "/v/in.mp4", filters="format=bgr24", start=1.5, duration=2.0, hwaccel="cuda")
+    cmd = builders.decode_cmd("ffmpeg", "/v/in.mp4", filters="format=bgr24", start=1.5, duration=2.0,
+                              hwaccel="cuda")
     assert cmd[0] == "ffmpeg"
     # seeking and hwaccel are input options (before -i), the duration limit an output option
     i = cmd.index("-i")
@@ -83,7 +84,8 @@ def test_quality_is_monotonic_and_nvenc_uses_vbr_cq() -> None:
 @pytest.mark.parametrize(
     ("container", "codec", "expected"),
     [(".mp4", "aac", "copy"), (".mp4", "pcm_s16le", "aac"), (".mov", "pcm_s16le", "copy"),
-     (".mkv", "pcm_s16le", "copy"), (".webm", "aac", "libopus"), (".webm", "opus", "copy"), (".avi", "aac", "aac")],
+     (".mkv", "pcm_s16le", "copy"), (".webm", "aac", "libopus"), (".webm", "opus", "copy"),
+     (".avi", "aac", "aac")],
 )
 def test_audio_copy_where_container_allows(container: str, codec: str, expected: str) -> None:
     assert _after(builders.audio_codec_args(container, codec), "-c:a") == expected
@@ -100,7 +102,8 @@ def test_encode_cmd_maps_video_audio_metadata_and_tags() -> None:
     first, second = [i for i, a in enumerate(cmd) if a == "-i"]
     assert cmd[first + 1] == "pipe:0" and cmd[second + 1] == "file:/v/in.mp4"
     assert _after(cmd, "-s") == "322x242" and _after(cmd, "-framerate") == "30000/1001"
-    assert first < cmd.index("-ss") < second and first < cmd.index("-t") < second  # trim applies to the audio input
+    # the trim applies to the audio input
+    assert first < cmd.index("-ss") < second and first < cmd.index("-t") < second
     assert cmd[cmd.index("-map", cmd.index("-map") + 1) + 1] == "1:a:0"
     assert "out_color_matrix=bt709" in _after(cmd, "-vf")
     assert _after(cmd, "-colorspace") == "bt709" and _after(cmd, "-metadata") == "comment=synthetic"
@@ -108,13 +111,15 @@ def test_encode_cmd_maps_video_audio_metadata_and_tags() -> None:
 
 
 def test_encode_cmd_without_audio_maps_video_only() -> None:
-    cmd = builders.encode_cmd("ffmpeg", "/o/out.mkv", width=64, height=64, fps=25, video_args=["-c:v", "libx264"])
+    cmd = builders.encode_cmd("ffmpeg", "/o/out.mkv", width=64, height=64, fps=25,
+                              video_args=["-c:v", "libx264"])
     assert cmd.count("-i") == 1 and cmd.count("-map") == 1 and "-c:a" not in cmd and "-movflags" not in cmd
 
 
 def test_trial_commands() -> None:
     enc = builders.trial_encode_cmd("ff", "h264_nvenc")
-    assert _after(enc, "-c:v") == "h264_nvenc" and _after(enc, "-frames:v") == "1" and enc[-2:] == ["null", "-"]
+    assert _after(enc, "-c:v") == "h264_nvenc" and _after(enc, "-frames:v") == "1"
+    assert enc[-2:] == ["null", "-"]
     assert _after(enc, "-f") == "lavfi"
     dec = builders.trial_decode_cmd("ff", "/v/a.mp4", "cuda")
     assert _after(dec, "-hwaccel") == "cuda" and _after(dec, "-hwaccel_output_format") == "cuda"
@@ -128,4 +133,5 @@ def test_provenance_tag_names_version_models_and_synthetic() -> None:
     assert tag.startswith("synthetic media") and f"facestation {__version__}" in tag
     assert tag.endswith("models: inswapper_128, gfpgan_1.4")  # de-duplicated, in order
     assert provenance_tag([]).endswith("models: none")
-    assert provenance_metadata(["classic"]) == {"comment": provenance_tag(["classic"]), "description": provenance_tag(["classic"])}
+    classic = provenance_tag(["classic"])
+    assert provenance_metadata(["classic"]) == {"comment": classic, "description": classic}

@@ -60,7 +60,8 @@ def test_round_trip_keeps_frames_fps_duration_audio_colour_and_tags(clip: Path, 
     assert n == src.frame_count == videos.count_frames(out) == 60
     assert got.fps == src.fps and abs(got.duration - src.duration) <= 1 / float(src.fps)
     assert got.has_audio and got.audio_codec == "aac"
-    assert (got.color_space, got.color_transfer, got.color_primaries, got.color_range) == ("bt709",) * 3 + ("tv",)
+    colour = (got.color_space, got.color_transfer, got.color_primaries, got.color_range)
+    assert colour == ("bt709", "bt709", "bt709", "tv")
     tags = videos.stream_info(out)["format"]["tags"]
     assert tags["comment"] == provenance_tag(["classic"]) and "synthetic media" in tags["comment"]
     assert diff(first_frame(clip), first_frame(out)) < 3.0  # same matrix both ways: colours survive
@@ -121,7 +122,8 @@ def test_vfr_becomes_cfr_with_same_duration(tmp_path: Path) -> None:
     _, n = transcode(info, out)
     got = probe(out)
     assert not got.is_vfr and got.fps == info.fps
-    assert n == round(info.duration * info.fps) and abs(got.duration - info.duration) <= 1 / float(info.fps) + 1e-6
+    assert n == round(info.duration * info.fps)
+    assert abs(got.duration - info.duration) <= 1 / float(info.fps) + 1e-6
 
 
 def test_hdr_is_tone_mapped_to_8bit_bt709(tmp_path: Path) -> None:
@@ -213,7 +215,8 @@ def test_image_frames_clip_from_face_image(tmp_path: Path) -> None:
     assert diff(frames[0], frames[-1]) > 1  # it moves
 
 
-def test_bundled_imageio_ffmpeg_decodes_and_encodes(clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bundled_imageio_ffmpeg_decodes_and_encodes(clip: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")  # no system ffmpeg/ffprobe: imageio-ffmpeg + PyAV probing
     out = tmp_path / "o" / "out.mp4"
     _, n = transcode(clip, out)
@@ -232,7 +235,8 @@ def test_round_trip_1080p(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("suffix", "expected"), [(".mp4", "aac"), (".mkv", "pcm_s16le")])
-def test_audio_copied_where_container_allows_else_reencoded(tmp_path: Path, suffix: str, expected: str) -> None:
+def test_audio_copied_where_container_allows_else_reencoded(tmp_path: Path, suffix: str,
+                                                            expected: str) -> None:
     src = videos.make_clip(tmp_path / "pcm.mov", seconds=0.5, audio_codec="pcm_s16le")
     out = tmp_path / "o" / f"out{suffix}"
     transcode(src, out)

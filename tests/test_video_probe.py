@@ -42,7 +42,8 @@ def test_plain_clip(clips: dict[str, Path], backend: str) -> None:
     assert info.fps == Fraction(25) and info.frame_count == 25 and info.frame_count_exact
     assert info.duration == pytest.approx(1.0, abs=0.05)
     assert info.codec == "h264" and info.pix_fmt == "yuv420p" and info.bit_depth == 8
-    assert (info.color_space, info.color_transfer, info.color_primaries, info.color_range) == ("bt709",) * 3 + ("tv",)
+    colour = (info.color_space, info.color_transfer, info.color_primaries, info.color_range)
+    assert colour == ("bt709", "bt709", "bt709", "tv")
     assert info.has_audio and info.audio_codec == "aac" and not info.is_vfr and not info.is_hdr
     assert info.rotation == 0 and "mp4" in info.container
 
@@ -59,7 +60,8 @@ def test_hdr_and_rotation_flags(clips: dict[str, Path], backend: str) -> None:
     [("truncated", "truncated or corrupt"), ("audio_only", "no video stream (audio only)"),
      ("image", "is an image (png)"), ("unknown_codec", "codec this ffmpeg cannot decode")],
 )
-def test_bad_inputs_give_one_clear_line(clips: dict[str, Path], backend: str, kind: str, expected: str) -> None:
+def test_bad_inputs_give_one_clear_line(clips: dict[str, Path], backend: str, kind: str,
+                                       expected: str) -> None:
     with pytest.raises(BadMedia) as err:
         probe(clips[kind])
     message = str(err.value)

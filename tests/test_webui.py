@@ -60,13 +60,15 @@ def test_choices_and_ranges_come_from_the_settings_model() -> None:
 
 def test_control_values_round_trip_through_settings() -> None:
     changed = settings_mod.apply_overrides(Settings(), {
-        "detector.size": 320, "enhancer.model": "codeformer", "landmarks.model": "none", "mask.types": ["box", "region"],
-        "mask.padding": [1, 2, 3, 4], "execution.batch_size": 8, "video.start": 1.5, "color.method": "mkl",
+        "detector.size": 320, "enhancer.model": "codeformer", "landmarks.model": "none",
+        "mask.types": ["box", "region"], "mask.padding": [1, 2, 3, 4], "execution.batch_size": 8,
+        "video.start": 1.5, "color.method": "mkl",
         "swapper.pixel_boost": 256, "tracker.enabled": False, "selector.mapping": ["/r/a.png", "/r/b.png"],
     })
     keys = list(settings_mod.keys())
     shown = controls.values_of(keys, changed)
-    shown = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in shown]  # as the browser sends
+    # numbers as the browser sends them
+    shown = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in shown]
     assert controls.settings_from(keys, shown) == changed
     assert controls.settings_from(keys, controls.values_of(keys, Settings())) == Settings()
 
@@ -95,7 +97,8 @@ def test_ui_options_become_config(tmp_path: Path) -> None:
         ui_cli.register(parser.add_subparsers())
         return parser.parse_args(["ui", *argv])
 
-    cfg = ui_cli.config_from_args(parse("--listen", "--auth", "ann:s3cret:x", "--port", "8000", "--max-upload", "5mb"))
+    cfg = ui_cli.config_from_args(parse("--listen", "--auth", "ann:s3cret:x", "--port", "8000",
+                                        "--max-upload", "5mb"))
     assert (cfg.host, cfg.port, cfg.users, cfg.admins, cfg.max_upload) == (
         "0.0.0.0", 8000, (("ann", "s3cret:x"),), frozenset({"ann"}), "5mb")
     assert ui_cli.config_from_args(parse()).host == "127.0.0.1"
@@ -120,7 +123,8 @@ def test_serve_refuses_network_without_login() -> None:
 
 
 def test_login_upload_cap_and_file_serving(tmp_path: Path) -> None:
-    with running_app(users=(("ann", "pw1"),), admins=frozenset({"ann"}), max_upload="20kb", worker=False) as (url, app):
+    with running_app(users=(("ann", "pw1"),), admins=frozenset({"ann"}), max_upload="20kb",
+                     worker=False) as (url, app):
         outputs = app.ctx.outputs
         served = outputs / "local" / "result.txt"
         served.parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +200,8 @@ def test_preview_latency_1080p(hd_target: tuple[Path, tuple[int, ...]], record_p
     median = sorted(times)[2]
     record_property("preview_1080p_ms", round(median, 1))  # type: ignore[operator]
     print(f"preview 1080p warm: median {median:.0f} ms, runs {[round(t) for t in times]}")
-    assert median < 1500  # the target is 300 ms on an idle 2-core machine; this bound only catches a cold path
+    # the target is 300 ms on an idle 2-core machine; this bound only catches a cold path
+    assert median < 1500
 
 
 def test_media_checks_and_safe_names(tmp_path: Path) -> None:
@@ -258,7 +263,8 @@ def test_queue_table_shows_memory_of_running_jobs() -> None:
     from webui.queue_tab import render_jobs
 
     job = JobStore().add([str(grace_hopper_path())], "/tmp/t.mp4", "/tmp/o.mp4", Settings())
-    running = replace(job, state="running", progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": None}))
+    running = replace(job, state="running",
+                      progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": None}))
     assert "RAM 480 MB" in render_jobs([running])
     gpu = replace(running, progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": 3120.0}))
     assert "GPU 3120 MB" in render_jobs([gpu])

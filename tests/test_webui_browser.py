@@ -21,7 +21,8 @@ from tests.photos import astronaut, grace_hopper_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-TABS = ("Faces", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output", "Queue", "Presets", "Models", "System")
+TABS = ("Faces", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output", "Queue", "Presets", "Models",
+        "System")
 VIEWPORT = {"width": 1920, "height": 1080}
 HAS_WORKER = importlib.util.find_spec("pipeline.jobs.worker") is not None
 NO_WORKER = "pipeline/jobs/worker.py (background render worker) does not exist yet"
@@ -61,7 +62,7 @@ def _preview_src(page: Any) -> str:
 
 
 def _wait_preview(page: Any, after: str = "") -> str:
-    """Wait until the preview shows a finished image other than ``after`` (a previous src); returns its src."""
+    """Wait until the preview shows a finished image other than ``after`` (a previous src); return its src."""
     def ready() -> str | None:
         text = page.inner_text("#preview-status")
         src = _preview_src(page)
@@ -117,8 +118,8 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         upload(page, "target", hd_image)
         # the clip's preview is still showing until the 1080p one arrives: wait for that one, so each toggle
         # below is the only event in flight and its image is the next one shown
-        wait_until(lambda: page.evaluate("() => document.querySelector('#preview img')?.naturalWidth") == 1920,
-                   60, what="the 1080p preview")
+        width_js = "() => document.querySelector('#preview img')?.naturalWidth"
+        wait_until(lambda: page.evaluate(width_js) == 1920, 60, what="the 1080p preview")
         src = _wait_preview(page)
         times = []
         for _ in range(4):
@@ -135,7 +136,8 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         if not HAS_WORKER:
             pytest.skip(f"queue progress and download: {NO_WORKER}")
         open_tab(page, "Queue")
-        wait_until(lambda: _job_rows(page) and _job_rows(page)[0][1] in ("done", "failed"), 120, what="job end")
+        wait_until(lambda: _job_rows(page) and _job_rows(page)[0][1] in ("done", "failed"), 120,
+                   what="job end")
         assert _job_rows(page)[0][1:] == ["done", "100%"], app.ctx.store.get(job.id).error
         page.locator("#job-id input[type=number]").first.fill(str(job.id))
         page.click("#job-download")
@@ -205,7 +207,8 @@ def test_three_sessions_queue_three_jobs_each(tmp_path: Path) -> None:
         assert len({j.output for j in app.ctx.store.list()}) == 9
         if not HAS_WORKER:
             pytest.skip(f"running the nine jobs: {NO_WORKER}")
-        wait_until(lambda: all(j.finished for j in app.ctx.store.list()), 300, every=1, what="nine jobs to finish")
+        wait_until(lambda: all(j.finished for j in app.ctx.store.list()), 300, every=1,
+                   what="nine jobs to finish")
         jobs = app.ctx.store.list()
         assert [j.state for j in jobs] == ["done"] * 9, [j.error for j in jobs]
         for job in jobs:

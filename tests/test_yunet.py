@@ -48,7 +48,8 @@ def test_landmarks_are_in_image_orientation(detector: YuNetDetector) -> None:
     width = image.shape[1]
     mirrored = detector.detect([np.ascontiguousarray(image[:, ::-1])])[0][0]
     reflected = face.landmarks[[1, 0, 2, 4, 3]] * [-1, 1] + [width - 1, 0]
-    assert np.abs(mirrored.landmarks - reflected).max() < 8.0  # the detector is not exactly mirror-equivariant
+    # the detector is not exactly mirror-equivariant
+    assert np.abs(mirrored.landmarks - reflected).max() < 8.0
     unswapped = face.landmarks * [-1, 1] + [width - 1, 0]
     assert np.abs(mirrored.landmarks - unswapped).max() > 40.0  # eyes ~80 px apart: the swap is what matches
 

@@ -58,7 +58,8 @@ def make_clip(
     else:
         n = round(seconds * float(eval(str(fps)) if "/" in str(fps) else fps))  # noqa: S307 - test helper
         stdin = _face_frames(face_image, n, w, h).tobytes()
-        cmd += ["-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-framerate", str(fps), "-i", "pipe:0"]
+        cmd += ["-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-framerate", str(fps),
+                "-i", "pipe:0"]
     if audio:
         cmd += ["-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=48000:duration={seconds}"]
     vf = [f"scale={w}:{h}"] if face_image is None else []  # testsrc2 rounds odd sizes down
@@ -68,15 +69,17 @@ def make_clip(
         cmd += ["-fps_mode", "vfr"]
     if hdr:
         vf.append("format=yuv420p10le")
-        cmd += ["-c:v", "libx265", "-pix_fmt", "yuv420p10le",
-                "-x265-params", "log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:hdr10=1",
-                "-color_primaries", "bt2020", "-color_trc", "smpte2084", "-colorspace", "bt2020nc", "-tag:v", "hvc1"]
+        x265_hdr10 = "log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:hdr10=1"
+        cmd += ["-c:v", "libx265", "-pix_fmt", "yuv420p10le", "-x265-params", x265_hdr10,
+                "-color_primaries", "bt2020", "-color_trc", "smpte2084", "-colorspace", "bt2020nc",
+                "-tag:v", "hvc1"]
     else:
         cmd += ["-c:v", codec, "-pix_fmt", pix_fmt]
         if codec == "libx264":
             cmd += ["-preset", "ultrafast", "-crf", "20"]
         if color:
-            cmd += ["-colorspace", color, "-color_primaries", color, "-color_trc", color, "-color_range", "tv"]
+            cmd += ["-colorspace", color, "-color_primaries", color, "-color_trc", color,
+                    "-color_range", "tv"]
     if vf:
         cmd += ["-vf", ",".join(vf)]
     if audio:
@@ -134,8 +137,8 @@ def stream_info(path: str | Path) -> dict:
     """Raw ffprobe JSON (format + streams) for assertions on tags and durations."""
     tools = ffmpeg.find_tools()
     assert tools.ffprobe, "needs ffprobe"
-    out = subprocess.run([tools.ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams",
-                          str(path)], capture_output=True, check=True).stdout
+    out = subprocess.run([tools.ffprobe, "-v", "error", "-print_format", "json", "-show_format",
+                          "-show_streams", str(path)], capture_output=True, check=True).stdout
     return json.loads(out)
 
 

@@ -36,7 +36,8 @@ Pixels = npt.NDArray[np.float64]
 
 def to_lab(crop: Crop) -> npt.NDArray[np.float32]:
     """BGR uint8 -> float32 L*a*b* (L 0..100)."""
-    return np.asarray(cv2.cvtColor(crop.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB), np.float32)
+    unit = crop.astype(np.float32) * np.float32(1 / 255)
+    return np.asarray(cv2.cvtColor(unit, cv2.COLOR_BGR2LAB), np.float32)
 
 
 def from_lab(lab: npt.NDArray[np.floating]) -> Crop:
@@ -126,10 +127,12 @@ def transfer(
     """
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"colour strength must be between 0 and 1, got {strength}")
-    if source_crop.ndim != 3 or source_crop.shape[-1] != 3 or target_crop.ndim != 3 or target_crop.shape[-1] != 3:
-        raise ValueError(f"colour transfer needs H×W×3 crops, got {source_crop.shape} and {target_crop.shape}")
+    if any(crop.ndim != 3 or crop.shape[-1] != 3 for crop in (source_crop, target_crop)):
+        raise ValueError("colour transfer needs H×W×3 crops, "
+                         f"got {source_crop.shape} and {target_crop.shape}")
     if mask is not None and source_crop.shape[:2] != target_crop.shape[:2]:
-        raise ValueError(f"with a mask the crops must have one size, got {source_crop.shape} and {target_crop.shape}")
+        raise ValueError("with a mask the crops must have one size, "
+                         f"got {source_crop.shape} and {target_crop.shape}")
     if method == "none" or strength == 0.0:
         return source_crop.copy()
     select = _selection(mask, source_crop.shape)

@@ -55,7 +55,8 @@ def box_mask(size: int, blur: float = 0.3, padding: Padding = (0, 0, 0, 0)) -> M
     if not 0.0 <= blur <= 1.0:
         raise ValueError(f"mask blur must be between 0 and 1, got {blur}")
     if len(padding) != 4 or any(not 0 <= p <= 100 for p in padding):
-        raise ValueError(f"mask padding must be four percentages 0..100 (top, right, bottom, left), got {padding}")
+        raise ValueError("mask padding must be four percentages 0..100 (top, right, bottom, left), "
+                         f"got {padding}")
     top, right, bottom, left = (float(p) for p in padding)
     return _box_mask(int(size), float(blur), (top, right, bottom, left))
 

@@ -17,7 +17,8 @@ INNER_LIPS = slice(60, 68)
 ELLIPSE_AXES = (0.45, 0.14)  # semi-axes in mouth-corner distances (width, height)
 
 
-def mouth_area(size: int, landmarks5: npt.ArrayLike, landmarks68: npt.ArrayLike | None = None) -> npt.NDArray[np.uint8]:
+def mouth_area(size: int, landmarks5: npt.ArrayLike,
+               landmarks68: npt.ArrayLike | None = None) -> npt.NDArray[np.uint8]:
     """(size, size) uint8, 1 on the mouth interior."""
     area = np.zeros((size, size), np.uint8)
     if landmarks68 is not None:
@@ -32,8 +33,9 @@ def mouth_area(size: int, landmarks5: npt.ArrayLike, landmarks68: npt.ArrayLike 
     centre = (left + right) / 2
     angle = float(np.degrees(np.arctan2(right[1] - left[1], right[0] - left[0])))
     axes = (width * ELLIPSE_AXES[0], width * ELLIPSE_AXES[1])
-    cv2.ellipse(area, (round(centre[0] * 16), round(centre[1] * 16)), (round(axes[0] * 16), round(axes[1] * 16)),
-                angle, 0, 360, 1, -1, cv2.LINE_8, shift=4)
+    centre16 = (round(centre[0] * 16), round(centre[1] * 16))
+    axes16 = (round(axes[0] * 16), round(axes[1] * 16))
+    cv2.ellipse(area, centre16, axes16, angle, 0, 360, 1, -1, cv2.LINE_8, shift=4)
     return area
 
 

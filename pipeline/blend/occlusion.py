@@ -19,15 +19,20 @@ from pipeline.types import OccluderName, Provider
 FEATHER = 1 / 128  # Gaussian sigma as a fraction of the crop side
 
 
-def resize_stack(images: npt.NDArray[np.generic], size: int, interpolation: int = cv2.INTER_LINEAR) -> npt.NDArray[np.generic]:
-    """Resize each of (N, H, W[, C]) images to ``size`` × ``size`` (a view-free copy when already that size)."""
+def resize_stack(images: npt.NDArray[np.generic], size: int,
+                 interpolation: int = cv2.INTER_LINEAR) -> npt.NDArray[np.generic]:
+    """Resize each of (N, H, W[, C]) images to ``size`` × ``size`` (a copy when already that size)."""
     if images.shape[1] == size and images.shape[2] == size:
         return np.ascontiguousarray(images)
-    return np.stack([cv2.resize(np.ascontiguousarray(im), (size, size), interpolation=interpolation) for im in images])
+    return np.stack([cv2.resize(np.ascontiguousarray(im), (size, size), interpolation=interpolation)
+                     for im in images])
 
 
 def feather(masks: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
-    """(N, h, w) maps in [0, 1] -> (N, size, size) float32, resized and softened; exact 0s well inside a 0 area stay 0."""
+    """(N, h, w) maps in [0, 1] -> (N, size, size) float32, resized and softened.
+
+    Exact 0s well inside a 0 area stay 0.
+    """
     out = resize_stack(np.clip(masks, 0.0, 1.0).astype(np.float32), size).astype(np.float32)
     sigma = max(size * FEATHER, 0.5)
     soft = np.stack([cv2.GaussianBlur(m, (0, 0), sigma) for m in out]) if len(out) else out
@@ -37,7 +42,8 @@ def feather(masks: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32
 class Occluder:
     """Occlusion masks for batches of aligned crops, in one model run where the export allows."""
 
-    def __init__(self, name: OccluderName = "xseg", providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
+    def __init__(self, name: OccluderName = "xseg", providers: Sequence[Provider] = ("cpu",),
+                 threads: int = 0) -> None:
         self.runner = ModelRunner(name, "occluder", providers, threads)
         self.name = name
         self.size = self.runner.entry.input_size

@@ -31,7 +31,8 @@ def _support(mask: npt.NDArray[np.floating] | npt.NDArray[np.bool_]) -> tuple[in
     return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
-def _frame_roi(matrix: Matrix, box: tuple[int, int, int, int], shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
+def _frame_roi(matrix: Matrix, box: tuple[int, int, int, int],
+               shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
     """Frame-space box (x0, y0, x1, y1) holding every pixel whose crop-space position falls in ``box``."""
     inverse = cv2.invertAffineTransform(np.asarray(matrix, np.float64))
     x0, y0, x1, y1 = box
@@ -63,7 +64,8 @@ def _laplacian_eigenvalues(n: int, m: int) -> npt.NDArray[np.float32]:
     return (ky[:, None] + kx[None, :]).astype(np.float32)
 
 
-def poisson_blend(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.uint8], mask: Mask) -> npt.NDArray[np.uint8]:
+def poisson_blend(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.uint8],
+                  mask: Mask) -> npt.NDArray[np.uint8]:
     """Gradient-domain (Poisson) blend of ``src`` into ``dst`` where ``mask`` > 0; same-size H×W×C images.
 
     Solves the discrete Poisson equation whose guidance field is ``src``'s gradient on every pixel
@@ -79,7 +81,8 @@ def poisson_blend(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.uint8], mask: 
     if box is None:
         return out
     # Solve on the mask's bounding box plus a one-pixel ring of boundary values.
-    x0, y0, x1, y1 = max(box[0] - 1, 0), max(box[1] - 1, 0), min(box[2] + 1, inside.shape[1]), min(box[3] + 1, inside.shape[0])
+    x0, y0 = max(box[0] - 1, 0), max(box[1] - 1, 0)
+    x1, y1 = min(box[2] + 1, inside.shape[1]), min(box[3] + 1, inside.shape[0])
     if x1 - x0 < 3 or y1 - y0 < 3:
         return out
     inside = inside[y0:y1, None, x0:x1]
@@ -144,7 +147,8 @@ def paste_back(
     alpha = np.asarray(cv2.warpAffine(np.ascontiguousarray(mask, np.float32), m, size, flags=flags,
                                       borderMode=cv2.BORDER_CONSTANT, borderValue=0), dtype=np.float32)
     np.clip(alpha, 0.0, 1.0, out=alpha)
-    warped = np.asarray(cv2.warpAffine(crop, m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE), dtype=np.uint8)
+    warped = np.asarray(cv2.warpAffine(crop, m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE),
+                        dtype=np.uint8)
     region = out[y0:y1, x0:x1]
     if poisson:
         warped = poisson_blend(warped, region, alpha)

@@ -23,8 +23,9 @@ class Enhancer(Protocol):
         ...
 
 
-def mix(original: npt.NDArray[np.uint8], enhanced: npt.NDArray[np.uint8], blend: int) -> npt.NDArray[np.uint8]:
-    """``blend`` % of ``enhanced`` over ``original``: 0 returns ``original``, 100 ``enhanced`` (exact copies)."""
+def mix(original: npt.NDArray[np.uint8], enhanced: npt.NDArray[np.uint8],
+        blend: int) -> npt.NDArray[np.uint8]:
+    """``blend`` % of ``enhanced`` over ``original``: 0 is ``original``, 100 ``enhanced`` (exact copies)."""
     if not 0 <= blend <= 100:
         raise ValueError(f"enhancer blend must be between 0 and 100, got {blend}")
     if blend == 0:

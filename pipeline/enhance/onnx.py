@@ -45,7 +45,8 @@ class OnnxEnhancer:
         crops = np.asarray(crops)
         size = self.crop_size
         if crops.ndim != 4 or crops.shape[1:] != (size, size, 3) or crops.dtype != np.uint8:
-            raise ValueError(f"{self.name} takes (N,{size},{size},3) uint8 crops, got {crops.shape} {crops.dtype}")
+            raise ValueError(f"{self.name} takes (N,{size},{size},3) uint8 crops, "
+                             f"got {crops.shape} {crops.dtype}")
         if len(crops) == 0 or blend == 0:
             return mix(crops, crops, blend)
         scalars = {a.name: self.fidelity for a in self.runner.session.get_inputs() if len(a.shape) == 0}

@@ -37,7 +37,8 @@ for _points in TEMPLATES.values():
     _points.setflags(write=False)
 
 _INTERPOLATION = {"linear": cv2.INTER_LINEAR, "area": cv2.INTER_AREA, "cubic": cv2.INTER_CUBIC}
-_BORDER = {"replicate": cv2.BORDER_REPLICATE, "constant": cv2.BORDER_CONSTANT, "reflect": cv2.BORDER_REFLECT_101}
+_BORDER = {"replicate": cv2.BORDER_REPLICATE, "constant": cv2.BORDER_CONSTANT,
+           "reflect": cv2.BORDER_REFLECT_101}
 
 
 def template_points(template: Template, size: int) -> npt.NDArray[np.float64]:

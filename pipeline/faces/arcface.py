@@ -52,7 +52,8 @@ class OnnxRecogniser(CatalogSession):
         if crops.ndim == 3:
             crops = crops[None]
         if crops.shape[1:] != (self.size, self.size, 3) or crops.dtype != np.uint8:
-            raise ValueError(f"{self.name} takes (N,{self.size},{self.size},3) uint8 crops, got {crops.shape} {crops.dtype}")
+            raise ValueError(f"{self.name} takes (N,{self.size},{self.size},3) uint8 crops, "
+                             f"got {crops.shape} {crops.dtype}")
         if len(crops) == 0:
             return np.zeros((0, self.dim), np.float32)
         blob = normalise(crops, self.entry)

@@ -45,14 +45,15 @@ def five_from_68(points: npt.ArrayLike) -> Landmarks5:
 class Landmarker68:
     """Adds ``landmarks68`` (and refined five points) to faces, all faces of a call in one batch."""
 
-    def __init__(self, name: LandmarkerName = "2dfan4", providers: Sequence[Provider] = ("cpu",), threads: int = 0,
-                 min_confidence: float = MIN_CONFIDENCE) -> None:
+    def __init__(self, name: LandmarkerName = "2dfan4", providers: Sequence[Provider] = ("cpu",),
+                 threads: int = 0, min_confidence: float = MIN_CONFIDENCE) -> None:
         self.runner = ModelRunner(name, "landmarker", providers, threads)
         self.name = name
         self.size = self.runner.entry.input_size
         self.min_confidence = min_confidence
 
-    def landmarks(self, frame: Frame, faces: Sequence[Face]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    def landmarks(self, frame: Frame,
+                  faces: Sequence[Face]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """((N, 68, 2) frame-space points, (N,) mean confidence) for ``faces`` of ``frame``."""
         if not faces:
             return np.zeros((0, 68, 2), np.float32), np.zeros(0, np.float32)

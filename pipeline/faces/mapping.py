@@ -41,7 +41,8 @@ def identity_of(face: Face) -> int:
 def assign(faces: Sequence[Face], references: npt.ArrayLike, max_distance: float) -> list[Face]:
     """The faces matched to a reference (one to one, nearest pairs first), tagged with the reference index."""
     d = distances(faces, references)
-    pairs = sorted((float(d[i, j]), i, j) for i in range(d.shape[0]) for j in range(d.shape[1]) if d[i, j] <= max_distance)
+    pairs = sorted((float(d[i, j]), i, j) for i in range(d.shape[0]) for j in range(d.shape[1])
+                   if d[i, j] <= max_distance)
     used_faces: set[int] = set()
     used_refs: set[int] = set()
     chosen: dict[int, Face] = {}

@@ -6,7 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 
-def iou_one_to_many(box: npt.NDArray[np.floating], boxes: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+def iou_one_to_many(box: npt.NDArray[np.floating],
+                    boxes: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
     """Intersection over union of one x1y1x2y2 box against (N,4) boxes."""
     x1 = np.maximum(box[0], boxes[:, 0])
     y1 = np.maximum(box[1], boxes[:, 1])
@@ -20,7 +21,7 @@ def iou_one_to_many(box: npt.NDArray[np.floating], boxes: npt.NDArray[np.floatin
 
 
 def nms(boxes: npt.ArrayLike, scores: npt.ArrayLike, iou: float) -> npt.NDArray[np.intp]:
-    """Indices of the boxes kept, best score first: each drops the later ones overlapping it by more than ``iou``."""
+    """Indices of the boxes kept, best score first: each drops the later ones overlapping it over ``iou``."""
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if len(b) != len(s):

@@ -35,7 +35,7 @@ def with_embeddings(recogniser: Recogniser, frame: Frame, faces: Sequence[Face])
 
 
 def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64] | float:
-    """Cosine similarity of two vectors (a float), or row-wise of (N,D) against (D,) / (M,D) -> (N,) / (N,M)."""
+    """Cosine similarity of two vectors (a float), or row-wise of (N,D) by (D,) / (M,D) -> (N,) / (N,M)."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     xn = x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)

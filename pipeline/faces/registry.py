@@ -9,8 +9,10 @@ from pipeline.settings import DetectorSettings
 from pipeline.types import Provider
 
 
-def make_detector(settings: DetectorSettings, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Detector:
-    kw = dict(score=settings.score, nms=settings.nms, size=settings.size, providers=tuple(providers), threads=threads)
+def make_detector(settings: DetectorSettings, providers: Sequence[Provider] = ("cpu",),
+                  threads: int = 0) -> Detector:
+    kw = dict(score=settings.score, nms=settings.nms, size=settings.size, providers=tuple(providers),
+              threads=threads)
     if settings.model == "yunet":
         from pipeline.faces.yunet import YuNetDetector
 

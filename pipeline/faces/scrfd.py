@@ -32,19 +32,21 @@ STRIDES = (8, 16, 32)
 TOP_K = 5000  # candidates kept before NMS
 
 
-def letterbox(frame: npt.NDArray[np.uint8], size: int, entry: ModelEntry) -> tuple[npt.NDArray[np.float32], float]:
-    """(1,3,size,size) normalised input with the frame resized into its top-left corner, and the scale used."""
+def letterbox(frame: npt.NDArray[np.uint8], size: int,
+              entry: ModelEntry) -> tuple[npt.NDArray[np.float32], float]:
+    """(1,3,size,size) normalised input, the frame resized into its top-left corner, and the scale used."""
     image = to_bgr(frame)
     height, width = image.shape[:2]
     scale = size / max(height, width)
     new_w, new_h = min(size, max(1, round(width * scale))), min(size, max(1, round(height * scale)))
     if (new_w, new_h) != (width, height):
-        image = np.asarray(cv2.resize(image, (new_w, new_h),
-                                      interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR), np.uint8)
+        interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+        image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=interpolation), np.uint8)
     canvas = np.zeros((size, size, 3), np.uint8)
     canvas[:new_h, :new_w] = image
     pixels = canvas[..., ::-1] if entry.channels == "rgb" else canvas
-    blob = (pixels.astype(np.float32) / 255.0 - np.asarray(entry.mean, np.float32)) / np.asarray(entry.std, np.float32)
+    mean, std = np.asarray(entry.mean, np.float32), np.asarray(entry.std, np.float32)
+    blob = (pixels.astype(np.float32) / 255.0 - mean) / std
     return np.ascontiguousarray(blob.transpose(2, 0, 1)[None]), scale
 
 
@@ -97,8 +99,8 @@ def to_faces(scores: npt.NDArray[np.float32], boxes: npt.NDArray[np.float32], po
 class ScrfdDetector(CatalogSession):
     """faces.base.Detector for det_10g ("retinaface") and scrfd_2.5g ("scrfd")."""
 
-    def __init__(self, name: Literal["retinaface", "scrfd"], score: float = 0.5, nms: float = 0.4, size: int = 640,
-                 providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
+    def __init__(self, name: Literal["retinaface", "scrfd"], score: float = 0.5, nms: float = 0.4,
+                 size: int = 640, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
         if name not in ("retinaface", "scrfd"):
             raise UserError(f"'{name}' is not an SCRFD-family detector (choose from: retinaface, scrfd)")
         if size % 32 or not 32 <= size <= 1280:

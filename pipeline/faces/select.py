@@ -1,4 +1,4 @@
-"""Which of the detected faces to work on: the largest one, all of them in an order, or those like a reference."""
+"""Which of the detected faces to work on: the largest, all of them in an order, or those like a reference."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def order_faces(faces: Sequence[Face], order: SelectorOrder) -> list[Face]:
     try:
         key = _ORDER_KEYS[order]
     except KeyError:
-        raise UserError(f"unknown face order '{order}' (known: {', '.join(get_args(SelectorOrder))})") from None
+        known = ", ".join(get_args(SelectorOrder))
+        raise UserError(f"unknown face order '{order}' (known: {known})") from None
     return sorted(faces, key=key)
 
 
@@ -63,8 +64,8 @@ def select(faces: Sequence[Face], mode: SelectorMode, order: SelectorOrder = "la
         return order_faces(candidates, order)
     if mode == "reference":
         if reference is None:
-            raise UserError("face selector mode 'reference' needs a reference face: pick one, or use mode 'one' "
-                            "or 'many'")
+            raise UserError("face selector mode 'reference' needs a reference face: "
+                            "pick one, or use mode 'one' or 'many'")
         scored = [(distance(f, reference), i, f) for i, f in enumerate(candidates)]
         return [f for d, _, f in sorted(scored, key=lambda t: (t[0], t[1])) if d <= max_distance]
     raise UserError(f"unknown face selector mode '{mode}' (known: {', '.join(get_args(SelectorMode))})")

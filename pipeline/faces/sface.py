@@ -42,7 +42,8 @@ class SFaceRecogniser(CatalogSession):
             raise ValueError(f"sface takes (N, {self.size}, {self.size}, 3) crops, got {crops.shape}")
         if len(crops) == 0:
             return np.zeros((0, 128), dtype=np.float32)
-        blob = np.ascontiguousarray(crops[..., ::-1].transpose(0, 3, 1, 2), dtype=np.float32)  # BGR -> RGB, NCHW
+        # BGR -> RGB, NCHW
+        blob = np.ascontiguousarray(crops[..., ::-1].transpose(0, 3, 1, 2), dtype=np.float32)
         spec = self.session.get_inputs()[0]
         step = self.batch or len(blob)
         out = [self.session.run(None, {spec.name: blob[i:i + step]})[0] for i in range(0, len(blob), step)]

@@ -100,7 +100,8 @@ class Tracker(Generic[T]):
         """Add the next frame; yields (payload, faces) for every frame that is now final."""
         slot: _Slot[T] = _Slot(self._index, payload)
         hist = _hist(frame)
-        if self._prev_hist is not None and 0.5 * float(np.abs(hist - self._prev_hist).sum()) > self.s.scene_cut:
+        if (self._prev_hist is not None
+                and 0.5 * float(np.abs(hist - self._prev_hist).sum()) > self.s.scene_cut):
             slot.cut = True
             yield from self.flush()
             self._tracks.clear()
@@ -140,7 +141,8 @@ class Tracker(Generic[T]):
             if gap > 0:
                 for s in self._pending:
                     if track.last_index < s.index < slot.index:
-                        s.faces[track.id] = _interpolate(track.last_face, face, (s.index - track.last_index) / (gap + 1))
+                        t = (s.index - track.last_index) / (gap + 1)
+                        s.faces[track.id] = _interpolate(track.last_face, face, t)
             track.last_index, track.last_face = slot.index, face
         slot.faces[track.id] = face
 
@@ -164,4 +166,5 @@ class Tracker(Generic[T]):
         if f.x is not None and np.abs(vec[:10] - f.x[:10]).max() > 1.0:  # jumped more than a face: restart
             f.x = None
         sm = f(vec) * scale
-        return replace(face, landmarks=sm[:10].reshape(5, 2).astype(np.float32), box=sm[10:].astype(np.float32))
+        return replace(face, landmarks=sm[:10].reshape(5, 2).astype(np.float32),
+                       box=sm[10:].astype(np.float32))

@@ -22,13 +22,14 @@ log = logging.getLogger(__name__)
 
 def decode(output: npt.NDArray[np.float32], threshold: float,
            ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """(scores (K,), boxes (K,4), landmarks (K,5,2)) in input pixels from one [20, 8400] (or [1, 20, 8400]) output."""
+    """(scores (K,), boxes (K,4), landmarks (K,5,2)) in input pixels from one [(1,) 20, 8400] output."""
     rows = (output[0] if output.ndim == 3 else output).T  # (8400, 20)
     rows = rows[rows[:, 4] >= threshold]
     centre, side = rows[:, 0:2], rows[:, 2:4]
     boxes = np.concatenate([centre - side / 2, centre + side / 2], axis=1)
     points = rows[:, 5:20].reshape(-1, 5, 3)[:, :, :2]
-    return rows[:, 4].astype(np.float32), boxes.astype(np.float32), np.ascontiguousarray(points, dtype=np.float32)
+    scores = rows[:, 4].astype(np.float32)
+    return scores, boxes.astype(np.float32), np.ascontiguousarray(points, dtype=np.float32)
 
 
 class YoloFaceDetector(CatalogSession):

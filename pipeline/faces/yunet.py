@@ -69,15 +69,17 @@ class YuNetDetector(CatalogSession):
         new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
         # halve with a 2×2 box filter while at least 2× too big (fast and alias-free), then bilinear
         while image.shape[1] >= 2 * new_w and image.shape[0] >= 2 * new_h:
-            image = np.asarray(cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA),
-                               dtype=np.uint8)
+            half = (image.shape[1] // 2, image.shape[0] // 2)
+            image = np.asarray(cv2.resize(image, half, interpolation=cv2.INTER_AREA), dtype=np.uint8)
         if (new_w, new_h) != image.shape[1::-1]:
-            image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR), dtype=np.uint8)
+            image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR),
+                               dtype=np.uint8)
         _, fixed_h, fixed_w = self._input_shape()
         pad_h = fixed_h or _round_up(new_h, ALIGN)
         pad_w = fixed_w or _round_up(new_w, ALIGN)
         if new_h > pad_h or new_w > pad_w:
-            raise ValueError(f"detector size {self.size} does not fit the model's fixed input {pad_w}×{pad_h}")
+            raise ValueError(f"detector size {self.size} does not fit "
+                             f"the model's fixed input {pad_w}×{pad_h}")
         blob = np.zeros((3, pad_h, pad_w), dtype=np.float32)
         blob[:, :new_h, :new_w] = image.transpose(2, 0, 1)
         return blob, scale
@@ -96,8 +98,10 @@ class YuNetDetector(CatalogSession):
         for (height, width), indices in groups.items():
             for start in range(0, len(indices), step):
                 chunk = indices[start:start + step]
-                batch = prepared[chunk[0]][0][None] if len(chunk) == 1 else np.stack([prepared[i][0] for i in chunk])
-                outputs = dict(zip(output_names, self.session.run(output_names, {input_name: batch}), strict=True))
+                blobs = [prepared[i][0] for i in chunk]
+                batch = blobs[0][None] if len(chunk) == 1 else np.stack(blobs)
+                arrays = self.session.run(output_names, {input_name: batch})
+                outputs = dict(zip(output_names, arrays, strict=True))
                 for row, index in enumerate(chunk):
                     results[index] = self._decode(outputs, row, height, width, prepared[index][1])
         return results

@@ -67,7 +67,8 @@ class ClassicIdentity:
 
 
 def face_ellipse_mask(template: Template, size: int, shape: FaceEllipse, scale: float = 1.0) -> Mask:
-    """The feathered face ellipse of ``shape`` in a ``size`` crop aligned to ``template``, axes × ``scale``."""
+    """The feathered face ellipse of ``shape`` in a ``size`` crop aligned to ``template``, axes ×
+    ``scale``."""
     points = template_points(template, size)
     eyes, mouth = points[:2].mean(axis=0), points[3:].mean(axis=0)
     eye_distance = float(np.linalg.norm(points[1] - points[0]))
@@ -101,14 +102,16 @@ class ClassicSwapper:
         if len(crops) == 1:
             mean = crops[0]
         else:
-            mean = np.clip(np.rint(np.mean(np.stack(crops).astype(np.float32), axis=0)), 0, 255).astype(np.uint8)
+            average = np.mean(np.stack(crops).astype(np.float32), axis=0)
+            mean = np.clip(np.rint(average), 0, 255).astype(np.uint8)
         log.debug("classic swapper: source identity from %d face(s)", len(crops))
         return ClassicIdentity(crop=np.ascontiguousarray(mean), count=len(crops))
 
     def swap(self, crops: npt.NDArray[np.uint8], identity: object) -> npt.NDArray[np.uint8]:
         """(N, 256, 256, 3) BGR target crops aligned to ffhq_512 -> the same crops wearing the source face."""
         if not isinstance(identity, ClassicIdentity):
-            raise TypeError(f"classic swapper needs the identity from its own prepare_source(), got {type(identity)}")
+            raise TypeError("classic swapper needs the identity from its own prepare_source(), "
+                            f"got {type(identity)}")
         crops = np.asarray(crops)
         size = self.crop_size
         if crops.ndim != 4 or crops.shape[1:] != (size, size, 3):

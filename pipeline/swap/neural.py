@@ -51,7 +51,8 @@ def _read_emap(path: str, size: int, mtime_ns: int) -> npt.NDArray[np.float32]:
         raise ModelMismatch(f"{Path(path).name} has no initializers: no inswapper emap to read")
     emap = numpy_helper.to_array(model.graph.initializer[-1]).astype(np.float32)
     if emap.shape != (512, 512):
-        raise ModelMismatch(f"{Path(path).name}: the last initializer is {emap.shape}, expected the 512×512 emap")
+        raise ModelMismatch(f"{Path(path).name}: the last initializer is {emap.shape}, "
+                            "expected the 512×512 emap")
     return emap
 
 
@@ -62,7 +63,7 @@ def read_emap(path: Path) -> npt.NDArray[np.float32]:
 
 
 class NeuralSwapper(ModelRunner):
-    """swap.base.Swapper for every ONNX swapper in the catalog (lazy, batch-aware session from ModelRunner)."""
+    """swap.base.Swapper for every ONNX swapper in the catalog (lazy, batch-aware session: ModelRunner)."""
 
     builtin = False
 
@@ -105,7 +106,8 @@ class NeuralSwapper(ModelRunner):
         crops = np.asarray(crops)
         size = self.crop_size
         if crops.ndim != 4 or crops.shape[1:] != (size, size, 3) or crops.dtype != np.uint8:
-            raise ValueError(f"{self.name} takes (N,{size},{size},3) uint8 crops, got {crops.shape} {crops.dtype}")
+            raise ValueError(f"{self.name} takes (N,{size},{size},3) uint8 crops, "
+                             f"got {crops.shape} {crops.dtype}")
         if len(crops) == 0:
             return crops.copy()
         target, source = self._inputs()

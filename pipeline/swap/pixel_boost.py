@@ -43,7 +43,8 @@ def merge(subs: npt.NDArray[np.uint8], k: int) -> npt.NDArray[np.uint8]:
     return np.ascontiguousarray(grid.reshape(n, s * k, s * k, c))
 
 
-def boosted_swap(swapper: Swapper, crops: npt.NDArray[np.uint8], identity: object, k: int) -> npt.NDArray[np.uint8]:
+def boosted_swap(swapper: Swapper, crops: npt.NDArray[np.uint8], identity: object,
+                 k: int) -> npt.NDArray[np.uint8]:
     """Swap (N, k·S, k·S, 3) crops with a model of size S: one swapper call for all N·k² sub-images."""
     if k == 1:
         return swapper.swap(crops, identity)

@@ -13,8 +13,8 @@ from pipeline.types import Provider
 log = logging.getLogger(__name__)
 
 # ``auto`` takes the first installed of these, else the built-in classic swapper.
-AUTO_ORDER = ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "hyperswap_1b_256", "hyperswap_1c_256",
-              "simswap_256", "ghost_2_256")
+AUTO_ORDER = ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "hyperswap_1b_256",
+              "hyperswap_1c_256", "simswap_256", "ghost_2_256")
 
 CLASSIC_NOTICE = ("no neural swapper is installed: using the built-in classic swapper (lower quality); "
                   "see `facestation models list` to install one")
@@ -30,13 +30,15 @@ def resolve_name(name: str, providers: Sequence[Provider] = ("cpu",)) -> tuple[s
     """(swapper name to use, notice for the user or None).
 
     ``auto`` takes the first installed swapper of AUTO_ORDER; on a GPU provider a half-precision file is
-    preferred to its full-precision twin when both are installed (near-identical output, half the memory traffic).
+    preferred to its full-precision twin when both are installed (near-identical output, half the memory
+    traffic).
     """
     if name != "auto":
         return name, None
     gpu = _on_gpu(providers)
     for preferred in AUTO_ORDER:
-        twins = (f"{preferred}_fp16", preferred) if gpu and f"{preferred}_fp16" in catalog.CATALOG else (preferred,)
+        half = f"{preferred}_fp16"
+        twins = (half, preferred) if gpu and half in catalog.CATALOG else (preferred,)
         for candidate in twins:
             entry = catalog.get(candidate)
             if store.is_installed(entry) and (entry.recogniser is None

@@ -11,4 +11,5 @@ from pipeline.video.encode import EncodeError, Encoder, encoder_for
 from pipeline.video.encoders import choose_encoder, choose_hwaccel
 from pipeline.video.probe import VideoInfo, probe
 
-__all__ = ["EncodeError", "Encoder", "VideoInfo", "choose_encoder", "choose_hwaccel", "encoder_for", "probe", "read_frames"]
+__all__ = ["EncodeError", "Encoder", "VideoInfo", "choose_encoder", "choose_hwaccel", "encoder_for", "probe",
+           "read_frames"]

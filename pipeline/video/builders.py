@@ -50,7 +50,9 @@ CONTAINERS: dict[str, Container] = {
 _X264_PRESETS: dict[str, str] = {
     "fastest": "ultrafast", "fast": "veryfast", "medium": "medium", "slow": "slow", "slowest": "veryslow",
 }
-_NVENC_PRESETS: dict[str, str] = {"fastest": "p1", "fast": "p3", "medium": "p4", "slow": "p6", "slowest": "p7"}
+_NVENC_PRESETS: dict[str, str] = {
+    "fastest": "p1", "fast": "p3", "medium": "p4", "slow": "p6", "slowest": "p7",
+}
 
 
 def media_arg(path: str | Path) -> str:
@@ -89,7 +91,8 @@ def trial_decode_cmd(ffmpeg: str, path: str | Path, hwaccel: str) -> list[str]:
 
 # --- decoding ----------------------------------------------------------------------------------
 
-def tonemap_filter(transfer: str, primaries: str | None, color_space: str | None, color_range: str | None) -> str:
+def tonemap_filter(transfer: str, primaries: str | None, color_space: str | None,
+                   color_range: str | None) -> str:
     """HDR (PQ/HLG, bt2020) -> SDR bt709 8-bit with zscale + tonemap (hable), as yuv420p."""
     tin = transfer
     pin = primaries if primaries and primaries != "unknown" else "bt2020"
@@ -118,7 +121,8 @@ def decode_filters(
         parts.append(f"fps=fps={rate_arg(cfr_fps)}")
     if frames is not None:
         first, stop = frames
-        parts.append(f"trim=start_frame={int(first)}" + (f":end_frame={int(stop)}" if stop is not None else ""))
+        end = f":end_frame={int(stop)}" if stop is not None else ""
+        parts.append(f"trim=start_frame={int(first)}{end}")
     if tonemap:
         parts.append(tonemap)
         matrix, color_range = "bt709", "tv"

@@ -34,14 +34,15 @@ log = logging.getLogger(__name__)
 
 
 def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | None] | None = None) -> str:
-    """The filter chain for ``info``: VFR -> CFR, [frame range,] HDR -> SDR, YUV -> BGR with the right matrix."""
+    """The filter chain for ``info``: VFR -> CFR, [frame range,] HDR -> SDR, YUV -> BGR (right matrix)."""
     tonemap = None
     if info.is_hdr:
         if {"zscale", "tonemap"} <= ffmpeg.filters(ffmpeg_exe):
             tonemap = builders.tonemap_filter(info.color_transfer or "smpte2084", info.color_primaries,
                                               info.color_space, info.color_range)
         else:
-            log.warning("%s is HDR but this ffmpeg has no zscale: converting without tone-mapping", info.path.name)
+            log.warning("%s is HDR but this ffmpeg has no zscale: converting without tone-mapping",
+                        info.path.name)
     # the matrix is chosen from the coded size: rotation does not change what the encoder tagged
     coded_height = info.width if info.rotation in (90, 270) else info.height
     return builders.decode_filters(
@@ -55,7 +56,8 @@ def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | No
 
 def _trim(info: VideoInfo, start: float | None, end: float | None) -> tuple[float | None, float | None]:
     if start is not None and start >= info.duration:
-        raise BadMedia(f"{info.path.name}: trim start {start:g} s is past the end of the video ({info.duration:.2f} s)")
+        raise BadMedia(f"{info.path.name}: trim start {start:g} s is past the end of the video "
+                       f"({info.duration:.2f} s)")
     if end is not None and end <= (start or 0.0):
         raise BadMedia(f"{info.path.name}: trim end {end:g} s is not after the start {start or 0:g} s")
     duration = None if end is None or end >= info.duration else end - (start or 0.0)

@@ -63,7 +63,8 @@ def choose_encoder(requested: Encoder, ffmpeg_exe: str) -> tuple[str, str]:
     if fallback not in listed and fallback != "libx264":
         reason, fallback = f"{reason}; {fallback} is missing too, using libx264", "libx264"
     if "libx264" not in listed and fallback == "libx264":
-        raise ffmpeg.FFmpegMissing(f"{ffmpeg_exe} has no libx264 encoder: install a full ffmpeg (apt-get install ffmpeg)")
+        raise ffmpeg.FFmpegMissing(f"{ffmpeg_exe} has no libx264 encoder: "
+                                   "install a full ffmpeg (apt-get install ffmpeg)")
     log.info("encoder: %s (%s)", fallback, reason)
     return fallback, reason
 
@@ -85,7 +86,8 @@ def _trial_decode(ffmpeg_exe: str, path: Path, codec: str, pix_fmt: str) -> tupl
     return _DECODE_TRIALS[key]
 
 
-def choose_hwaccel(requested: str, ffmpeg_exe: str, path: str | Path, codec: str, pix_fmt: str) -> tuple[str | None, str]:
+def choose_hwaccel(requested: str, ffmpeg_exe: str, path: str | Path, codec: str,
+                   pix_fmt: str) -> tuple[str | None, str]:
     """(``"cuda"`` or None, reason). NVDEC only when a one-frame trial decode of this kind of stream works."""
     if requested == "none":
         return None, "hardware decoding disabled"

@@ -85,7 +85,8 @@ def _reason(stderr: str) -> str:
 
 
 def _ffprobe(ffprobe_exe: str, path: Path) -> dict[str, Any]:
-    result = subprocess.run(builders.probe_cmd(ffprobe_exe, path), capture_output=True, timeout=60, check=False)
+    result = subprocess.run(builders.probe_cmd(ffprobe_exe, path), capture_output=True, timeout=60,
+                            check=False)
     if result.returncode != 0:
         raise BadMedia(f"{path.name}: {_reason(result.stderr.decode('utf-8', 'replace'))}")
     return json.loads(result.stdout.decode("utf-8", "replace"))
@@ -145,11 +146,12 @@ def _pyav_video(container: Any, stream: Any) -> dict[str, Any]:
 
 
 # ffmpeg's AVColorSpace / AVColorTransferCharacteristic / AVColorPrimaries codes (libavutil/pixfmt.h)
-_AVCOL_SPC = {0: "gbr", 1: "bt709", 4: "fcc", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 9: "bt2020nc", 10: "bt2020c"}
-_AVCOL_TRC = {1: "bt709", 4: "gamma22", 5: "gamma28", 6: "smpte170m", 7: "smpte240m", 8: "linear", 13: "iec61966-2-1",
-              14: "bt2020-10", 15: "bt2020-12", 16: "smpte2084", 18: "arib-std-b67"}
-_AVCOL_PRI = {1: "bt709", 4: "bt470m", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 9: "bt2020", 11: "smpte431",
-              12: "smpte432"}
+_AVCOL_SPC = {0: "gbr", 1: "bt709", 4: "fcc", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 9: "bt2020nc",
+              10: "bt2020c"}
+_AVCOL_TRC = {1: "bt709", 4: "gamma22", 5: "gamma28", 6: "smpte170m", 7: "smpte240m", 8: "linear",
+              13: "iec61966-2-1", 14: "bt2020-10", 15: "bt2020-12", 16: "smpte2084", 18: "arib-std-b67"}
+_AVCOL_PRI = {1: "bt709", 4: "bt470m", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 9: "bt2020",
+              11: "smpte431", 12: "smpte432"}
 
 
 def _rate(text: str | None) -> Fraction:

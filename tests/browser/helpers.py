@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 CHROMIUM = os.environ.get("FACESTATION_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 
 
@@ -44,7 +44,8 @@ def running_app(**config: Any) -> Iterator[tuple[str, Any]]:
 
 @contextlib.contextmanager
 def chromium() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download needed)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="pip install playwright (no browser download needed)")
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")
     with sync_api.sync_playwright() as pw:
