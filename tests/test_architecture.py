@@ -1,0 +1,191 @@
+"""The house rules, checked on the source itself (ast, nothing imported).
+
+- no import cycle between the project's own modules (lazy imports inside functions count too);
+- ``pipeline`` never imports ``webui`` or ``cli``, not even by a string handed to importlib;
+- ``webui`` reaches the engine only through ``pipeline.api`` (plus the shared vocabulary it re-exports);
+- no module uses another module's ``_private`` name;
+- no function or method is longer than 80 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("pipeline", "webui", "cli")
+MAX_FUNCTION_LINES = 80
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    is_package: bool
+    imports: dict[str, int] = field(default_factory=dict)  # imported project module -> first line
+    private_uses: list[str] = field(default_factory=list)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _collect() -> dict[str, Module]:
+    modules: dict[str, Module] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            name = _module_name(path)
+            modules[name] = Module(name, path, tree, path.name == "__init__.py")
+    for module in modules.values():
+        _scan(module, modules)
+    return modules
+
+
+def _resolve(module: Module, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.name.split(".")
+    if not module.is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _project(name: str, modules: dict[str, Module]) -> str | None:
+    """The project module a dotted name lands in (the longest known prefix), or None."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in modules:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _scan(module: Module, modules: dict[str, Module]) -> None:
+    aliases: dict[str, str] = {}  # local name -> project module it stands for
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _project(alias.name, modules)
+                if target:
+                    module.imports.setdefault(target, node.lineno)
+                    aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:
+                    module.imports.setdefault(sub, node.lineno)
+                    aliases[alias.asname or alias.name] = sub
+                    continue
+                target = _project(base, modules)
+                if target is None:
+                    continue
+                module.imports.setdefault(target, node.lineno)
+                if _is_private(alias.name) and target != module.name:
+                    module.private_uses.append(f"{module.name}:{node.lineno} imports {target}.{alias.name}")
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _is_private(node.attr):
+            target = aliases.get(node.value.id)
+            if target and target in modules and target != module.name:
+                module.private_uses.append(f"{module.name}:{node.lineno} uses {target}.{node.attr}")
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+@pytest.fixture(scope="module")
+def modules() -> dict[str, Module]:
+    return _collect()
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path of module names, or None (iterative DFS, white/grey/black)."""
+    state: dict[str, int] = dict.fromkeys(graph, 0)
+    for start in sorted(graph):
+        if state[start]:
+            continue
+        stack: list[tuple[str, list[str]]] = [(start, sorted(graph[start]))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, todo = stack[-1]
+            if not todo:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            nxt = todo.pop()
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if state.get(nxt, 2) == 0:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, sorted(graph[nxt])))
+    return None
+
+
+def _graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for m in modules.values():
+        # a module "importing" its own package's __init__ (for __version__ etc.) is not an edge back down
+        graph[m.name] = {t for t in m.imports if t != m.name and not m.name.startswith(t + ".")}
+    return graph
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_import_cycle(modules: dict[str, Module]) -> None:
+    assert len(modules) > 30  # the scan found the project
+    cycle = _cycle(_graph(modules))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_pipeline_never_imports_the_layers_above(modules: dict[str, Module]) -> None:
+    above = re.compile(r"^(webui|cli)(\.|$)")
+    bad = []
+    for m in modules.values():
+        if not m.name.startswith("pipeline"):
+            continue
+        bad += [f"{m.name}:{line} imports {t}" for t, line in m.imports.items() if above.match(t)]
+        for node in ast.walk(m.tree):  # also not by a string (importlib, __import__, entry points)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and above.match(node.value) \
+                    and re.fullmatch(r"[\w.]+", node.value) and "." in node.value:
+                bad.append(f"{m.name}:{node.lineno} names module {node.value!r}")
+    assert not bad, "\n".join(bad)
+
+
+def test_webui_uses_only_the_public_engine_api(modules: dict[str, Module]) -> None:
+    bad = [f"{m.name}:{line} imports {t}" for m in modules.values() if m.name.startswith("webui")
+           for t, line in m.imports.items() if t.startswith("pipeline") and t != "pipeline.api"]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_names_across_modules(modules: dict[str, Module]) -> None:
+    bad = [use for m in modules.values() for use in m.private_uses]
+    assert not bad, "\n".join(bad)
+
+
+def test_functions_fit_on_a_screen(modules: dict[str, Module]) -> None:
+    long = []
+    for m in modules.values():
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{m.path.relative_to(ROOT)}:{node.lineno} {node.name} is {lines} lines")
+    assert not long, "\n".join(long)
