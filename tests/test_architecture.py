@@ -189,3 +189,18 @@ def test_functions_fit_on_a_screen(modules: dict[str, Module]) -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{m.path.relative_to(ROOT)}:{node.lineno} {node.name} is {lines} lines")
     assert not long, "\n".join(long)
+
+
+def test_architecture_page_matches_the_tree() -> None:
+    """Every file or folder ARCHITECTURE.md names exists, and every room of pipeline/ is on the page."""
+    page = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([\w/]+(?:\.py|/))", page)) | set(re.findall(r"([\w/]+\.py)\b", page))
+    files = {p.name for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+    bases = (ROOT, ROOT / "pipeline")
+    missing = [n for n in sorted(named) if not n.startswith("/")  # `*/base.py` stands for every family's
+               and not (n in files if "/" not in n else any((b / n).exists() for b in bases))]
+    assert not missing, f"ARCHITECTURE.md names what is not there: {missing}"
+    rooms = [p.name for p in (ROOT / "pipeline").iterdir()
+             if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())]
+    unnamed = [r for r in sorted(rooms) if (r if r.endswith(".py") else r + "/") not in page]
+    assert not unnamed, f"pipeline rooms missing from ARCHITECTURE.md: {unnamed}"
