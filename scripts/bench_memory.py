@@ -32,7 +32,8 @@ def peak_rss(clip: Path, face: Path, out: Path) -> dict:
                           capture_output=True, text=True, check=True, cwd=ROOT)
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     summary = json.loads("\n".join(proc.stdout.strip().splitlines()[:-1]))
-    return {"peak_rss_mb": round(last["maxrss_kb"] / 1024, 1), "frames": summary["frames"], "fps": summary["fps"]}
+    return {"peak_rss_mb": round(last["maxrss_kb"] / 1024, 1), "frames": summary["frames"],
+            "fps": summary["fps"]}
 
 
 def main() -> None:

@@ -1,8 +1,10 @@
 #!/usr/bin/env python
 """One short GPU check for a lent NVIDIA machine: providers, batch speed-up on a cost-matched model, NVENC.
 
-Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works) then `.venv/bin/python scripts/gpu_check.py`.
-Prints one JSON document to paste into BENCHMARKS.md. Nothing here is needed on CPU machines; CI never runs it.
+Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works)
+then `.venv/bin/python scripts/gpu_check.py`.
+Prints one JSON document to paste into BENCHMARKS.md.
+Nothing here is needed on CPU machines; CI never runs it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def conv_model(path: Path, size: int = 128, channels: int = 128, layers: int = 8) -> Path:
-    """A swapper-shaped conv net (target [B,3,S,S] + source [B,512] -> [B,3,S,S]) costing ~inswapper's FLOPs."""
+    """A swapper-shaped conv net (target [B,3,S,S] + source [B,512] -> [B,3,S,S])
+    costing ~inswapper's FLOPs.
+    """
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -31,7 +35,8 @@ def conv_model(path: Path, size: int = 128, channels: int = 128, layers: int = 8
     prev, cin = "target", 3
     for i in range(layers):
         cout = 3 if i == layers - 1 else channels
-        w = numpy_helper.from_array((rng.standard_normal((cout, cin, 3, 3)) * (1 / np.sqrt(cin * 9))).astype(np.float32), f"w{i}")
+        weights = rng.standard_normal((cout, cin, 3, 3)) * (1 / np.sqrt(cin * 9))
+        w = numpy_helper.from_array(weights.astype(np.float32), f"w{i}")
         inits.append(w)
         nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1]))
         act = "Relu" if i < layers - 1 else "Sigmoid"
@@ -42,10 +47,11 @@ def conv_model(path: Path, size: int = 128, channels: int = 128, layers: int = 8
               helper.make_node("Unsqueeze", ["sp", "axes"], ["sp4"]),
               helper.make_node("Add", [prev, "sp4"], ["output"])]
     inits.append(numpy_helper.from_array(np.array([2, 3], np.int64), "axes"))
+    image = ["B", 3, size, size]
     graph = helper.make_graph(nodes, "costmatched",
-                              [helper.make_tensor_value_info("target", TensorProto.FLOAT, ["B", 3, size, size]),
+                              [helper.make_tensor_value_info("target", TensorProto.FLOAT, image),
                                helper.make_tensor_value_info("source", TensorProto.FLOAT, ["B", 512])],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["B", 3, size, size])], inits)
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, image)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, path)
@@ -76,7 +82,8 @@ def main() -> None:
 
     report: dict = {"onnxruntime": ort.__version__, "available": ort.get_available_providers()}
     try:
-        report["nvidia_smi"] = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout.strip()
+        smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+        report["nvidia_smi"] = smi.stdout.strip()
     except OSError as exc:
         report["nvidia_smi"] = f"not found: {exc}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,7 +99,8 @@ def main() -> None:
                            capture_output=True, text=True, cwd=ROOT, timeout=900)
     report["bench"] = json.loads(bench.stdout) if bench.returncode == 0 else bench.stderr[-2000:]
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600, env={**os.environ, "FACESTATION_GPU_TESTS": "1"})
+                           capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "FACESTATION_GPU_TESTS": "1"})
     report["gpu_tests"] = tests.stdout.strip().splitlines()[-1:] + tests.stdout.splitlines()[-40:-1]
     print(json.dumps(report, indent=2))
 

@@ -29,8 +29,8 @@ from tests.videos import count_frames, make_clip  # noqa: E402
 
 
 def sample(proc: psutil.Process) -> dict[str, float]:
-    return {"rss_mb": round(proc.memory_info().rss / 1e6, 1), "fds": proc.num_fds(), "threads": proc.num_threads(),
-            "children": len(proc.children(recursive=True))}
+    return {"rss_mb": round(proc.memory_info().rss / 1e6, 1), "fds": proc.num_fds(),
+            "threads": proc.num_threads(), "children": len(proc.children(recursive=True))}
 
 
 def fd_kinds(pid: int) -> dict[str, int]:
@@ -57,8 +57,10 @@ def main() -> int:
         env = {**os.environ, "FACESTATION_DATA": str(tmp / "data"), "FACESTATION_SEGMENT_SECONDS": "0.25",
                "PYTHONPATH": str(REPO)}
         os.environ["FACESTATION_DATA"] = env["FACESTATION_DATA"]
-        clip = make_clip(tmp / "face.mp4", seconds=args.seconds, size=(160, 120), face_image=photos.astronaut())
-        settings = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1", "detector.size=160"])
+        clip = make_clip(tmp / "face.mp4", seconds=args.seconds, size=(160, 120),
+                         face_image=photos.astronaut())
+        settings = apply_overrides(Settings(),
+                                   ["selector.mode=one", "execution.batch_size=1", "detector.size=160"])
         store = JobStore()
         jobs = [store.add([photos.grace_hopper_path()], clip, tmp / f"out{i:03d}.mp4", settings).id
                 for i in range(args.jobs)]
@@ -84,7 +86,8 @@ def main() -> int:
         states = [store.get(j).state for j in jobs]
         frames_ok = all(count_frames(tmp / f"out{i:03d}.mp4") == count_frames(clip) for i in range(args.jobs))
         result = {
-            "jobs": args.jobs, "clip": f"{args.seconds} s 160x120 30 fps + audio", "seconds": round(seconds, 1),
+            "jobs": args.jobs, "clip": f"{args.seconds} s 160x120 30 fps + audio",
+            "seconds": round(seconds, 1),
             "done": states.count("done"), "frames_exact": frames_ok,
             "at_job_5": samples[min(5, args.jobs)], f"at_job_{args.jobs}": samples[args.jobs],
             "open_files_at_end": open_files,

@@ -79,7 +79,8 @@ def _scan(module: Module, modules: dict[str, Module]) -> None:
                 target = _project(alias.name, modules)
                 if target:
                     module.imports.setdefault(target, node.lineno)
-                    aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                    top = alias.name.split(".")[0]
+                    aliases[alias.asname or top] = alias.name if alias.asname else top
         elif isinstance(node, ast.ImportFrom):
             base = _resolve(module, node)
             for alias in node.names:

@@ -15,11 +15,13 @@ from tests.videos import count_frames
 def test_bench_reports_all_paths_on_a_small_clip(tmp_path: Path) -> None:
     clip = make_test_clip(tmp_path / "c.mp4", photos.grace_hopper_path(), seconds=1.0, size=(320, 240))
     assert count_frames(clip) == 30
-    report = run_bench(apply_overrides(Settings(), ["selector.mode=one"]), [photos.grace_hopper_path()], clip, tmp_path)
+    settings = apply_overrides(Settings(), ["selector.mode=one"])
+    report = run_bench(settings, [photos.grace_hopper_path()], clip, tmp_path)
     assert set(report["fps"]) == {"transcode", "naive", "temp_frames", "pipeline"}
     assert all(v > 0 for v in report["fps"].values())
     assert report["faces_swapped"] >= 28  # the face is visible in every frame
-    assert report["ratio"]["pipeline_vs_naive"] == pytest.approx(report["fps"]["pipeline"] / report["fps"]["naive"], rel=0.01)
+    fps = report["fps"]
+    assert report["ratio"]["pipeline_vs_naive"] == pytest.approx(fps["pipeline"] / fps["naive"], rel=0.01)
 
 
 def test_bench_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,8 +38,8 @@ def test_background_bench_feeds_the_system_tab_chart() -> None:
     from pipeline.bench import BackgroundBench
     from webui import system_tab
 
-    ctx = SimpleNamespace(bench=BackgroundBench(apply_overrides(Settings(), ["selector.mode=one"]), seconds=0.5,
-                                                size=(256, 192)))
+    settings = apply_overrides(Settings(), ["selector.mode=one"])
+    ctx = SimpleNamespace(bench=BackgroundBench(settings, seconds=0.5, size=(256, 192)))
     deadline = time.time() + 120
     while ctx.bench.status()["state"] == "running" and time.time() < deadline:
         time.sleep(0.2)

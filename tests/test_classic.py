@@ -32,11 +32,13 @@ def synthetic_face_frame(seed: int, tint: tuple[int, int, int]) -> tuple[np.ndar
 
 def test_protocol_attributes() -> None:
     swapper = ClassicSwapper()
-    assert (swapper.name, swapper.builtin, swapper.crop_size, swapper.template) == ("classic", True, 256, "ffhq_512")
+    assert (swapper.name, swapper.builtin, swapper.crop_size, swapper.template) == (
+        "classic", True, 256, "ffhq_512")
     assert swapper.poisson is False and ClassicSwapper(poisson=True).poisson is True
     mask = swapper.face_mask
     assert mask.shape == (S, S) and mask.max() == pytest.approx(1.0)
-    assert np.all(mask[0] == 0) and np.all(mask[-1] == 0) and np.all(mask[:, 0] == 0) and np.all(mask[:, -1] == 0)
+    assert np.all(mask[0] == 0) and np.all(mask[-1] == 0)
+    assert np.all(mask[:, 0] == 0) and np.all(mask[:, -1] == 0)
     # Eyes, nose and mouth are fully inside the face mask.
     for x, y in template_points(swapper.template, S):
         assert mask[int(round(y)), int(round(x))] == pytest.approx(1.0)
@@ -112,10 +114,12 @@ def test_real_photos_identity_moves_to_source() -> None:
         mask = box_mask(swapper.crop_size, 0.3)
         result = paste_back(astro, swapped, matrix, mask)
         # Outside the pasted area the astronaut photo is untouched.
-        alpha = cv2.warpAffine(mask, matrix, astro.shape[1::-1], flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
+        alpha = cv2.warpAffine(mask, matrix, astro.shape[1::-1],
+                               flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
         assert np.array_equal(result[alpha == 0], astro[alpha == 0])
         found = detector.detect([result])[0]
         assert found, "the swapped face must still be detected"
         after = recognise.cosine(e_grace, recognise.embed_faces(recogniser, result, found[:1])[0])
-        log.info("classic swap poisson=%s: SFace cosine to grace %.3f (astronaut before: %.3f)", poisson, after, before)
+        log.info("classic swap poisson=%s: SFace cosine to grace %.3f (astronaut before: %.3f)",
+                 poisson, after, before)
         assert after - before >= 0.3, f"poisson={poisson}: cosine {after:.3f} vs {before:.3f} before"

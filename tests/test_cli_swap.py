@@ -35,7 +35,8 @@ def _footprint(img: np.ndarray, faces: list) -> np.ndarray:
     n = swapper.crop_size
     for face in faces:
         m = align.estimate(face.landmarks, swapper.template, n)
-        corners = cv2.transform(np.array([[[0, 0], [n, 0], [n, n], [0, n]]], np.float64), cv2.invertAffineTransform(m))
+        square = np.array([[[0, 0], [n, 0], [n, n], [0, n]]], np.float64)
+        corners = cv2.transform(square, cv2.invertAffineTransform(m))
         cv2.fillConvexPoly(area, np.round(corners[0]).astype(np.int32), 1)
     return area.astype(bool)
 
@@ -144,8 +145,10 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert not Path(out).exists()
 
 
-def test_source_with_several_faces_says_which_is_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, err = _run(["swap", "--source", str(photos.t1_path()), "--target", str(photos.astronaut_path(tmp_path)),
+def test_source_with_several_faces_says_which_is_used(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = photos.astronaut_path(tmp_path)
+    code, err = _run(["swap", "--source", str(photos.t1_path()), "--target", str(target),
                       "--output", str(tmp_path / "o.png")], capsys)
     assert code == 0
     assert "has 6 faces; using the largest" in err

@@ -20,15 +20,16 @@ from tests import photos
 
 
 def _face(x: float, emb: list[float]) -> Face:
-    return Face(box=np.array([x, 0, x + 10, 10], np.float32), landmarks=np.zeros((5, 2), np.float32), score=0.9,
-                embedding=np.asarray(emb, np.float32))
+    return Face(box=np.array([x, 0, x + 10, 10], np.float32), landmarks=np.zeros((5, 2), np.float32),
+                score=0.9, embedding=np.asarray(emb, np.float32))
 
 
 def test_assign_is_one_to_one_nearest_first_within_the_threshold() -> None:
     refs = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     a, b, c = _face(0, [0.9, 0.1, 0]), _face(20, [0.8, 0.0, 0.2]), _face(40, [0.1, 1.0, 0])
     chosen = assign([a, b, c], refs, max_distance=0.3)
-    assert [(f.box[0], identity_of(f)) for f in chosen] == [(0, 0), (40, 1)]  # b loses reference 0 to the nearer a
+    # b loses reference 0 to the nearer a
+    assert [(f.box[0], identity_of(f)) for f in chosen] == [(0, 0), (40, 1)]
     assert distances([a], refs)[0, 0] == pytest.approx(1 - cosine([0.9, 0.1, 0], [1, 0, 0]))
     assert assign([c], refs[:1], max_distance=0.3) == []  # too far from every reference
     assert identity_of(a) == 0 and "identity" not in a.extra  # the input faces are not changed
@@ -52,7 +53,8 @@ def test_two_sources_replace_exactly_the_two_chosen_people_in_t1(tmp_path: Path)
     first, second = faces[2], faces[4]
     refs = [_cut(target, first, tmp_path, "ref_a"), _cut(target, second, tmp_path, "ref_b")]
     astronaut = photos.astronaut_path(tmp_path)
-    settings = apply_overrides(Settings(), {"swapper.model": "classic", "selector.mapping": [str(r) for r in refs],
+    settings = apply_overrides(Settings(), {"swapper.model": "classic",
+                                            "selector.mapping": [str(r) for r in refs],
                                             "selector.reference_distance": 0.5})
     proc = FaceProcessor(settings, [photos.grace_hopper_path(), astronaut])
     assert "sface" in proc.models

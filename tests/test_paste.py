@@ -38,7 +38,8 @@ def reference_alpha(mask: np.ndarray, matrix: np.ndarray, shape: tuple[int, ...]
 def test_pixels_outside_warped_mask_are_bit_exact(seed: int) -> None:
     rng = np.random.default_rng(seed)
     frame = noise_frame(seed=seed)
-    matrix = face_matrix(rng.uniform(60, 420), rng.uniform(60, 300), rng.uniform(60, 200), rng.uniform(-40, 40))
+    matrix = face_matrix(rng.uniform(60, 420), rng.uniform(60, 300), rng.uniform(60, 200),
+                         rng.uniform(-40, 40))
     crop = np.full((S, S, 3), (0, 255, 0), np.uint8)
     mask = box_mask(S, 0.3, (5, 10, 0, 10))
     before = frame.copy()
@@ -95,7 +96,8 @@ def test_face_partly_outside_the_frame_and_empty_mask() -> None:
 def test_inplace_writes_the_given_frame() -> None:
     frame = noise_frame(seed=4)
     before = frame.copy()
-    out = paste_back(frame, np.zeros((S, S, 3), np.uint8), face_matrix(240, 180, 120, 0), box_mask(S, 0.3), inplace=True)
+    black = np.zeros((S, S, 3), np.uint8)
+    out = paste_back(frame, black, face_matrix(240, 180, 120, 0), box_mask(S, 0.3), inplace=True)
     assert out is frame
     assert not np.array_equal(frame, before)
 
@@ -125,7 +127,8 @@ def test_paste_many_pastes_each_face() -> None:
     mask = box_mask(S, 0.2)
     out = paste_many(frame, crops, matrices, mask)
     assert np.all(out[180, 120] == 0) and np.all(out[180, 360] == 255)
-    union = np.maximum(reference_alpha(mask, matrices[0], frame.shape), reference_alpha(mask, matrices[1], frame.shape))
+    union = np.maximum(reference_alpha(mask, matrices[0], frame.shape),
+                       reference_alpha(mask, matrices[1], frame.shape))
     assert np.array_equal(out[union == 0], frame[union == 0])
     with pytest.raises(ValueError):
         paste_many(frame, crops, matrices[:1], mask)
@@ -152,6 +155,10 @@ def test_poisson_blend_solver_properties() -> None:
     box = np.zeros_like(inside)
     box[ys.min():ys.max() + 1, xs.min():xs.max() + 1] = True
     assert np.array_equal(out[~box], dst[~box])  # outside the mask's bounding box: untouched
-    detail = lambda im: (im[..., 1].astype(float) - cv2.GaussianBlur(im[..., 1], (0, 0), 3).astype(float))[inside]  # noqa: E731
+
+    def detail(im: np.ndarray) -> np.ndarray:
+        green = im[..., 1]
+        return (green.astype(float) - cv2.GaussianBlur(green, (0, 0), 3).astype(float))[inside]
+
     assert np.corrcoef(detail(out), detail(src))[0, 1] > 0.9
     assert np.array_equal(poisson_blend(src, dst, np.zeros_like(mask)), dst)

@@ -1,4 +1,6 @@
-"""Pixel boost (space-to-depth sub-swaps in one batch) and every catalog swapper end to end through FaceProcessor."""
+"""Pixel boost (space-to-depth sub-swaps in one batch) and every catalog swapper end to end
+through FaceProcessor.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ def test_split_takes_every_kth_pixel_and_merge_inverts_it() -> None:
 
 
 def test_factor() -> None:
-    assert pixel_boost.factor(128, 512) == 4 and pixel_boost.factor(256, 512) == 2 and pixel_boost.factor(256, 128) == 1
+    assert pixel_boost.factor(128, 512) == 4
+    assert pixel_boost.factor(256, 512) == 2
+    assert pixel_boost.factor(256, 128) == 1
     with pytest.raises(ValueError, match="not a multiple"):
         pixel_boost.factor(256, 384)
 
@@ -78,7 +82,8 @@ def test_pixel_boost_batches_the_sub_images_of_every_frame_together() -> None:
     crop = items[1][0].crop
     sub = pixel_boost.split(crop[None], 2)[3]  # crop[1::2, 1::2]
     alone = proc.swapper.swap(sub[None], proc.identity)[0]
-    assert np.array_equal(items[1][0].result[1::2, 1::2], alone)  # each sub-image swapped and put back in place
+    # each sub-image swapped and put back in place
+    assert np.array_equal(items[1][0].result[1::2, 1::2], alone)
 
 
 def test_classic_swapper_ignores_pixel_boost_with_a_notice() -> None:
@@ -86,8 +91,8 @@ def test_classic_swapper_ignores_pixel_boost_with_a_notice() -> None:
     assert proc.boost == 1 and any("pixel_boost" in n for n in proc.notices)
 
 
-SWAPPERS = ["simswap_256", "simswap_512_unoff", "ghost_1_256", "ghost_2_256", "ghost_3_256", "hyperswap_1a_256",
-            "inswapper_128_fp16"]
+SWAPPERS = ["simswap_256", "simswap_512_unoff", "ghost_1_256", "ghost_2_256", "ghost_3_256",
+            "hyperswap_1a_256", "inswapper_128_fp16"]
 
 
 @pytest.mark.parametrize("name", SWAPPERS)

@@ -21,7 +21,8 @@ from tests import photos
 CAST = np.array([40, -25, 10], np.int16)  # BGR
 
 
-def _run(method: str, cast: bool) -> tuple[np.ndarray, np.ndarray, npt.NDArray[np.bool_], FaceProcessor, list]:
+def _run(
+        method: str, cast: bool) -> tuple[np.ndarray, np.ndarray, npt.NDArray[np.bool_], FaceProcessor, list]:
     target = photos.astronaut()
     proc = FaceProcessor(apply_overrides(Settings(), {"swapper.model": "classic", "color.method": method}),
                          [photos.grace_hopper_path()])
@@ -48,7 +49,8 @@ def _hist_gap(a: np.ndarray, b: np.ndarray, region: npt.NDArray[np.bool_]) -> fl
     """Mean over B, G, R of the total-variation distance between the region's histograms."""
     n = region.sum()
     return float(np.mean([0.5 * np.abs(np.bincount(a[..., c][region], minlength=256)
-                                       - np.bincount(b[..., c][region], minlength=256)).sum() / n for c in range(3)]))
+                                       - np.bincount(b[..., c][region], minlength=256)).sum() / n
+                          for c in range(3)]))
 
 
 @pytest.mark.parametrize("cast", [False, True])

@@ -153,14 +153,15 @@ def test_trim(face_clip: Path, tmp_path: Path) -> None:
     assert abs(count_frames(out) - 15) <= 1
 
 
-def test_cli_video_with_spaces_and_non_ascii(face_clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_video_with_spaces_and_non_ascii(
+        face_clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "mes vidéos ünï"
     folder.mkdir()
     target = folder / "clip à moi.mp4"
     target.write_bytes(face_clip.read_bytes())
     out = folder / "sortie é.mp4"
-    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(target), "--output", str(out),
-                 "--set", "selector.mode=one", "--json"])
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(target),
+                 "--output", str(out), "--set", "selector.mode=one", "--json"])
     assert code == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
     assert summary["frames"] == 45 and Path(summary["output"]) == out and out.exists()

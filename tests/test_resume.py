@@ -1,4 +1,6 @@
-"""Resumable video jobs: frame-exact ranges, segment bookkeeping, and a worker killed with SIGKILL five times."""
+"""Resumable video jobs: frame-exact ranges, segment bookkeeping, and a worker killed with SIGKILL
+five times.
+"""
 
 from __future__ import annotations
 
@@ -70,7 +72,9 @@ def test_usable_segments_drops_anything_that_does_not_match(tmp_path: Path, face
 
 
 def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Path) -> None:
-    """Stop the in-thread worker mid-job (it re-queues the job), start another: the job resumes, frames exact."""
+    """Stop the in-thread worker mid-job (it re-queues the job), start another: the job resumes,
+    frames exact.
+    """
     store = JobStore(tmp_path / "q.sqlite3")
     out = tmp_path / "out.mkv"
     job = store.add([photos.grace_hopper_path()], face_clip, out, FAST)
@@ -148,7 +152,8 @@ def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path
         while len((j := store.get(job.id)).resume.get("segments", [])) <= before:
             if time.time() > deadline or proc.poll() is not None or j.finished:
                 proc.kill()
-                raise AssertionError(f"{worker_id} made no segment: {j}\n{proc.communicate()[1].decode()[-3000:]}")
+                stderr = proc.communicate()[1].decode()[-3000:]
+                raise AssertionError(f"{worker_id} made no segment: {j}\n{stderr}")
             time.sleep(0.01)
         time.sleep(rng.uniform(0.0, 0.6))  # inside the next segment, at its boundary, or later
         assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
@@ -158,7 +163,8 @@ def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path
         for child in children:  # orphaned ffmpeg (they end on their own when their pipe closes)
             if child.is_running():
                 child.kill()
-        kills.append((len(store.get(job.id).resume.get("segments", [])), round(time.perf_counter() - started, 1)))
+        segments = len(store.get(job.id).resume.get("segments", []))
+        kills.append((segments, round(time.perf_counter() - started, 1)))
         _no_done_job_without_its_file(store)
         # killed between the final rename and marking the job done: the file is already whole
         assert not out.exists() or count_frames(out) == 180
@@ -176,7 +182,8 @@ def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path
     # and its SIGTERM handler is set before it takes the lock) before stopping it
     lock = store.path.parent / "workers" / "w-a.lock"
     wait_until = time.time() + 60
-    while proc.poll() is None and time.time() < wait_until and not (lock.exists() and lock.read_text() == str(proc.pid)):
+    while (proc.poll() is None and time.time() < wait_until
+           and not (lock.exists() and lock.read_text() == str(proc.pid))):
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)  # a graceful stop: the worker is idle, it just exits
     try:

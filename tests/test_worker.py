@@ -67,7 +67,8 @@ def test_cancel_of_a_running_video_job(tmp_path: Path) -> None:
     job = store.add([photos.grace_hopper_path()], clip, out, FAST)
     handle = start_in_thread(store, "w", segment_seconds=0.5)
     try:
-        _wait(lambda: store.get(job.id).resume.get("segments") and store.get(job.id).progress.frames_done > 20)
+        _wait(lambda: (store.get(job.id).resume.get("segments")
+                       and store.get(job.id).progress.frames_done > 20))
         assert _ffmpeg_children(), "expected the render's ffmpeg processes"
         asked = time.perf_counter()
         store.request_cancel(job.id)
@@ -93,7 +94,8 @@ def test_a_second_worker_with_the_same_id_is_refused(tmp_path: Path) -> None:
 def _adder(db: str, tag: str, n: int) -> None:
     store = JobStore(db)
     for i in range(n):
-        store.add([f"/nowhere/{tag}.jpg"], f"/nowhere/{tag}-{i}.mp4", f"/nowhere/{tag}-{i}-out.mp4", Settings())
+        store.add([f"/nowhere/{tag}.jpg"], f"/nowhere/{tag}-{i}.mp4", f"/nowhere/{tag}-{i}-out.mp4",
+                  Settings())
 
 
 def test_concurrent_adders_while_a_worker_runs_lose_and_duplicate_nothing(tmp_path: Path) -> None:
