@@ -202,6 +202,7 @@ def test_architecture_page_matches_the_tree() -> None:
                and not (n in files if "/" not in n else any((b / n).exists() for b in bases))]
     assert not missing, f"ARCHITECTURE.md names what is not there: {missing}"
     rooms = [p.name for p in (ROOT / "pipeline").iterdir()
-             if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())]
+             if (p.suffix == ".py" and p.name != "__init__.py")
+             or (p.is_dir() and (p / "__init__.py").exists())]
     unnamed = [r for r in sorted(rooms) if (r if r.endswith(".py") else r + "/") not in page]
     assert not unnamed, f"pipeline rooms missing from ARCHITECTURE.md: {unnamed}"
