@@ -49,7 +49,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     for name in args.names:
-        print(f"installed {name}: {store.fetch(name, progress=False if args.json else download_bar)}")
+        print(f"installed {name}: {store.fetch(name, progress=None if args.json else download_bar)}")
     return 0
 
 

@@ -108,11 +108,11 @@ def test_fetch_verifies_sha256(server: str, monkeypatch: pytest.MonkeyPatch) -> 
     _RangeHandler.files = {"/good.onnx": blob, "/bad.onnx": blob[:-1] + b"!"}
     digest = hashlib.sha256(blob).hexdigest()
     _patch(monkeypatch, "gpen_bfr_256", url=f"{server}/good.onnx", sha256=digest, size=None)
-    path = store.fetch("gpen_bfr_256", progress=False)
+    path = store.fetch("gpen_bfr_256", progress=None)
     assert path.read_bytes() == blob
     _patch(monkeypatch, "gpen_bfr_512", url=f"{server}/bad.onnx", sha256=digest, size=None)
     with pytest.raises(ModelMismatch):
-        store.fetch("gpen_bfr_512", progress=False)
+        store.fetch("gpen_bfr_512", progress=None)
     assert not store.installed_path(catalog.get("gpen_bfr_512")).exists()
 
 
@@ -123,7 +123,7 @@ def test_fetch_resumes_a_partial_download(server: str, monkeypatch: pytest.Monke
     digest = hashlib.sha256(blob).hexdigest()
     entry = _patch(monkeypatch, "gpen_bfr_256", url=f"{server}/m.onnx", sha256=digest, size=None)
     with pytest.raises(UserError):
-        store.fetch("gpen_bfr_256", progress=False)  # connection cut after 500 kB
+        store.fetch("gpen_bfr_256", progress=None)  # connection cut after 500 kB
     part = store.installed_path(entry).with_name(entry.file + ".part")
     assert part.stat().st_size == 500_000
     seen: list[int] = []
@@ -137,8 +137,8 @@ def test_fetch_verifies_crc32_when_no_sha256(server: str, monkeypatch: pytest.Mo
     crc = f"{zlib.crc32(blob) & 0xFFFFFFFF:08x}"
     _RangeHandler.files = {"/h.onnx": blob, "/h.hash": crc.encode(), "/x.hash": b"deadbeef"}
     _patch(monkeypatch, "hyperswap_1a_256", url=f"{server}/h.onnx", crc32_url=f"{server}/h.hash")
-    assert store.fetch("hyperswap_1a_256", progress=False).read_bytes() == blob
+    assert store.fetch("hyperswap_1a_256", progress=None).read_bytes() == blob
     _patch(monkeypatch, "hyperswap_1b_256", url=f"{server}/h.onnx", crc32_url=f"{server}/x.hash")
     with pytest.raises(ModelMismatch, match="CRC32"):
-        store.fetch("hyperswap_1b_256", progress=False)
+        store.fetch("hyperswap_1b_256", progress=None)
     assert not store.installed_path(catalog.get("hyperswap_1b_256")).exists()

@@ -174,15 +174,11 @@ def _resuming_downloader(dest_part: Path, progress: ProgressFn | None) -> Callab
     return download
 
 
-def _print_progress(done: int, total: int) -> None:
-    import sys
+def fetch(name: str, progress: ProgressFn | None = None) -> Path:
+    """Download a catalog model (resuming a partial download), verify its hash, install it.
 
-    pct = f"{100 * done / total:5.1f}%" if total else ""
-    print(f"\r  {done / 1e6:8.1f} MB {pct}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-
-
-def fetch(name: str, progress: ProgressFn | bool = True) -> Path:
-    """Download a catalog model (resuming a partial download), verify its hash, install it."""
+    ``progress(done, total)`` is called as bytes arrive (the CLI draws a bar with it, the UI a progress).
+    """
     import pooch
 
     entry = catalog.get(name)
@@ -193,13 +189,12 @@ def fetch(name: str, progress: ProgressFn | bool = True) -> Path:
     dest = installed_path(entry)
     if dest.is_file():
         return dest
-    callback = _print_progress if progress is True else (progress or None)
     known_hash = f"sha256:{entry.sha256}" if entry.sha256 else None
     expected_crc = None if entry.sha256 else _expected_crc(entry)
     try:
         downloaded = Path(pooch.retrieve(
             url=entry.url, known_hash=known_hash, fname=entry.file + ".verified", path=models_dir(),
-            downloader=_resuming_downloader(dest.with_name(dest.name + ".part"), callback), progressbar=False,
+            downloader=_resuming_downloader(dest.with_name(dest.name + ".part"), progress), progressbar=False,
         ))
     except ValueError as exc:  # pooch's hash mismatch; it deletes the file
         raise ModelMismatch(f"{entry.name}: downloaded file failed verification ({exc})") from None
