@@ -41,7 +41,10 @@ SESSION_KEY = "facestation.session"
 COOKIE_PREFIX = "access-token-"  # Gradio's session cookies: access-token-<id> and access-token-unsecure-<id>
 # what the login page itself needs before anyone has signed in
 PUBLIC_PATHS = frozenset({"/", "/login", "/login/", "/favicon.ico", "/theme.css", "/gradio_api/theme.css",
-                          "/manifest.json", "/robots.txt", "/gradio_api/startup-events"})
+                          "/manifest.json", "/robots.txt"})
+# Gradio's launch() asks this of its own server, without a login, once at start
+LOOPBACK_ONLY = frozenset({"/gradio_api/startup-events"})
+LOOPBACK = frozenset({"127.0.0.1", "::1"})
 PUBLIC_PREFIXES = ("/assets/", "/svelte/", "/static/", "/pwa_icon")
 FILE_PREFIXES = ("/gradio_api/file=", "/gradio_api/file/")
 MAX_LOGIN_BODY = 64 * 1024
@@ -215,7 +218,9 @@ class Gate:
             return
         found = self.guard.sessions.find(Request(scope).cookies)
         if found is None:
-            if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+            client = (scope.get("client") or ("", 0))[0]
+            if (path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+                    or (path in LOOPBACK_ONLY and client in LOOPBACK)):
                 await self.app(scope, receive, send)
             elif scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
