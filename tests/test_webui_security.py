@@ -348,3 +348,27 @@ def test_plain_http_on_the_network_only_when_asked(tmp_path: Path) -> None:
         ui_cli.config_from_args(parser.parse_args(["ui", "--listen", "--auth", "a:b", "--ssl-certfile", "x"]))
     with pytest.raises(UserError, match="plain HTTP"):
         serve(UiConfig(host="0.0.0.0", users=(("a", "b"),), worker=False), block=False)  # noqa: S104
+
+
+def test_throttle_slows_then_locks_an_account_and_an_address_for_a_while() -> None:
+    from webui.auth import Throttle, ThrottlePolicy
+
+    now = [0.0]
+    throttle = Throttle(ThrottlePolicy(slow_after=2, delay_s=0.5, max_delay_s=1.0, account_lock_after=4,
+                                       address_lock_after=6, window_s=60, lock_s=100), clock=lambda: now[0])
+    delays = []
+    for _ in range(4):
+        assert throttle.refused_for("alice", "10.0.0.9") == 0
+        delays.append(throttle.delay("alice", "10.0.0.9"))
+        throttle.failed("alice", "10.0.0.9")
+    assert delays == [0.0, 0.0, 0.5, 1.0]  # slowed after two failures
+    assert throttle.refused_for("Alice", "10.0.0.7") == 100  # the account is locked, from any address
+    assert throttle.refused_for("bob", "10.0.0.9") == 0  # the address is not (yet)
+    for user in ("bob", "carol"):
+        throttle.failed(user, "10.0.0.9")
+    assert throttle.refused_for("dave", "10.0.0.9") == 100  # six failures from one address: it is locked
+    now[0] = 101.0
+    assert throttle.refused_for("alice", "10.0.0.9") == 0  # ... for a while
+    throttle.failed("erin", "10.0.0.8")
+    throttle.succeeded("erin", "10.0.0.8")
+    assert throttle.delay("erin", "10.0.0.8") == 0

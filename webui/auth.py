@@ -238,7 +238,8 @@ class Gate:
                 await _answer(send, 403, "File not allowed")
                 return
         elif path.startswith("/gradio_api/"):
-            send = _Recorder(send, lambda paths: self.guard.ledger.record(user, paths))
+            send = _Recorder(send, lambda paths: self.guard.ledger.record(user, paths),
+                             upload=path.rstrip("/") == "/gradio_api/upload")
         await self.app(scope, receive, send)
 
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -280,8 +281,8 @@ class Gate:
 class _Recorder:
     """Wraps ``send``: reads the files named in a JSON or event-stream answer as it goes out."""
 
-    def __init__(self, send: Send, record: Callable[[list[str]], None]) -> None:
-        self.send, self.record = send, record
+    def __init__(self, send: Send, record: Callable[[list[str]], None], upload: bool = False) -> None:
+        self.send, self.record, self.upload = send, record, upload
         self.kind = ""
         self.buffer = b""
 
@@ -313,7 +314,7 @@ class _Recorder:
         except ValueError:
             return
         paths = list(file_paths(data))
-        if isinstance(data, list) and all(isinstance(p, str) for p in data):
+        if self.upload and isinstance(data, list) and all(isinstance(p, str) for p in data):
             paths += data  # the answer to /gradio_api/upload: the cached paths of the uploaded files
         if paths:
             self.record(paths)
