@@ -86,3 +86,22 @@ def test_two_users_in_the_browser_never_see_each_others_files(tmp_path: Path) ->
         alice.click("#job-delete")
         wait_until(lambda: not app.ctx.store.list(), 20, what="the job deleted")
         assert alice.request.get(href).status == 404
+
+        # presets: alice's own stay hers; carol (admin) publishes a studio preset bob sees when he opens the tab
+        carol = sign_in(browser, url, *USERS[2])
+        for page, name, button in ((alice, "alice look", "#preset-save"), (carol, "house look", "#preset-publish")):
+            open_tab(page, "Presets")
+            page.fill("#preset-name textarea, #preset-name input", name)
+            page.click(button)
+            wait_until(lambda page=page, name=name: name in page.inner_text("#preset-message"), 20, what=name)
+        open_tab(bob, "Presets")
+        wait_until(lambda: "house look (studio)" in preset_choices(bob), 20, what="the studio preset in bob's list")
+        assert "alice look" not in preset_choices(bob)
+        screenshot(bob, "security-bob-presets")
+
+
+def preset_choices(page: Any) -> str:
+    page.click("#preset-list input")
+    shown = page.inner_text("#preset-list") + " ".join(page.locator("ul.options li").all_inner_texts())
+    page.keyboard.press("Escape")
+    return shown

@@ -72,8 +72,9 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
     settings_controls: dict[str, Any] = {}
     with gr.Row():
         with gr.Column(scale=3), gr.Tabs(elem_id="tabs"):
+            parts["tabs"] = {}
             for tab in TABS:
-                with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()):
+                with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()) as parts["tabs"][tab]:
                     settings_controls |= _create_tab(tab, ctx, base, parts)
         with gr.Column(scale=2):
             parts["preview"] = preview_panel.create()
@@ -103,7 +104,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     faces.wire(f, form)
     preview_panel.wire(p, f, form)
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form)
-    presets_tab.wire(ctx, parts["presets"], form, blocks)
+    presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(parts["models"])
     system_tab.wire(ctx, parts["system"], form)
 

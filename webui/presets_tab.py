@@ -45,9 +45,10 @@ def create() -> dict[str, Any]:
     return c
 
 
-def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, blocks: gr.Blocks) -> None:
+def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> None:
     """Load fills every settings control; save stores what they show on the caller's own shelf; publish
-    (admins) on the studio's; delete, import, export act on the caller's presets."""
+    (admins) on the studio's; delete, import, export act on the caller's presets. The list is the caller's
+    own, fetched again on each of the ``shown`` triggers (the page's load, the tab's select)."""
 
     def on_load(name: str | None, request: gr.Request) -> list[Any]:
         if not name:
@@ -73,7 +74,7 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, blocks: gr.Blocks) -> 
         return gr.update(choices=choices(ctx.owner(request)))
 
     listed = [c["list"], c["message"]]
-    blocks.load(refresh, None, c["list"], api_visibility="private", queue=False)
+    gr.on(shown, refresh, None, c["list"], api_visibility="private", queue=False, show_progress="hidden")
     c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
     c["save"].click(user_errors(on_save), [c["name"], c["description"], *form.inputs], listed,
                     api_visibility="private")
