@@ -372,3 +372,19 @@ def test_throttle_slows_then_locks_an_account_and_an_address_for_a_while() -> No
     throttle.failed("erin", "10.0.0.8")
     throttle.succeeded("erin", "10.0.0.8")
     assert throttle.delay("erin", "10.0.0.8") == 0
+
+
+def test_nothing_handed_out_survives_a_restart(tmp_path: Path) -> None:
+    config = {"users": USERS, "worker": False, "data": tmp_path / "data", "outputs": tmp_path / "outputs"}
+    with running_app(**config) as (url, app):
+        job = done_job(app, "alice", tmp_path)
+        alice = login(url, *USERS[0])
+        path = alice.post("/gradio_api/upload", files={"files": ("me.jpg", b"alice" * 100, "image/jpeg")}).json()[0]
+        href = re.search(r'href="([^"]+)"', event(alice, app, app.components["queue"]["download"],  # type: ignore[union-attr]
+                                                  [job.id])[0]).group(1)
+        assert alice.get(href).status_code == 200 and alice.get(f"/gradio_api/file={path}").status_code == 200
+    with running_app(**config) as (url, app):
+        for user, password in USERS:  # alice included: the links and cache entries of the last run are gone
+            client = login(url, user, password)
+            assert client.get(href).status_code == 404
+            assert client.get(f"/gradio_api/file={path}").status_code == 403
