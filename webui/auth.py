@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,7 +159,7 @@ class Ledger:
     def _key(path: str) -> str:
         return os.path.realpath(path)
 
-    def record(self, user: str, paths: Iterator[str] | list[str]) -> None:
+    def record(self, user: str, paths: Iterable[str]) -> None:
         with self._lock:
             for path in paths:
                 self._owners.setdefault(self._key(path), set()).add(user)
@@ -167,11 +167,11 @@ class Ledger:
     def allows(self, user: str, path: str) -> bool:
         key = self._key(path)
         with self._lock:
-            owners = self._owners.get(key)
+            owners = self._owners.get(key, set())
             if owners and not os.path.exists(key):  # the cache was cleaned: forget it
                 del self._owners[key]
                 return False
-            return bool(owners) and user in owners
+            return user in owners
 
 
 def file_paths(data: Any) -> Iterator[str]:

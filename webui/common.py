@@ -54,7 +54,7 @@ class Ctx:
     store: api.JobStore  # opened with api.open_store, as the CLI opens it
     bench: api.BackgroundBench | None = None  # the last benchmark started from the System tab
     audit: AuditLog = field(default_factory=lambda: AuditLog(None))
-    guard: Guard | None = None  # who is signed in (the gate in front of every route)
+    guard: Guard = field(default_factory=lambda: Guard(frozenset(), AuditLog(None)))  # who is signed in
     links: ResultLinks = field(default_factory=ResultLinks)  # results handed out by link
 
     def owner(self, request: gr.Request | None) -> str:
@@ -62,7 +62,7 @@ class Ctx:
 
     def session(self, request: gr.Request | None) -> str:
         """The caller's login session token ("" without a login)."""
-        if self.guard is None or request is None or not self.config.users:
+        if request is None or not self.config.users:
             return ""
         found = self.guard.sessions.find(dict(getattr(request, "cookies", None) or {}))
         return found[0] if found and found[1] == self.owner(request) else ""
