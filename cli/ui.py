@@ -2,8 +2,10 @@
 
 ``--listen`` binds every interface only when a login is configured; without one it exits with
 code 2 and says how to set it. Passwords come from ``--auth USER:PASS`` or ``--auth-file FILE``
-(one ``USER:PASS`` per line, ``#`` comments); the first user (or those named by ``--admin``) sees
-every user's jobs.
+(one ``USER:PASS`` per line, ``#`` comments, ``admin USER:PASS`` for an admin). Only users named
+admin there or by ``--admin`` see (and act on) every user's jobs; nobody else is admin.
+On the network the UI speaks HTTPS: with ``--ssl-certfile/--ssl-keyfile``, else with a self-signed
+certificate made once (its fingerprint is logged at start-up); plain HTTP only with ``--insecure``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ def register(subparsers: Any) -> None:
     auth.add_argument("--auth", metavar="USER:PASS", help="require this login")
     auth.add_argument("--auth-file", metavar="FILE", help="logins, one USER:PASS per line")
     p.add_argument("--admin", action="append", metavar="USER",
-                   help="user who sees every job (default: the first)")
+                   help="user who sees and manages every job and publishes studio presets (default: nobody)")
+    p.add_argument("--ssl-certfile", metavar="FILE", help="HTTPS certificate (PEM); with --ssl-keyfile")
+    p.add_argument("--ssl-keyfile", metavar="FILE", help="HTTPS private key (PEM); with --ssl-certfile")
+    p.add_argument("--insecure", action="store_true",
+                   help="with --listen: plain HTTP (passwords readable on the network)")
+    p.add_argument("--bind", default="0.0.0.0", metavar="ADDR",  # noqa: S104 - --listen means the network
+                   help="with --listen: the address to serve on (default: all interfaces)")
     p.add_argument("--max-upload", default="2gb", metavar="SIZE",
                    help="largest upload accepted, e.g. 500mb, 2gb")
     p.add_argument("--no-worker", action="store_true", help="queue jobs without running them in this process")
@@ -42,54 +50,88 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=cmd_ui)
 
 
+ROLES = ("admin", "user")
+_USER_RE = re.compile(r"[A-Za-z0-9_.@+-]{1,64}")
+
+
 def parse_login(text: str, where: str) -> tuple[str, str]:
     user, sep, password = text.strip().partition(":")
     if not sep or not user.strip() or not password:
         raise UserError(f"{where}: expected USER:PASS with a non-empty user and password")
+    if not _USER_RE.fullmatch(user.strip()):
+        raise UserError(f"{where}: a user name is 1-64 letters, digits or . _ @ + -")
     return user.strip(), password
 
 
-def read_auth_file(path: str | Path) -> list[tuple[str, str]]:
+def parse_auth_line(line: str, where: str) -> tuple[str, str, str]:
+    """``USER:PASS`` or ``ROLE USER:PASS`` (ROLE: admin or user) -> (user, password, role)."""
+    first, *rest = line.strip().split(None, 1)
+    if ":" not in first and rest:
+        if first not in ROLES:
+            raise UserError(f"{where}: unknown role '{first}' (valid: {', '.join(ROLES)})")
+        return (*parse_login(rest[0], where), first)
+    return (*parse_login(line, where), "user")
+
+
+def read_auth_file(path: str | Path) -> list[tuple[str, str, str]]:
+    """(user, password, role) for every login line of an auth file."""
     path = Path(path).expanduser()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read --auth-file {path}: {exc.strerror}") from None
-    logins = [parse_login(line, f"{path.name} line {n}") for n, line in enumerate(text.splitlines(), 1)
+    logins = [parse_auth_line(line, f"{path.name} line {n}") for n, line in enumerate(text.splitlines(), 1)
               if line.strip() and not line.lstrip().startswith("#")]
     if not logins:
         raise UserError(f"--auth-file {path} holds no USER:PASS line")
+    names = [u for u, _, _ in logins]
+    twice = sorted({u for u in names if names.count(u) > 1})
+    if twice:
+        raise UserError(f"--auth-file {path}: user {twice[0]} appears twice")
     return logins
+
+
+def _tls_options(args: argparse.Namespace) -> dict[str, Any]:
+    if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
+        raise UserError("give both --ssl-certfile and --ssl-keyfile, or neither")
+    if args.ssl_certfile:
+        for option, value in (("--ssl-certfile", args.ssl_certfile), ("--ssl-keyfile", args.ssl_keyfile)):
+            if not Path(value).expanduser().is_file():
+                raise UserError(f"{option} {value}: no such file")
+        return {"ssl_certfile": Path(args.ssl_certfile).expanduser(),
+                "ssl_keyfile": Path(args.ssl_keyfile).expanduser()}
+    return {"self_signed": bool(args.listen and not args.insecure), "insecure": bool(args.insecure)}
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
     from webui.common import UiConfig
 
-    users: list[tuple[str, str]] = []
+    logins: list[tuple[str, str, str]] = []
     if args.auth:
-        users = [parse_login(args.auth, "--auth")]
+        logins = [(*parse_login(args.auth, "--auth"), "user")]
     elif args.auth_file:
-        users = read_auth_file(args.auth_file)
-    if args.listen and not users:
+        logins = read_auth_file(args.auth_file)
+    if args.listen and not logins:
         raise UserError(NO_AUTH)
     if not 1 <= args.port <= 65535:
         raise UserError(f"--port must be between 1 and 65535, got {args.port}")
     if not _SIZE_RE.fullmatch(args.max_upload.strip()):
         raise UserError(f"--max-upload: expected a size such as 500mb or 2gb, got {args.max_upload!r}")
-    names = [u for u, _ in users]
-    admins = args.admin or names[:1]
-    unknown = [a for a in admins if a not in names]
+    names = [u for u, _, _ in logins]
+    admins = set(args.admin or []) | {u for u, _, role in logins if role == "admin"}
+    unknown = sorted(a for a in admins if a not in names)
     if unknown:
         configured = ", ".join(names) or "none"
         raise UserError(f"--admin {unknown[0]} is not one of the configured users ({configured})")
     return UiConfig(
-        host="0.0.0.0" if args.listen else "127.0.0.1",  # noqa: S104 - only with a login, checked above
+        host=args.bind if args.listen else "127.0.0.1",
         port=args.port,
-        users=tuple(users),
+        users=tuple((u, p) for u, p, _ in logins),
         admins=frozenset(admins),
         max_upload=args.max_upload.strip().lower().replace(" ", ""),
         worker=not args.no_worker,
         open_browser=not args.no_browser,
+        **_tls_options(args),
     )
 
 
@@ -97,8 +139,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     config = config_from_args(args)  # refuse bad options before importing Gradio (slow)
     from webui.app import serve
 
-    where = "all interfaces" if args.listen else "this machine only"
-    log.warning("facestation UI on http://%s:%d (%s)", "127.0.0.1" if not args.listen else "<this host>",
-                config.port, where)
+    where = "the network" if args.listen else "this machine only"
+    log.warning("facestation UI on %s://%s:%d (%s)", "https" if config.tls else "http",
+                "127.0.0.1" if not args.listen else "<this host>", config.port, where)
     serve(config, block=True)
     return 0

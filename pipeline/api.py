@@ -28,7 +28,7 @@ from pipeline.models.sessions import release as release_sessions
 from pipeline.models.store import fetch as fetch_model
 from pipeline.models.store import import_file as import_model
 from pipeline.models.store import status as model_status
-from pipeline.paths import outputs_dir
+from pipeline.paths import data_dir, outputs_dir
 from pipeline.presets import delete as delete_preset
 from pipeline.presets import export as export_preset
 from pipeline.presets import import_file as import_preset
@@ -42,7 +42,7 @@ from pipeline.settings import keys as settings_keys
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
-from pipeline.workspace import download_copy, output_path, stash
+from pipeline.workspace import output_path, remove_download_copies, stash
 
 __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
@@ -53,8 +53,8 @@ __all__ = [
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
-    # workspace: the outputs folder, the upload stash, fresh output paths, private copies to hand out
-    "outputs_dir", "stash", "output_path", "download_copy",
+    # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
+    "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "delete_job", "start_worker",
     # presets

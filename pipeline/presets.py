@@ -5,15 +5,24 @@ A preset file is ``{"schema": N, "name": ..., "description": ..., "settings": {.
 missing key takes its default. Older schema versions are migrated on load by a registry of
 one-step functions (:data:`MIGRATIONS`); a newer schema than this build knows is refused.
 
-Built-in presets ship in the repository (``presets/``) and cannot be changed or deleted; user
-presets live in :func:`pipeline.paths.user_presets_dir`. Names are unique across both: saving a
-user preset under a built-in name is refused, so a name always means the same thing for every
-user of a shared install. (A file dropped by hand into the user folder under a built-in name is
-ignored; the built-in wins.)
+Three shelves, looked up in this order:
+
+- built-in presets ship in the repository (``presets/``) and cannot be changed or deleted;
+- studio presets, shared by everyone on a shared workstation, live in ``<user presets>/studio/`` and are
+  published (saved, deleted) by an admin only (``studio=True``);
+- each user's own presets: the local user's (the CLI's, and the web UI's without a login) in
+  :func:`pipeline.paths.user_presets_dir`, a signed-in user's in ``<user presets>/users/<name>-<hash>/``
+  (``owner=`` the user name). Nobody reaches another user's shelf, so nobody can overwrite or delete
+  another user's preset.
+
+Names are unique across the shelves a user sees: an own preset cannot take a built-in or studio name,
+nor a studio preset a built-in name, so a name means the same thing to everyone. (A file dropped by
+hand under a name taken by an earlier shelf is ignored; the earlier shelf wins.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -42,6 +51,7 @@ class PresetInfo:
     builtin: bool
     description: str
     path: Path
+    studio: bool = False  # shared by an admin with every user
 
 
 @dataclass(frozen=True)
@@ -196,7 +206,7 @@ def _write_atomic(path: Path, doc: Document) -> None:
     paths.write_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def _scan(folder: Path, builtin: bool) -> dict[str, PresetInfo]:
+def _scan(folder: Path, builtin: bool, studio: bool = False) -> dict[str, PresetInfo]:
     found: dict[str, PresetInfo] = {}
     if not folder.is_dir():
         return found
@@ -208,19 +218,36 @@ def _scan(folder: Path, builtin: bool) -> dict[str, PresetInfo]:
         except UserError as exc:
             log.warning("skipping preset file %s: %s", path, exc)
             continue
-        found[name] = PresetInfo(name, builtin, description if isinstance(description, str) else "", path)
+        text = description if isinstance(description, str) else ""
+        found[name] = PresetInfo(name, builtin, text, path, studio)
     return found
 
 
-def _all() -> dict[str, PresetInfo]:
-    builtins = _scan(paths.builtin_presets_dir(), builtin=True)
-    users = {n: i for n, i in _scan(paths.user_presets_dir(), builtin=False).items() if n not in builtins}
-    return {**builtins, **users}
+def studio_dir() -> Path:
+    return paths.user_presets_dir() / "studio"
 
 
-def list_presets() -> list[PresetInfo]:
-    """Every preset, built-ins first, each group sorted by name."""
-    return sorted(_all().values(), key=lambda i: (not i.builtin, i.name.lower()))
+def user_dir(owner: str | None = None) -> Path:
+    """The shelf of ``owner`` (None or "": the local user). A user name becomes a safe folder name plus a
+    hash of the exact name, so two names never share a folder."""
+    if not owner:
+        return paths.user_presets_dir()
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", owner).strip("_")[:32] or "user"
+    return paths.user_presets_dir() / "users" / f"{stem}-{hashlib.sha256(owner.encode()).hexdigest()[:12]}"
+
+
+def _all(owner: str | None = None) -> dict[str, PresetInfo]:
+    shelves = (_scan(paths.builtin_presets_dir(), builtin=True), _scan(studio_dir(), False, studio=True),
+               _scan(user_dir(owner), builtin=False))
+    found: dict[str, PresetInfo] = {}
+    for shelf in shelves:
+        found |= {n: i for n, i in shelf.items() if n.lower() not in {k.lower() for k in found}}
+    return found
+
+
+def list_presets(owner: str | None = None) -> list[PresetInfo]:
+    """Every preset ``owner`` sees: built-ins first, then studio presets, then their own, each sorted."""
+    return sorted(_all(owner).values(), key=lambda i: (not i.builtin, not i.studio, i.name.lower()))
 
 
 def _is_path(name_or_path: str | Path) -> bool:
@@ -228,16 +255,16 @@ def _is_path(name_or_path: str | Path) -> bool:
     return isinstance(name_or_path, Path) or text.endswith(SUFFIX) or "/" in text or os.sep in text
 
 
-def _find(name: str) -> PresetInfo:
-    presets = _all()
+def _find(name: str, owner: str | None = None) -> PresetInfo:
+    presets = _all(owner)
     info = presets.get(name.strip())
     if info is None:
-        available = ", ".join(i.name for i in list_presets()) or "none"
+        available = ", ".join(i.name for i in list_presets(owner)) or "none"
         raise UserError(f"no preset named '{name}' (available: {available})")
     return info
 
 
-def read(name_or_path: str | Path) -> Preset:
+def read(name_or_path: str | Path, owner: str | None = None) -> Preset:
     """Load a preset by name or from a file, with its description.
 
     A :class:`~pathlib.Path`, or text ending in ``.json`` or containing a path separator, is a file;
@@ -248,7 +275,7 @@ def read(name_or_path: str | Path) -> Preset:
         doc = _read_json(path)
         name, builtin = str(doc.get("name") or path.stem), False
     else:
-        info = _find(str(name_or_path))
+        info = _find(str(name_or_path), owner)
         path, name, builtin = info.path, info.name, info.builtin
         doc = _read_json(path)
     try:
@@ -258,9 +285,9 @@ def read(name_or_path: str | Path) -> Preset:
     return Preset(name, description, settings, builtin, path)
 
 
-def load(name_or_path: str | Path) -> Settings:
-    """Settings of a preset given by name or ``.json`` path."""
-    return read(name_or_path).settings
+def load(name_or_path: str | Path, owner: str | None = None) -> Settings:
+    """Settings of a preset given by name or ``.json`` path (a name as ``owner`` sees it)."""
+    return read(name_or_path, owner).settings
 
 
 def settings_from(preset: str | Path | None = None, overrides: Sequence[str] | None = None) -> Settings:
@@ -270,45 +297,56 @@ def settings_from(preset: str | Path | None = None, overrides: Sequence[str] | N
     return apply_overrides(base, list(overrides or []))
 
 
-def _builtin_names() -> set[str]:
-    return {n.lower() for n in _scan(paths.builtin_presets_dir(), builtin=True)}
+def _taken(studio: bool) -> dict[str, str]:
+    """Lower-cased names a new preset on this shelf may not take -> the shelf that has them."""
+    taken = {n.lower(): "built-in" for n in _scan(paths.builtin_presets_dir(), builtin=True)}
+    if not studio:
+        taken |= {n.lower(): "studio" for n in _scan(studio_dir(), False, studio=True)}
+    return taken
 
 
-def _user_path(name: str) -> Path:
+def _user_path(name: str, owner: str | None = None, studio: bool = False) -> Path:
     cleaned = safe_name(name)
-    if cleaned.lower() in _builtin_names():
-        raise UserError(f"'{cleaned}' is a built-in preset and cannot be changed; save under another name")
-    folder = paths.user_presets_dir().resolve()
+    shelf = _taken(studio).get(cleaned.lower())
+    if shelf:
+        raise UserError(f"'{cleaned}' is a {shelf} preset and cannot be changed; save under another name")
+    folder = (studio_dir() if studio else user_dir(owner)).resolve()
     path = (folder / f"{cleaned}{SUFFIX}").resolve()
     if path.parent != folder:  # belt and braces: safe_name already refuses anything that could escape
         raise UserError(f"preset name '{cleaned}' would leave the presets folder")
     return path
 
 
-def save(name: str, settings: Settings, description: str = "", *, overwrite: bool = True) -> Path:
-    """Save ``settings`` as a user preset; returns its file. Nothing is written if the name is refused."""
+def save(name: str, settings: Settings, description: str = "", *, overwrite: bool = True,
+         owner: str | None = None, studio: bool = False) -> Path:
+    """Save ``settings`` on ``owner``'s shelf (or the studio's); returns its file. Nothing is written if
+    the name is refused. Who may publish to the studio is the caller's check (the web UI: admins)."""
     if not isinstance(settings, Settings):
         raise TypeError(f"save() needs a Settings object, got {type(settings).__name__}")
-    path = _user_path(name)
+    path = _user_path(name, owner, studio)
     if not overwrite and path.exists():
         raise UserError(f"a preset named '{path.stem}' already exists")
     _write_atomic(path, document(path.stem, settings, description))
-    log.info("saved preset %r to %s", path.stem, path)
+    log.info("saved %spreset %r to %s", "studio " if studio else "", path.stem, path)
     return path
 
 
-def delete(name: str) -> None:
-    """Delete a user preset. Built-in presets cannot be deleted."""
-    info = _find(safe_name(name))
+def delete(name: str, *, owner: str | None = None, studio: bool = False) -> None:
+    """Delete one of ``owner``'s presets (``studio``: a studio preset). Built-in presets cannot be deleted,
+    studio presets only with ``studio=True``."""
+    info = _find(safe_name(name), owner)
     if info.builtin:
         raise UserError(f"'{info.name}' is a built-in preset and cannot be deleted")
+    if info.studio != studio:
+        raise UserError(f"'{info.name}' is a studio preset: only an admin can delete it" if info.studio
+                        else f"'{info.name}' is not a studio preset")
     info.path.unlink()
-    log.info("deleted preset %r", info.name)
+    log.info("deleted %spreset %r", "studio " if studio else "", info.name)
 
 
-def export(name: str, destination: str | Path) -> Path:
-    """Write a preset (built-in or user) to ``destination`` (a file, or a folder to put ``NAME.json`` in)."""
-    preset = read(safe_name(name))
+def export(name: str, destination: str | Path, owner: str | None = None) -> Path:
+    """Write a preset ``owner`` sees to ``destination`` (a file, or a folder to put ``NAME.json`` in)."""
+    preset = read(safe_name(name), owner)
     dest = Path(destination).expanduser()
     if dest.is_dir():
         dest = dest / f"{preset.name}{SUFFIX}"
@@ -316,17 +354,18 @@ def export(name: str, destination: str | Path) -> Path:
     return dest
 
 
-def import_file(path: str | Path, name: str | None = None, *, overwrite: bool = False) -> Path:
-    """Validate (and migrate) a preset file and save it as a user preset named ``name``.
+def import_file(path: str | Path, name: str | None = None, *, overwrite: bool = False,
+                owner: str | None = None) -> Path:
+    """Validate (and migrate) a preset file and save it as one of ``owner``'s presets named ``name``.
 
     Without ``name`` the file's own ``name`` field is used, else its file name.
     """
     source = Path(path).expanduser()
     doc = _read_json(source)
     target = name if name is not None else str(doc.get("name") or source.stem)
-    _user_path(target)  # refuse a bad name before the (slower) validation
+    _user_path(target, owner)  # refuse a bad name before the (slower) validation
     try:
         settings, description = parse(doc)
     except SettingsError as exc:
         raise SettingsError(f"{source.name}: {exc}") from None
-    return save(target, settings, description, overwrite=overwrite)
+    return save(target, settings, description, overwrite=overwrite, owner=owner)

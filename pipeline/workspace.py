@@ -1,5 +1,4 @@
-"""The app's own files: uploads kept under their content hash, safe names, fresh output paths, and the
-private copies a finished output is handed out as.
+"""The app's own files: uploads kept under their content hash, safe names, fresh output paths.
 
 Names a user gives (file names, account names) are reduced to ``[A-Za-z0-9_-]`` before they become part
 of a path, so they can never leave the folder they are meant for.
@@ -8,7 +7,6 @@ of a path, so they can never leave the folder they are meant for.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
 import shutil
@@ -20,8 +18,6 @@ from pathlib import Path
 from pipeline import paths
 from pipeline.errors import UserError
 from pipeline.media import IMAGE_OUTPUTS, MediaKind, check_media, kind_of
-
-DOWNLOAD_TTL_S = 3600.0
 
 
 def stash(path: str | Path, kind: Sequence[MediaKind] = ("image", "video")) -> Path:
@@ -71,26 +67,6 @@ def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
     raise UserError(f"could not find a free output name for {stem} in {sub}")
 
 
-def download_copy(path: str | Path, ttl_s: float = DOWNLOAD_TTL_S) -> Path:
-    """A copy of a finished output in a fresh, unguessable temp folder, for the UI to hand to one user.
-
-    The outputs folder itself is never served: the UI checks who asks, then returns this copy (a hard
-    link where the temp folder is on the same disk, so no bytes are copied). Copies older than ``ttl_s``
-    are removed on the next call.
-    """
-    src = Path(path)
-    if not src.is_file():
-        raise UserError(f"the output {src.name} is not there any more")
-    root = Path(tempfile.gettempdir()) / "facestation-downloads"
-    root.mkdir(exist_ok=True)
-    now = time.time()
-    for old in root.iterdir():
-        if now - old.stat().st_mtime > ttl_s:
-            shutil.rmtree(old, ignore_errors=True)
-    folder = Path(tempfile.mkdtemp(dir=root))
-    dest = folder / src.name
-    try:
-        os.link(src, dest)
-    except OSError:  # another file system: copy
-        shutil.copyfile(src, dest)
-    return dest
+def remove_download_copies() -> None:
+    """Remove the private copies of outputs that versions before per-user links left in the temp folder."""
+    shutil.rmtree(Path(tempfile.gettempdir()) / "facestation-downloads", ignore_errors=True)

@@ -67,11 +67,3 @@ def test_output_path_keeps_writable_image_suffixes(tmp_path: Path) -> None:
     out = workspace.output_path(tmp_path, "0123456789abcdef-holiday clip.MOV", owner="ann")
     assert out.parent == tmp_path / "ann"
     assert out.name.startswith("holiday_clip-swap-") and out.suffix == ".mp4"
-
-
-def test_download_copy_is_a_private_copy(tmp_path: Path) -> None:
-    src = photos.astronaut_path(tmp_path)
-    copy = workspace.download_copy(src)
-    assert copy != src and copy.name == src.name and copy.read_bytes() == src.read_bytes()
-    with pytest.raises(UserError, match="not there any more"):
-        workspace.download_copy(tmp_path / "gone.png")

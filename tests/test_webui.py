@@ -100,7 +100,7 @@ def test_ui_options_become_config(tmp_path: Path) -> None:
     cfg = ui_cli.config_from_args(parse("--listen", "--auth", "ann:s3cret:x", "--port", "8000",
                                         "--max-upload", "5mb"))
     assert (cfg.host, cfg.port, cfg.users, cfg.admins, cfg.max_upload) == (
-        "0.0.0.0", 8000, (("ann", "s3cret:x"),), frozenset({"ann"}), "5mb")
+        "0.0.0.0", 8000, (("ann", "s3cret:x"),), frozenset(), "5mb")  # admin only when named
     assert ui_cli.config_from_args(parse()).host == "127.0.0.1"
     logins = tmp_path / "logins.txt"
     logins.write_text("# team\nann:a1\n\nbob:b2\n")
@@ -240,7 +240,7 @@ def test_submit_queues_stashed_inputs_for_the_owner(tmp_path: Path) -> None:
     assert [j.id for j in queue_tab.visible_jobs(ctx, Req("bob"))] == [job.id]  # type: ignore[arg-type]
     assert queue_tab.visible_jobs(ctx, Req("eve")) == []  # type: ignore[arg-type]
     assert [j.id for j in queue_tab.visible_jobs(ctx, Req("ann"))] == [job.id]  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="not yours"):
+    with pytest.raises(UserError, match=f"no job {job.id} of yours"):
         queue_tab.job_action(ctx, "cancel", job.id, Req("eve"))  # type: ignore[arg-type]
     queue_tab.job_action(ctx, "cancel", job.id, Req("bob"))  # type: ignore[arg-type]
     assert ctx.store.get(job.id).state == "cancelled"
@@ -281,12 +281,12 @@ def test_free_model_memory_drops_loaded_sessions() -> None:
     assert "freed" in text and not sessions.loaded()
 
 
-def test_download_is_checked_per_user_and_served_as_a_private_copy(tmp_path: Path) -> None:
+def test_download_is_checked_per_user_and_handed_out_as_a_private_link(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from pipeline.jobs.store import JobStore
     from webui.common import Ctx, UiConfig
-    from webui.queue_tab import download
+    from webui.queue_tab import download, link_valid
 
     store = JobStore()
     out = tmp_path / "outputs" / "ann" / "clip-swap.mp4"
@@ -301,9 +301,14 @@ def test_download_is_checked_per_user_and_served_as_a_private_copy(tmp_path: Pat
     claimed = store.claim_next("w")
     assert claimed is not None
     store.finish(job.id, "done", worker_id="w")
-    with pytest.raises(UserError, match="not yours"):
+    with pytest.raises(UserError, match="no job .* of yours"):
         download(ctx, job.id, bob)  # type: ignore[arg-type]
     mine = download(ctx, job.id, ann)  # type: ignore[arg-type]
-    assert mine.read_bytes() == b"video bytes" and mine != out and out.parent not in mine.parents
-    assert download(ctx, job.id, root).read_bytes() == b"video bytes"  # type: ignore[arg-type]
-    assert download(ctx, job.id, ann) != mine  # a fresh, unguessable folder every time  # type: ignore[arg-type]
+    assert str(out.parent) not in mine and mine.endswith("/clip-swap.mp4")
+    token = mine.split("/")[-2]
+    link = ctx.links.resolve(token, "ann", "")
+    assert link is not None and link.path == out and link_valid(ctx, link)
+    assert ctx.links.resolve(token, "bob", "") is None
+    assert ctx.links.resolve(token, "ann", "other session") is None
+    assert download(ctx, job.id, root) != mine  # type: ignore[arg-type]
+    assert download(ctx, job.id, ann) != mine  # a fresh, unguessable token every time  # type: ignore[arg-type]

@@ -2,20 +2,30 @@
 
 Each tab module builds its components (``create``) and wires its callbacks into ``pipeline.api``
 (``wire``); this module only lays the tabs out and calls them. ``create_app(config)`` builds the page;
-``serve(config)`` launches it with the security settings (login, upload cap, file serving limited to
-the outputs folder) and a background render worker.
+``serve(config)`` launches it with the security settings (login, TLS, upload cap, the gate in front of
+every route, results by per-user link) and a background render worker.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from pipeline import api
-from webui import controls, faces, models_tab, presets_tab, preview_panel, queue_tab, system_tab
+from webui import controls, faces, files, models_tab, presets_tab, preview_panel, queue_tab, system_tab, tls
+from webui.audit import AuditLog
+from webui.auth import Gate, Guard
 from webui.common import Ctx, UiConfig
+
+log = logging.getLogger("webui")
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+AUDIT_FILE = "audit.log"
+CACHE_CLEANING = (3600, 86400)
 
 TABS = ("Faces", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output", "Queue", "Presets", "Models",
         "System")
@@ -39,11 +49,14 @@ class App:
 
 def build(config: UiConfig) -> App:
     queue = config.data / api.QUEUE_FILE if config.data else None  # None: the data folder, as the CLI has it
-    ctx = Ctx(config, config.outputs or api.outputs_dir(), api.open_store(queue))
-    with gr.Blocks(title="facestation") as blocks:
+    audit = AuditLog((config.data or api.data_dir()) / AUDIT_FILE)
+    ctx = Ctx(config, config.outputs or api.outputs_dir(), api.open_store(queue), audit=audit,
+              guard=Guard(frozenset(u for u, _ in config.users), audit))
+    # Gradio's cache (uploads, previews) is emptied every hour of what is a day old, and at shutdown
+    with gr.Blocks(title="facestation", delete_cache=CACHE_CLEANING) as blocks:
         gr.Markdown("# facestation", elem_id="title")
         parts, form = _create(ctx)
-        _wire(ctx, parts, form)
+        _wire(ctx, parts, form, blocks)
     parts["settings"] = form.controls
     return App(blocks, ctx, parts)
 
@@ -59,8 +72,9 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
     settings_controls: dict[str, Any] = {}
     with gr.Row():
         with gr.Column(scale=3), gr.Tabs(elem_id="tabs"):
+            parts["tabs"] = {}
             for tab in TABS:
-                with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()):
+                with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()) as parts["tabs"][tab]:
                     settings_controls |= _create_tab(tab, ctx, base, parts)
         with gr.Column(scale=2):
             parts["preview"] = preview_panel.create()
@@ -85,12 +99,12 @@ def _create_tab(tab: str, ctx: Ctx, base: api.Settings, parts: dict[str, dict[st
     return {}
 
 
-def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsForm) -> None:
+def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsForm, blocks: gr.Blocks) -> None:
     f, p = parts["faces"], parts["preview"]
     faces.wire(f, form)
     preview_panel.wire(p, f, form)
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form)
-    presets_tab.wire(parts["presets"], form)
+    presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(parts["models"])
     system_tab.wire(ctx, parts["system"], form)
 
@@ -105,21 +119,50 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "auth_message": ("facestation: sign in with the user name and password the host gave you"
                          if cfg.users else None),
         "max_file_size": cfg.max_upload,
-        "allowed_paths": [],  # outputs are handed out per user as private copies (queue_tab.download)
+        "allowed_paths": [],  # outputs are handed out per user by link (webui/files.py), never by path
         "show_error": False,
         "theme": gr.themes.Soft(),
         "css": CSS,
         "footer_links": ["gradio"],
         "quiet": True,
         "inbrowser": cfg.open_browser,
+        # the gate answers 401 to every route without a login and guards Gradio's file cache per user;
+        # the result route hands out results by link, to their owner only
+        "app_kwargs": {
+            "middleware": [Middleware(Gate, guard=app.ctx.guard)],
+            "routes": [files.route(app.ctx.links, lambda link: queue_tab.link_valid(app.ctx, link))],
+        },
+        "ssl_certfile": str(cfg.ssl_certfile) if cfg.ssl_certfile else None,
+        "ssl_keyfile": str(cfg.ssl_keyfile) if cfg.ssl_keyfile else None,
+        "ssl_verify": False,  # Gradio's own start-up check of the server (a self-signed certificate)
     }
+
+
+def _secure(config: UiConfig) -> UiConfig:
+    """Refuse an unsafe network set-up; make the self-signed certificate if asked. Logs who may sign in."""
+    if config.host not in LOCAL_HOSTS:
+        if not config.users:
+            raise api.UserError("refusing to listen on the network without a password: "
+                                "add --auth USER:PASS or --auth-file FILE")
+        if not config.tls and not config.insecure:
+            raise api.UserError("refusing to send passwords over plain HTTP on the network: "
+                                "give --ssl-certfile/--ssl-keyfile, or let facestation make a certificate, "
+                                "or add --insecure")
+    if config.users:
+        admins = ", ".join(sorted(config.admins)) or "nobody"
+        log.warning("accounts: %s; admin (sees every job): %s", ", ".join(u for u, _ in config.users), admins)
+    if config.self_signed:
+        cert, key = tls.self_signed((config.data or api.data_dir()) / "tls")
+        log.warning("HTTPS with a self-signed certificate %s; SHA-256 fingerprint %s", cert,
+                    tls.fingerprint(cert))
+        config = replace(config, ssl_certfile=cert, ssl_keyfile=key)
+    return config
 
 
 def serve(config: UiConfig, *, block: bool = True) -> tuple[App, Any]:
     """Launch the app (and the render worker). With ``block=False`` returns at once; close with ``stop``."""
-    if config.host not in ("127.0.0.1", "localhost", "::1") and not config.users:
-        raise api.UserError("refusing to listen on the network without a password: "
-                            "add --auth USER:PASS or --auth-file FILE")
+    config = _secure(config)
+    api.remove_download_copies()  # private copies older versions handed out
     app = build(config)
     handle = api.start_worker(app.ctx.store) if config.worker else None
     app.blocks.queue(default_concurrency_limit=4, max_size=256)

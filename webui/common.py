@@ -12,6 +12,9 @@ from typing import Any, TypeVar
 import gradio as gr
 
 from pipeline import api
+from webui.audit import AuditLog
+from webui.auth import Guard
+from webui.files import ResultLinks
 
 log = logging.getLogger("webui")
 
@@ -32,6 +35,14 @@ class UiConfig:
     worker: bool = True  # start a background render worker in this process
     poll_s: float = 1.0  # how often the Queue tab asks the store for progress
     open_browser: bool = False  # open a browser tab on the app once it is up (the CLI's default)
+    ssl_certfile: Path | None = None  # HTTPS with the host's own certificate
+    ssl_keyfile: Path | None = None
+    self_signed: bool = False  # HTTPS with a certificate made once and kept in the data folder
+    insecure: bool = False  # plain HTTP on the network, asked for explicitly
+
+    @property
+    def tls(self) -> bool:
+        return self.self_signed or self.ssl_certfile is not None
 
 
 @dataclass
@@ -42,9 +53,19 @@ class Ctx:
     outputs: Path
     store: api.JobStore  # opened with api.open_store, as the CLI opens it
     bench: api.BackgroundBench | None = None  # the last benchmark started from the System tab
+    audit: AuditLog = field(default_factory=lambda: AuditLog(None))
+    guard: Guard = field(default_factory=lambda: Guard(frozenset(), AuditLog(None)))  # who is signed in
+    links: ResultLinks = field(default_factory=ResultLinks)  # results handed out by link
 
     def owner(self, request: gr.Request | None) -> str:
         return (getattr(request, "username", None) or "") if request is not None else ""
+
+    def session(self, request: gr.Request | None) -> str:
+        """The caller's login session token ("" without a login)."""
+        if request is None or not self.config.users:
+            return ""
+        found = self.guard.sessions.find(dict(getattr(request, "cookies", None) or {}))
+        return found[0] if found and found[1] == self.owner(request) else ""
 
     def is_admin(self, request: gr.Request | None) -> bool:
         return not self.config.users or self.owner(request) in self.config.admins

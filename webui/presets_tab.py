@@ -10,12 +10,16 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import user_errors
+from webui.common import Ctx, user_errors
 from webui.controls import SettingsForm
 
 
-def choices() -> list[tuple[str, str]]:
-    return [(f"{p.name} (built-in)" if p.builtin else p.name, p.name) for p in api.list_presets()]
+def choices(owner: str | None = None) -> list[tuple[str, str]]:
+    """The presets ``owner`` sees, labelled by shelf (None: built-in and studio presets only)."""
+    shown = api.list_presets(owner) if owner is not None else [p for p in api.list_presets()
+                                                                if p.builtin or p.studio]
+    return [(f"{p.name} (built-in)" if p.builtin else f"{p.name} (studio)" if p.studio else p.name, p.name)
+            for p in shown]
 
 
 def create() -> dict[str, Any]:
@@ -30,7 +34,9 @@ def create() -> dict[str, Any]:
         c["name"] = gr.Textbox(label="Save current settings as", placeholder="my preset",
                                elem_id="preset-name")
         c["description"] = gr.Textbox(label="Description", elem_id="preset-description")
-    c["save"] = gr.Button("Save", variant="primary", elem_id="preset-save")
+    with gr.Row():
+        c["save"] = gr.Button("Save (yours only)", variant="primary", elem_id="preset-save")
+        c["publish"] = gr.Button("Publish to the studio (admins)", elem_id="preset-publish")
     with gr.Row():
         c["import_file"] = gr.File(label="Import a preset file (.json)", file_types=[".json"],
                                    type="filepath", elem_id="preset-import")
@@ -39,48 +45,83 @@ def create() -> dict[str, Any]:
     return c
 
 
-def wire(c: dict[str, Any], form: SettingsForm) -> None:
-    """Load fills every settings control; save stores what they show; delete, import, export act on files."""
+def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> None:
+    """Load fills every settings control; save stores what they show on the caller's own shelf; publish
+    (admins) on the studio's; delete, import, export act on the caller's presets. The list is the caller's
+    own, fetched again on each of the ``shown`` triggers (the page's load, the tab's select)."""
 
-    def on_load(name: str | None) -> list[Any]:
+    def on_load(name: str | None, request: gr.Request) -> list[Any]:
         if not name:
             raise api.UserError("choose a preset to load")
-        return [*form.show(api.load_preset(name)), f"loaded preset **{name}**"]
+        return [*form.show(api.load_preset(name, ctx.owner(request))), f"loaded preset **{name}**"]
 
-    def on_save(name: str, description: str, *vals: Any) -> tuple[dict[str, Any], str]:
-        return save(name, description, form.read(vals))
+    def on_save(request: gr.Request, name: str, description: str, *vals: Any) -> tuple[dict[str, Any], str]:
+        return save(ctx, request, name, description, form.read(vals))
+
+    def on_publish(request: gr.Request, name: str, description: str,
+                   *vals: Any) -> tuple[dict[str, Any], str]:
+        return save(ctx, request, name, description, form.read(vals), studio=True)
+
+    def on_delete(name: str | None, request: gr.Request) -> tuple[dict[str, Any], str]:
+        return delete(ctx, request, name)
+
+    def on_import(path: str | None, request: gr.Request) -> tuple[dict[str, Any], str]:
+        return import_(ctx, request, path)
+
+    def on_export(name: str | None, request: gr.Request) -> tuple[str | None, str]:
+        return export(ctx, request, name)
+
+    def refresh(request: gr.Request) -> dict[str, Any]:
+        return gr.update(choices=choices(ctx.owner(request)))
 
     listed = [c["list"], c["message"]]
+    gr.on(shown, refresh, None, c["list"], api_visibility="private", queue=False, show_progress="hidden")
     c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
     c["save"].click(user_errors(on_save), [c["name"], c["description"], *form.inputs], listed,
                     api_visibility="private")
-    c["delete"].click(user_errors(delete), c["list"], listed, api_visibility="private")
-    c["import_file"].upload(user_errors(import_), c["import_file"], listed, api_visibility="private")
-    c["export"].click(user_errors(export), c["list"], [c["export_file"], c["message"]],
+    c["publish"].click(user_errors(on_publish), [c["name"], c["description"], *form.inputs], listed,
+                       api_visibility="private")
+    c["delete"].click(user_errors(on_delete), c["list"], listed, api_visibility="private")
+    c["import_file"].upload(user_errors(on_import), c["import_file"], listed, api_visibility="private")
+    c["export"].click(user_errors(on_export), c["list"], [c["export_file"], c["message"]],
                       api_visibility="private")
 
 
-def save(name: str, description: str, settings: api.Settings) -> tuple[dict[str, Any], str]:
-    path = api.save_preset(name, settings, description or "")
-    return gr.update(choices=choices(), value=path.stem), f"saved preset **{path.stem}**"
+def save(ctx: Ctx, request: gr.Request | None, name: str, description: str, settings: api.Settings,
+         studio: bool = False) -> tuple[dict[str, Any], str]:
+    """Save on the caller's shelf, or publish on the studio's (admins only)."""
+    owner = ctx.owner(request)
+    if studio and not ctx.is_admin(request):
+        raise api.UserError("only an admin can publish studio presets")
+    path = api.save_preset(name, settings, description or "", owner=owner, studio=studio)
+    ctx.audit.record(owner, "publish preset" if studio else "save preset", preset=path.stem)
+    where = "published studio preset" if studio else "saved preset"
+    return gr.update(choices=choices(owner), value=path.stem), f"{where} **{path.stem}**"
 
 
-def delete(name: str | None) -> tuple[dict[str, Any], str]:
+def delete(ctx: Ctx, request: gr.Request | None, name: str | None) -> tuple[dict[str, Any], str]:
+    """Delete one of the caller's presets; an admin may also delete a studio preset."""
     if not name:
         return gr.update(), "choose a preset first"
-    api.delete_preset(name)
-    return gr.update(choices=choices(), value=None), f"deleted preset **{name}**"
+    owner = ctx.owner(request)
+    studio = any(p.studio and p.name == name for p in api.list_presets(owner))
+    if studio and not ctx.is_admin(request):
+        raise api.UserError(f"'{name}' is a studio preset: only an admin can delete it")
+    api.delete_preset(name, owner=owner, studio=studio)
+    ctx.audit.record(owner, "delete preset", preset=name, studio=studio)
+    return gr.update(choices=choices(owner), value=None), f"deleted preset **{name}**"
 
 
-def import_(path: str | None) -> tuple[dict[str, Any], str]:
+def import_(ctx: Ctx, request: gr.Request | None, path: str | None) -> tuple[dict[str, Any], str]:
     if not path:
         return gr.update(), ""
-    saved = api.import_preset(Path(path), overwrite=False)
-    return gr.update(choices=choices(), value=saved.stem), f"imported preset **{saved.stem}**"
+    owner = ctx.owner(request)
+    saved = api.import_preset(Path(path), overwrite=False, owner=owner)
+    return gr.update(choices=choices(owner), value=saved.stem), f"imported preset **{saved.stem}**"
 
 
-def export(name: str | None) -> tuple[str | None, str]:
+def export(ctx: Ctx, request: gr.Request | None, name: str | None) -> tuple[str | None, str]:
     if not name:
         return None, "choose a preset first"
     folder = Path(tempfile.mkdtemp(prefix="facestation-preset-"))
-    return str(api.export_preset(name, folder)), f"exported **{name}**"
+    return str(api.export_preset(name, folder, ctx.owner(request))), f"exported **{name}**"

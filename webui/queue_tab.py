@@ -18,6 +18,7 @@ import gradio as gr
 from pipeline import api
 from webui.common import Ctx, user_errors
 from webui.controls import SettingsForm
+from webui.files import Link
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
@@ -33,7 +34,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
         c["download"] = gr.Button("Download", size="sm", variant="primary", elem_id="job-download", scale=0,
                                   min_width=100)
     c["message"] = gr.Markdown("", elem_id="queue-message")
-    c["file"] = gr.File(label="Result (your copy)", interactive=False, elem_id="job-file")
+    c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
     c["timer"] = gr.Timer(ctx.config.poll_s)
     return c
 
@@ -64,7 +65,9 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
 
     def fetch(job_id: float | None, request: gr.Request) -> tuple[str, str]:
-        return str(download(ctx, job_id, request)), ""
+        link = download(ctx, job_id, request)
+        name = html.escape(link.rsplit("/", 1)[-1])
+        return f'<a href="{html.escape(link)}" download>⤓ {name}</a> (a link for you only, this session)', ""
 
     c["download"].click(user_errors(fetch), c["job_id"], [c["file"], c["message"]], api_visibility="private")
 
@@ -85,24 +88,47 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     kept_target = api.stash(target)
     owner = ctx.owner(request)
     output = api.output_path(ctx.outputs, kept_target, owner)
-    return api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner)
+    job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner)
+    ctx.audit.record(owner, "add", job=job.id)
+    return job
+
+
+def no_such_job(job_id: int) -> str:
+    """The one answer for a job that does not exist and a job of someone else (ids cannot be probed)."""
+    return f"no job {job_id} of yours in the queue"
 
 
 def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.Job:
     if job_id is None:
         raise api.UserError("type the number of a job first")
-    job = ctx.store.get(int(job_id))
+    try:
+        job = ctx.store.get(int(job_id))
+    except api.UserError:
+        raise api.UserError(no_such_job(int(job_id))) from None
     if not ctx.is_admin(request) and job.owner != ctx.owner(request):
-        raise api.UserError(f"job {job.id} is not yours")
+        raise api.UserError(no_such_job(job.id))
     return job
 
 
-def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> Path:
-    """The finished output of one of the caller's jobs, as a private copy (outputs are never served)."""
+def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> str:
+    """A link to the finished output of one of the caller's jobs, for this user and session only."""
     job = _own_job(ctx, job_id, request)
     if job.state != "done":
         raise api.UserError(f"job {job.id} is {job.state}: only a done job has a result to download")
-    return api.download_copy(job.output)
+    if not Path(job.output).is_file():
+        raise api.UserError(f"the output {Path(job.output).name} is not there any more")
+    user = ctx.owner(request)
+    ctx.audit.record(user, "download", job=job.id)
+    return ctx.links.issue(user, ctx.session(request), job.id, Path(job.output))
+
+
+def link_valid(ctx: Ctx, link: Link) -> bool:
+    """Is a result link's job still there, done, with the same output? (asked on every download)"""
+    try:
+        job = ctx.store.get(link.job_id)
+    except api.UserError:
+        return False
+    return job.state == "done" and Path(job.output) == link.path
 
 
 def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request | None) -> str:
@@ -114,7 +140,9 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
     elif action in ("up", "down"):
         ctx.store.move(job.id, "up" if action == "up" else "down")
     elif action == "delete":
+        ctx.links.revoke_job(job.id)
         api.delete_job(ctx.store, job.id)
+    ctx.audit.record(ctx.owner(request), action, job=job.id, owner=job.owner)
     return f"job {job.id}: {action} done"
 
 

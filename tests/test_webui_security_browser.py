@@ -1,0 +1,109 @@
+"""A shared workstation in a real browser: alice and bob sign in through the login page in their own
+browser contexts; alice's previews, uploads and result link work for her and for nobody else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cv2
+import pytest
+
+from pipeline.settings import Settings
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload, wait_until
+from tests.photos import astronaut, grace_hopper_path
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+USERS = (("alice", "alice-pw"), ("bob", "bob-pw"), ("carol", "carol-pw"))
+VIEWPORT = {"width": 1600, "height": 1000}
+
+
+def sign_in(browser: Any, url: str, user: str, password: str) -> Any:
+    page = browser.new_context(viewport=VIEWPORT).new_page()
+    page.goto(url)
+    page.fill("input[data-testid=textbox]", user)
+    page.fill("input[type=password]", password)
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_selector("#sources", timeout=60_000)
+    return page
+
+
+def absolute(url: str, href: str) -> str:
+    return href if href.startswith("http") else url + href
+
+
+def test_two_users_in_the_browser_never_see_each_others_files(tmp_path: Path) -> None:
+    target = tmp_path / "target.png"
+    cv2.imwrite(str(target), astronaut())
+    with running_app(users=USERS, admins=frozenset({"carol"}), worker=False, data=tmp_path / "data",
+                     outputs=tmp_path / "outputs") as (url, app), chromium() as browser:
+        alice, bob = sign_in(browser, url, *USERS[0]), sign_in(browser, url, *USERS[1])
+        anon = browser.new_context()
+
+        # alice's uploads and preview reach her (the gate lets her own files through) ...
+        upload(alice, "sources", grace_hopper_path())
+        upload(alice, "target", target)
+        wait_until(lambda: alice.locator("#preview img").count()
+                   and "ms" in alice.inner_text("#preview-status"), 120, what="alice's preview")
+        src = absolute(url, str(alice.locator("#preview img").first.get_attribute("src")))
+        assert "/gradio_api/file=" in src and alice.request.get(src).status == 200
+        # ... and nobody else
+        assert bob.request.get(src).status == 403
+        assert anon.request.get(src).status == 401
+        screenshot(alice, "security-alice-preview")
+
+        # a finished job of alice's: her link works for her only, and dies with the job
+        out = app.ctx.outputs / "alice" / "result-swap.png"
+        out.parent.mkdir(parents=True)
+        cv2.imwrite(str(out), astronaut())
+        job = app.ctx.store.add([str(grace_hopper_path())], str(target), str(out), Settings(), owner="alice")
+        assert app.ctx.store.claim_next("w") is not None
+        app.ctx.store.finish(job.id, "done", worker_id="w")
+
+        open_tab(alice, "Queue")
+        alice.locator("#job-id input[type=number]").first.fill(str(job.id))
+        alice.click("#job-download")
+        wait_until(lambda: alice.locator("#job-file a[href]").count() > 0, 30, what="the download link")
+        href = absolute(url, str(alice.locator("#job-file a[href]").first.get_attribute("href")))
+        assert alice.request.get(href).body() == out.read_bytes()
+        assert bob.request.get(href).status == 404
+        assert anon.request.get(href).status == 401
+        screenshot(alice, "security-alice-link")
+
+        # bob asking for alice's job gets the answer he gets for a job that does not exist
+        open_tab(bob, "Queue")
+        answers = []
+        for job_id in (job.id, 999):
+            bob.locator("#job-id input[type=number]").first.fill(str(job_id))
+            bob.click("#job-download")
+            wanted = f"no job {job_id} of yours in the queue"
+            wait_until(lambda wanted=wanted: wanted in bob.inner_text("body"), 20, what=wanted)
+            answers.append(wanted.replace(str(job_id), "N"))
+        assert answers[0] == answers[1]
+        screenshot(bob, "security-bob-refused")
+
+        alice.click("#job-delete")
+        wait_until(lambda: not app.ctx.store.list(), 20, what="the job deleted")
+        assert alice.request.get(href).status == 404
+
+        # presets: alice's own stay hers; carol (admin) publishes a studio preset bob sees in his tab
+        carol = sign_in(browser, url, *USERS[2])
+        saves = ((alice, "alice look", "#preset-save"), (carol, "house look", "#preset-publish"))
+        for page, name, button in saves:
+            open_tab(page, "Presets")
+            page.fill("#preset-name textarea, #preset-name input", name)
+            page.click(button)
+            wait_until(lambda page=page, name=name: name in page.inner_text("#preset-message"), 20, what=name)
+        open_tab(bob, "Presets")
+        wait_until(lambda: "house look (studio)" in preset_choices(bob), 20,
+                   what="the studio preset in bob's list")
+        assert "alice look" not in preset_choices(bob)
+        screenshot(bob, "security-bob-presets")
+
+
+def preset_choices(page: Any) -> str:
+    page.click("#preset-list input")
+    shown = page.inner_text("#preset-list") + " ".join(page.locator("ul.options li").all_inner_texts())
+    page.keyboard.press("Escape")
+    return shown

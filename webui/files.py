@@ -1,0 +1,88 @@
+"""Results handed out by link: a random token per user, session and job, checked on every response.
+
+The outputs folder is never served and results never pass through Gradio's shared file cache. Download
+mints a token (:meth:`ResultLinks.issue`) bound to the signed-in user, the login session and the job;
+``GET /facestation/result/<token>/<name>`` (:func:`route`) answers the file only when the same user in
+the same session asks, the link has not expired and the job is still there, done, with that output.
+Deleting a job revokes its links. Every other case gets the same 404, so a link tells nothing to
+anyone else.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from webui.auth import SESSION_KEY, USER_KEY
+
+PREFIX = "/facestation/result"
+LINK_TTL_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Link:
+    user: str
+    session: str
+    job_id: int
+    path: Path
+    expires: float
+
+
+class ResultLinks:
+    """token -> :class:`Link`, in memory: a restart revokes every link."""
+
+    def __init__(self, ttl_s: float = LINK_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._links: dict[str, Link] = {}
+        self._lock = threading.Lock()
+
+    def issue(self, user: str, session: str, job_id: int, path: Path) -> str:
+        """A fresh link (a path on this server) to ``path`` for this user and session."""
+        token = secrets.token_urlsafe(24)
+        with self._lock:
+            now = self._clock()
+            for old in [t for t, link in self._links.items() if link.expires < now]:
+                del self._links[old]
+            self._links[token] = Link(user, session, job_id, Path(path), now + self.ttl_s)
+        return f"{PREFIX}/{token}/{quote(Path(path).name)}"
+
+    def resolve(self, token: str, user: str, session: str) -> Link | None:
+        with self._lock:
+            link = self._links.get(token)
+        if link is None or link.expires < self._clock() or (link.user, link.session) != (user, session):
+            return None
+        return link
+
+    def revoke_job(self, job_id: int) -> int:
+        """Forget every link to ``job_id``'s output; returns how many there were."""
+        with self._lock:
+            gone = [t for t, link in self._links.items() if link.job_id == job_id]
+            for token in gone:
+                del self._links[token]
+        return len(gone)
+
+
+def route(links: ResultLinks, still_valid: Callable[[Link], bool]) -> Route:
+    """The one route that hands out results; ``still_valid`` asks the job store about the link's job."""
+
+    def result(request: Request) -> Response:
+        user = request.scope.get(USER_KEY, "")
+        session = request.scope.get(SESSION_KEY, "")
+        link = links.resolve(request.path_params["token"], user, session)
+        if link is None or not still_valid(link) or not link.path.is_file():
+            return JSONResponse({"detail": "no such file"}, status_code=404,
+                                headers={"cache-control": "no-store"})
+        return FileResponse(link.path, filename=link.path.name, content_disposition_type="attachment",
+                            headers={"cache-control": "private, no-store"})
+
+    return Route(PREFIX + "/{token}/{name}", result, methods=["GET", "HEAD"])
