@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
-from pipeline.errors import BadMedia, UserError
+from pipeline.errors import BadMedia, UserError, not_a_file
 from pipeline.types import Frame
 
 MAX_PIXELS = int(os.environ.get("FACESTATION_MAX_PIXELS", str(16384 * 16384 // 2)))  # ~134 MP
@@ -47,8 +47,9 @@ def read_image(path: Path | str) -> Picture:
     path = Path(path)
     if not path.exists():
         raise BadMedia(f"no such file: {path}")
-    if path.is_dir():
-        raise BadMedia(f"{path} is a folder, not an image")
+    special = not_a_file(path, "an image file")
+    if special is not None:
+        raise special
     if path.stat().st_size == 0:
         raise BadMedia(f"{path.name} is empty (0 bytes)")
     try:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import BadMedia
+from pipeline.errors import BadMedia, not_a_file
 from pipeline.video import builders, ffmpeg
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,9 @@ def probe(path: str | Path) -> VideoInfo:
     path = Path(path)
     if not path.exists():
         raise BadMedia(f"{path}: file not found")
-    if not path.is_file():
-        raise BadMedia(f"{path}: is a folder, not a video file")
+    special = not_a_file(path, "a video file")
+    if special is not None:
+        raise special
     if path.stat().st_size == 0:
         raise BadMedia(f"{path.name}: the file is empty (0 bytes)")
     tools = ffmpeg.find_tools()
