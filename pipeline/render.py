@@ -32,7 +32,7 @@ from pipeline.settings import Settings
 from pipeline.types import Face, Frame
 from pipeline.video import integrity
 from pipeline.video.decode import DecodeReport, read_frames
-from pipeline.video.encode import FrameSink, encoder_for
+from pipeline.video.encode import FrameSink, encoder_for, padded_size_notice
 from pipeline.video.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,8 @@ class Render:
         self.batch = choose_batch_size(self.processor, first, s.execution.batch_size)
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
         sink = self.open_sink(first.shape[1], first.shape[0])
+        if notice := padded_size_notice(first.shape[1], first.shape[0], info.path.name):
+            self.processor.notices.append(notice)
         self._inbox = {name: _Pipe(s.execution.queue_size, self._stop) for name in STAGES[1:]}
         self._started = time.perf_counter()
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()

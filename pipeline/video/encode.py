@@ -95,6 +95,14 @@ def remove_stale_partials(folder: Path) -> list[Path]:
     return removed
 
 
+def padded_size_notice(width: int, height: int, name: str) -> str | None:
+    """What the user should know when the output cannot keep an odd size (None when it can)."""
+    if width % 2 == 0 and height % 2 == 0:
+        return None
+    return (f"{name} is {width}×{height}: H.264/HEVC in 4:2:0 need even sizes, so the output is "
+            f"{width + width % 2}×{height + height % 2} (the last column/row repeated, nothing cropped)")
+
+
 class Encoder:
     """Feed BGR uint8 frames with :meth:`write`; :meth:`close` finishes the file, :meth:`abort` drops it.
 
