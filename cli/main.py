@@ -1,7 +1,8 @@
 """The ``facestation`` entry point: one parser, the command modules imported by name, exit codes.
 
-Exit codes: 0 success, 2 user error (one clear line on stderr), 1 internal error, 130 cancelled or
-interrupted. A command module that fails to import is an error here, never a missing command.
+Exit codes: 0 success, 2 user error (one clear line on stderr: bad input, or a disk that is full, read-only
+or not ours to write), 1 internal error, 130 cancelled or interrupted (Ctrl-C), 143/129 ``swap`` stopped by
+SIGTERM/SIGHUP. A command module that fails to import is an error here, never a missing command.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import NoReturn
 
 from cli import bench, models, presets, queue, swap, ui
 from pipeline import __version__
-from pipeline.errors import Cancelled, UserError
+from pipeline.errors import Cancelled, UserError, os_fault
 
 COMMANDS = (swap, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
 
@@ -52,15 +53,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"facestation: error: {exc}", file=sys.stderr)
         return 2
+    except swap.Stopped as exc:
+        print(f"facestation: stopped by {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("facestation: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # internal error: one line, traceback on request
-        if os.environ.get("FACESTATION_DEBUG"):
-            raise
-        print(f"facestation: internal error: {type(exc).__name__}: {exc} "
-              "(set FACESTATION_DEBUG=1 for details)", file=sys.stderr)
-        return 1
+    except OSError as exc:  # a full or read-only disk, a missing permission: the user's to fix
+        fault = os_fault(exc)
+        if fault is None:
+            return _internal(exc)
+        print(f"facestation: error: {fault}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        return _internal(exc)
+
+
+def _internal(exc: Exception) -> int:
+    """An internal error: one line, the traceback on request."""
+    if os.environ.get("FACESTATION_DEBUG"):
+        raise exc
+    print(f"facestation: internal error: {type(exc).__name__}: {exc} "
+          "(set FACESTATION_DEBUG=1 for details)", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

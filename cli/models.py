@@ -25,6 +25,8 @@ def register(sub: Any) -> None:
     mi = msub.add_parser("import")
     mi.add_argument("file", metavar="FILE")
     mi.add_argument("--name", help="catalog name, when the file name differs")
+    mi.add_argument("--crc32", metavar="HEX", help="expected CRC32 (the model's published .hash file), for a "
+                    "model with no pinned sha256")
     mi.set_defaults(handler=cmd_import)
     msub.add_parser("verify").set_defaults(handler=cmd_verify)
 
@@ -60,7 +62,7 @@ def download_bar(done: int, total: int) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    entry = store.import_file(Path(args.file), args.name)
+    entry = store.import_file(Path(args.file), args.name, crc32=args.crc32)
     print(f"imported {args.file} as {entry.name}")
     return 0
 

@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     ex = ps.add_parser("export")
     ex.add_argument("name")
     ex.add_argument("destination")
+    ex.add_argument("--force", action="store_true", help="replace an existing file")
     ex.set_defaults(handler=cmd_export)
     im = ps.add_parser("import")
     im.add_argument("file")
@@ -74,7 +75,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    print(f"exported to {presets.export(args.name, args.destination)}")
+    print(f"exported to {presets.export(args.name, args.destination, overwrite=args.force)}")
     return 0
 
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets
@@ -28,18 +33,50 @@ def register(sub: Any) -> None:
     swap.set_defaults(handler=cmd_swap)
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP asked ``swap`` to stop: handled like Ctrl-C (the partial output is removed); the
+    exit code is 128 + the signal's number (143, 129), as a shell reports a process its signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn the first SIGTERM/SIGHUP into :class:`Stopped` in the main thread (later ones are ignored while
+    the render cleans up); the previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = (signal.SIGTERM, signal.SIGHUP)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for sig in wanted:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def cmd_swap(args: argparse.Namespace) -> int:
     target = Path(args.target)
     output = Path(args.output)
     sources = [Path(s) for s in args.source]
     settings = presets.settings_from(args.preset, args.set)
     check_output(output, [target, *sources])
-    if kind_of(target) == "image":
-        from pipeline.process import swap_image  # the models load only for a command that needs them
+    with stop_on_signals():
+        if kind_of(target) == "image":
+            from pipeline.process import swap_image  # the models load only for a command that needs them
 
-        summary = swap_image(settings, sources, target, output)
-    else:
-        summary = swap_video(settings, sources, target, output, show_progress=not args.json)
+            summary = swap_image(settings, sources, target, output)
+        else:
+            summary = swap_video(settings, sources, target, output, show_progress=not args.json)
     for notice in summary.get("notices", []):
         print(f"facestation: note: {notice}", file=sys.stderr)
     if args.json:

@@ -6,6 +6,11 @@ Anything else is an internal error (CLI exit 1).
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+from pathlib import Path
+
 
 class FacestationError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -37,3 +42,50 @@ class SettingsError(UserError):
 
 class Cancelled(FacestationError):
     """A render stopped because its job was cancelled."""
+
+
+class OutputFault(UserError):
+    """The disk refused a write the user can make possible: full, read-only, no permission."""
+
+
+# errno -> what the user can do about it
+_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space or write to another disk",
+    errno.EDQUOT: "the disk quota is used up: free some space or write to another disk",
+    errno.EROFS: "the file system is read-only: write to another folder",
+    errno.EACCES: "permission denied: write to a folder you own or fix its permissions",
+    errno.EPERM: "operation not permitted: write to a folder you own or fix its permissions",
+}
+
+
+def os_fault(exc: OSError, path: str | Path | None = None) -> OutputFault | None:
+    """The one line for an environment fault the user can fix (disk full, read-only, permissions), naming the
+    path; None for any other OSError."""
+    fix = _FIXES.get(exc.errno or 0)
+    if fix is None:
+        return None
+    where = path if path is not None else (exc.filename or "a file")
+    return OutputFault(f"cannot write {where}: {fix}")
+
+
+def fault_in_text(text: str, path: str | Path) -> OutputFault | None:
+    """The same, from a tool's error text (ffmpeg writes ``...: No space left on device``)."""
+    for code in _FIXES:
+        if os.strerror(code).lower() in text.lower():
+            return os_fault(OSError(code, os.strerror(code)), path)
+    return None
+
+
+def not_a_file(path: str | Path, wanted: str = "a file") -> BadMedia | None:
+    """BadMedia naming what ``path`` is when it exists but is not a regular file (a folder, a named pipe, a
+    device: reading one would block or never end); None for a regular file or a missing path."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    what = ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    return BadMedia(f"{path} is {what}, not {wanted}")

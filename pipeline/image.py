@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
-from pipeline.errors import BadMedia, UserError
+from pipeline.errors import BadMedia, UserError, not_a_file
 from pipeline.types import Frame
 
 MAX_PIXELS = int(os.environ.get("FACESTATION_MAX_PIXELS", str(16384 * 16384 // 2)))  # ~134 MP
@@ -40,6 +40,14 @@ class Picture:
     mode: str  # Pillow mode of the source: RGB, L, RGBA, CMYK, P, ...
     format: str | None
     alpha: npt.NDArray[np.uint8] | None = None
+    bits: int = 8  # bits per channel of the file (a 16-bit PNG is swapped and written in 8 bits)
+
+    def depth_notice(self, name: str) -> str | None:
+        """What the user should know when the output cannot keep the file's bit depth."""
+        if self.bits <= 8:
+            return None
+        return (f"{name} has {self.bits} bits per channel: the output is 8-bit "
+                "(facestation swaps faces in 8 bits per channel)")
 
 
 def read_image(path: Path | str) -> Picture:
@@ -47,8 +55,9 @@ def read_image(path: Path | str) -> Picture:
     path = Path(path)
     if not path.exists():
         raise BadMedia(f"no such file: {path}")
-    if path.is_dir():
-        raise BadMedia(f"{path} is a folder, not an image")
+    special = not_a_file(path, "an image file")
+    if special is not None:
+        raise special
     if path.stat().st_size == 0:
         raise BadMedia(f"{path.name} is empty (0 bytes)")
     try:
@@ -62,8 +71,10 @@ def read_image(path: Path | str) -> Picture:
                         f"{MAX_PIXELS / 1e6:.0f} MP limit; refused before decoding"
                     )
                 fmt = img.format
+                bits = _bits_per_channel(path, img)
                 img.load()
-                return _to_picture(ImageOps.exif_transpose(img), fmt)
+                picture = _to_picture(ImageOps.exif_transpose(img), fmt)
+                return Picture(picture.bgr, picture.mode, fmt, picture.alpha, bits)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         size = f" ({int(found.group(1)) / 1e6:.0f} MP)" if found else ""
@@ -75,6 +86,18 @@ def read_image(path: Path | str) -> Picture:
         raise BadMedia(f"{path.name} is not an image (unrecognised format)") from None
     except OSError as exc:
         raise BadMedia(f"{path.name} could not be decoded ({exc}); is it truncated or corrupt?") from None
+
+
+def _bits_per_channel(path: Path, img: Image.Image) -> int:
+    """16 for a 16-bit PNG (Pillow reads its colour kinds as 8-bit without a word) or a 16-bit grey image."""
+    if img.mode.startswith("I;16") or img.mode == "I":
+        return 16
+    if img.format == "PNG":
+        with open(path, "rb") as fh:
+            header = fh.read(25)
+        if len(header) == 25 and header[24] == 16:  # IHDR bit depth
+            return 16
+    return 8
 
 
 def _to_picture(img: Image.Image, fmt: str | None) -> Picture:

@@ -10,13 +10,17 @@ ffprobe for videos), not by name; every check raises :class:`~pipeline.errors.Ba
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pipeline.errors import BadMedia, UserError
+from pipeline.errors import BadMedia, OutputFault, UserError, not_a_file, os_fault
 from pipeline.image import FORMATS, IMAGE_SUFFIXES, is_image_path, read_image
 from pipeline.video.builders import CONTAINERS
 from pipeline.video.probe import probe
@@ -62,6 +66,9 @@ def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "vide
 
     Raises BadMedia when the file is missing, of a kind not ``allowed`` (by its suffix) or unreadable."""
     path = Path(path)
+    special = not_a_file(path, "an image or video file")
+    if special is not None:
+        raise special
     if not path.is_file():
         raise BadMedia(f"no such file: {path.name}")
     kind = kind_of(path)
@@ -88,15 +95,57 @@ def clear_cache() -> None:
     _describe.cache_clear()
 
 
-def check_output(output: Path, inputs: Sequence[Path]) -> None:
-    """Refuse an output that would overwrite an input, names a folder, or lies in a missing folder."""
+MIN_FREE_BYTES = 1 << 20  # an output is refused where less than this is free, whatever its inputs
+
+
+def check_output(output: Path, inputs: Sequence[Path], *, need_bytes: int | None = None) -> None:
+    """Refuse an output that would overwrite an input, is not a regular file (a folder, a pipe, a device),
+    lies in a missing folder, or cannot be written there (read-only, no permission, disk full).
+
+    Free space is checked roughly: ``need_bytes``, or by default a quarter of the largest input (at least
+    :data:`MIN_FREE_BYTES`); an output that outgrows the disk later still fails with a clear line.
+    """
+    output = Path(output)
     for p in inputs:
         if p.exists() and output.exists() and output.resolve() == p.resolve():
             raise UserError(f"--output {output} is one of the inputs; refusing to overwrite it")
     if output.exists() and output.is_dir():
         raise UserError(f"--output {output} is a folder; give a file name")
+    if output.exists() and not output.is_file():
+        raise UserError(f"--output {output} is not a regular file (a device or a pipe); give a file name")
     if not output.parent.exists():
         raise UserError(f"the folder of --output does not exist: {output.parent}")
+    _check_writable(output)
+    free = shutil.disk_usage(output.parent).free
+    need = need_bytes if need_bytes is not None else max(MIN_FREE_BYTES, _largest(inputs) // 4)
+    if free < need:
+        raise OutputFault(f"cannot write {output}: {free / 1e6:.1f} MB free in {output.parent}, about "
+                          f"{need / 1e6:.1f} MB needed: free some space or write to another disk")
+
+
+def _largest(paths: Sequence[Path]) -> int:
+    sizes = [0]
+    for p in paths:
+        with contextlib.suppress(OSError):
+            sizes.append(os.stat(p).st_size)
+    return max(sizes)
+
+
+def _check_writable(output: Path) -> None:
+    """Create (and remove) a one-byte file next to ``output``: a read-only disk, a folder without write
+    permission or a full disk says so now, not after the render."""
+    try:
+        fd, probe_path = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".check", dir=output.parent)
+    except OSError as exc:
+        raise os_fault(exc, output) or UserError(f"cannot write {output}: {exc.strerror}") from None
+    try:
+        os.write(fd, b"\0")
+        os.fsync(fd)
+    except OSError as exc:
+        raise os_fault(exc, output) or UserError(f"cannot write {output}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+        os.unlink(probe_path)
 
 
 def check_video_output(output: Path) -> None:

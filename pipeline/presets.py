@@ -191,6 +191,10 @@ def _read_json(path: Path) -> Document:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"preset file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path} is not a preset: not UTF-8 text (a binary file?)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a folder, not a preset file") from None
     except OSError as exc:
         raise UserError(f"cannot read preset file {path}: {exc.strerror}") from None
     try:
@@ -344,12 +348,17 @@ def delete(name: str, *, owner: str | None = None, studio: bool = False) -> None
     log.info("deleted %spreset %r", "studio " if studio else "", info.name)
 
 
-def export(name: str, destination: str | Path, owner: str | None = None) -> Path:
-    """Write a preset ``owner`` sees to ``destination`` (a file, or a folder to put ``NAME.json`` in)."""
+def export(name: str, destination: str | Path, owner: str | None = None, *, overwrite: bool = False) -> Path:
+    """Write a preset ``owner`` sees to ``destination`` (a file, or a folder to put ``NAME.json`` in).
+    An existing file is replaced only with ``overwrite``."""
     preset = read(safe_name(name), owner)
     dest = Path(destination).expanduser()
     if dest.is_dir():
         dest = dest / f"{preset.name}{SUFFIX}"
+    if dest.exists() and not overwrite:
+        raise UserError(f"{dest} already exists; add --force to replace it")
+    if dest.exists() and not dest.is_file():
+        raise UserError(f"{dest} is not a regular file; give a file name")
     _write_atomic(dest, document(preset.name, preset.settings, preset.description))
     return dest
 

@@ -30,8 +30,9 @@ from pipeline.process import FaceProcessor
 from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
 from pipeline.types import Face, Frame
-from pipeline.video.decode import read_frames
-from pipeline.video.encode import FrameSink, encoder_for
+from pipeline.video import integrity
+from pipeline.video.decode import DecodeReport, read_frames
+from pipeline.video.encode import FrameSink, encoder_for, padded_size_notice
 from pipeline.video.probe import VideoInfo, probe
 
 log = logging.getLogger(__name__)
@@ -180,18 +181,22 @@ class Render:
     def run(self) -> RenderResult:
         self._total = self._frame_count()
         s, info = self.settings, self.info
+        promised = integrity.promise(info, self._total)
+        report = DecodeReport()
         frames_in = read_frames(info.path, info=info, start=s.video.start, end=s.video.end, cancel=self._stop,
-                                frames=self.frames)
+                                frames=self.frames, report=report)
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
         self.batch = choose_batch_size(self.processor, first, s.execution.batch_size)
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
         sink = self.open_sink(first.shape[1], first.shape[0])
+        if notice := padded_size_notice(first.shape[1], first.shape[0], info.path.name):
+            self.processor.notices.append(notice)
         self._inbox = {name: _Pipe(s.execution.queue_size, self._stop) for name in STAGES[1:]}
         self._started = time.perf_counter()
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()
-        threads = [self._thread("decode", self._decode, first, frames_in),
+        threads = [self._thread("decode", self._decode, first, frames_in, promised, report),
                    self._thread("detect", self._detect), self._thread("swap", self._swap),
                    self._thread("enhance", self._enhance), self._thread("blend", self._blend),
                    self._thread("encode", self._encode, sink)]
@@ -217,11 +222,18 @@ class Render:
         return total
 
     # --- stages: one thread each, in order ------------------------------------------------------------
-    def _decode(self, first: Frame, frames_in: Iterator[Frame]) -> None:
+    def _decode(self, first: Frame, frames_in: Iterator[Frame], promised: integrity.Promise,
+                report: DecodeReport) -> None:
+        """Hand the frames on; at the end, a damaged target fails the render (or, when the user allowed
+        damaged inputs, is a notice)."""
         out = self._inbox["detect"]
         out.put(first)
         for frame in self._timed("decode", frames_in):
             out.put(frame)
+        notice = integrity.check(promised, report, self.settings.video.allow_damaged)
+        if notice:
+            log.info("%s", notice)
+            self.processor.notices.append(notice)
         out.put(_END)
 
     def _detect(self) -> None:

@@ -122,6 +122,7 @@ class VideoSettings(_Section):
     start: float | None = Field(None, ge=0.0, description="trim start (s)")
     end: float | None = Field(None, gt=0.0, description="trim end (s)")
     keep_audio: bool = True
+    allow_damaged: bool = Field(False, description="render what can be read of a damaged video (a notice)")
 
 
 class OutputSettings(_Section):

@@ -136,7 +136,7 @@ def test_fetch_verifies_crc32_when_no_sha256(server: str, monkeypatch: pytest.Mo
     blob = b"hyperswap" * 5000
     crc = f"{zlib.crc32(blob) & 0xFFFFFFFF:08x}"
     _RangeHandler.files = {"/h.onnx": blob, "/h.hash": crc.encode(), "/x.hash": b"deadbeef"}
-    _patch(monkeypatch, "hyperswap_1a_256", url=f"{server}/h.onnx", crc32_url=f"{server}/h.hash")
+    _patch(monkeypatch, "hyperswap_1a_256", url=f"{server}/h.onnx", crc32_url=f"{server}/h.hash", sha256=None)
     assert store.fetch("hyperswap_1a_256", progress=None).read_bytes() == blob
     _patch(monkeypatch, "hyperswap_1b_256", url=f"{server}/h.onnx", crc32_url=f"{server}/x.hash")
     with pytest.raises(ModelMismatch, match="CRC32"):

@@ -104,7 +104,7 @@ def test_encode_cmd_maps_video_audio_metadata_and_tags() -> None:
     assert _after(cmd, "-s") == "322x242" and _after(cmd, "-framerate") == "30000/1001"
     # the trim applies to the audio input
     assert first < cmd.index("-ss") < second and first < cmd.index("-t") < second
-    assert cmd[cmd.index("-map", cmd.index("-map") + 1) + 1] == "1:a:0"
+    assert cmd[cmd.index("-map", cmd.index("-map") + 1) + 1] == "1:a"
     assert "out_color_matrix=bt709" in _after(cmd, "-vf")
     assert _after(cmd, "-colorspace") == "bt709" and _after(cmd, "-metadata") == "comment=synthetic"
     assert cmd[-1] == "file:/o/out.mp4" and "+faststart" in cmd

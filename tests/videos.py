@@ -172,3 +172,35 @@ def make_unknown_codec(dest: Path) -> Path:
     dest.write_bytes(data.replace(b"V_MPEG4/ISO/AVC", b"V_QQQQQ/ISO/QQQ"))
     tmp.unlink()
     return dest
+
+
+def make_faststart(src: Path, dest: Path) -> Path:
+    """A stream copy of ``src`` with the MP4 index at the front (a cut copy still promises every frame)."""
+    exe = shutil.which("ffmpeg") or ffmpeg.ffmpeg_exe()
+    _run([exe, *_Q, "-i", str(src), "-c", "copy", "-movflags", "+faststart", str(dest)])
+    return dest
+
+
+def make_zeroed(src: Path, dest: Path, nbytes: int = 30_000) -> Path:
+    """``src`` with ``nbytes`` zeroed a third of the way into its media data (``mdat``): a damaged file."""
+    data = bytearray(src.read_bytes())
+    mdat = data.find(b"mdat")
+    assert mdat > 0, "not an MP4"
+    start = mdat + (len(data) - mdat) // 3
+    data[start : start + nbytes] = bytes(min(nbytes, len(data) - start))
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+def add_audio_tracks(src: Path, dest: Path, tracks: list[tuple[str, str]]) -> Path:
+    """``src``'s video with one sine audio stream per (language, title) in ``tracks``, tagged."""
+    exe = shutil.which("ffmpeg") or ffmpeg.ffmpeg_exe()
+    cmd = [exe, *_Q, "-i", str(src)]
+    for i in range(len(tracks)):
+        cmd += ["-f", "lavfi", "-i", f"sine=frequency={300 + 200 * i}:sample_rate=48000:duration=5"]
+    cmd += ["-map", "0:v"]
+    for i, (language, title) in enumerate(tracks):
+        cmd += ["-map", f"{i + 1}:a", f"-metadata:s:a:{i}", f"language={language}",
+                f"-metadata:s:a:{i}", f"title={title}"]
+    _run([*cmd, "-c:v", "copy", "-c:a", "aac", "-shortest", str(dest)])
+    return dest

@@ -190,7 +190,7 @@ def concat_cmd(exe: str, list_file: Path, output: Path, *, audio_source: Path | 
         cmd += ["-i", builders.media_arg(audio_source)]
     cmd += ["-map", "0:v:0", "-c:v", "copy"]
     if audio_source is not None:
-        cmd += ["-map", "1:a:0", *(audio_args or ["-c:a", "aac"])]
+        cmd += ["-map", "1:a", *(audio_args or ["-c:a", "aac"])]  # every audio stream, with its tags
     for key, value in (metadata or {}).items():
         cmd += ["-metadata", f"{key}={value}"]
     suffix = container or Path(output).suffix

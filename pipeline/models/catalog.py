@@ -149,8 +149,13 @@ _INSWAP_IO = dict(
     outputs=(TensorSpec("output", (1, 3, 128, 128), None),),
 )
 _url, _hash = _ff("models-3.0.0", "inswapper_128.onnx")
+# sha256 of facefusion-assets models-3.0.0/inswapper_128.onnx (the file huggingface.co/facefusion/models-3.0.0
+# also serves): pinned in two public projects that fetch this URL (a TypeScript face-swap app's model list and
+# a Python one's MODEL_FILES); with it an import is verified offline. The insightface original (e4a3f08c...,
+# 554,253,681 bytes) is another file.
 _add(ModelEntry(
-    name="inswapper_128", role="swapper", file="inswapper_128.onnx", url=_url, sha256=None, crc32_url=_hash,
+    name="inswapper_128", role="swapper", file="inswapper_128.onnx", url=_url,
+    sha256="a290273ed497312095dac48cdef20feec9d5208298223dd01288ab202b54bea7", crc32_url=_hash,
     licence=INSIGHTFACE_LICENCE, input_size=128, template="arcface_128", recogniser="arcface_w600k_r50",
     description="insightface inswapper 128", **_INSWAP_IO,  # type: ignore[arg-type]
 ))
@@ -161,10 +166,15 @@ _add(ModelEntry(
     input_size=128, template="arcface_128", recogniser="arcface_w600k_r50",
     description="insightface inswapper 128, half precision", **_INSWAP_IO,  # type: ignore[arg-type]
 ))
+# sha256 of models-3.3.0/hyperswap_1a_256.onnx as a public project pins it for this URL; none was found
+# published for 1b and 1c: they are verified by the CRC32 of the sibling .hash file at fetch, and an offline
+# import needs that CRC32 given with --crc32 (see pipeline.models.store.import_file).
+_HYPERSWAP_SHA256 = {"1a": "c0e98a8a03a238f461ed3d2570e426b49f46745ee400854a60dceeb70c246add"}
 for _v in ("1a", "1b", "1c"):
     _url, _hash = _ff("models-3.3.0", f"hyperswap_{_v}_256.onnx")
     _add(ModelEntry(
-        name=f"hyperswap_{_v}_256", role="swapper", file=f"hyperswap_{_v}_256.onnx", url=_url, sha256=None,
+        name=f"hyperswap_{_v}_256", role="swapper", file=f"hyperswap_{_v}_256.onnx", url=_url,
+        sha256=_HYPERSWAP_SHA256.get(_v),
         crc32_url=_hash, licence="ResearchRAIL-M (FaceFusion HyperSwap)", input_size=256, mean=HALF, std=HALF,
         template="arcface_128", recogniser="arcface_w600k_r50",
         inputs=(TensorSpec("source", (1, 512)), TensorSpec("target", (1, 3, 256, 256))),
@@ -172,6 +182,7 @@ for _v in ("1a", "1b", "1c"):
         description=f"HyperSwap {_v} 256",
     ))
 _url, _hash = _ff("models-3.0.0", "simswap_256.onnx")
+# no sha256 or CRC32 of this file was found published: CRC32 from the .hash file at fetch, --crc32 at import
 _add(ModelEntry(
     name="simswap_256", role="swapper", file="simswap_256.onnx", url=_url, sha256=None, crc32_url=_hash,
     licence="CC BY-NC 4.0 (SimSwap)", input_size=256, mean=IMAGENET_MEAN, std=IMAGENET_STD,

@@ -125,23 +125,44 @@ def _entry_for_file(path: Path) -> ModelEntry:
     return matches[0]
 
 
-def import_file(src: Path, name: str | None = None) -> ModelEntry:
-    """Adopt a local model file after verifying it; nothing is installed when verification fails."""
+def import_file(src: Path, name: str | None = None, crc32: str | None = None) -> ModelEntry:
+    """Adopt a local model file after verifying it; nothing is installed when verification fails.
+
+    Never touches the network: a model with a pinned sha256 is checked against it; one that only has a CRC32
+    published next to its download (``crc32_url``) needs that CRC32 given as ``crc32`` (8 hex digits, from the
+    ``.hash`` file), else the import is refused with a line saying how to get it.
+    """
     src = Path(src)
     if not src.is_file():
         raise BadMedia(f"no such file: {src}")
     entry = catalog.get(name) if name else _entry_for_file(src)
     if entry.builtin:
         raise UserError(f"{entry.name} is built in; nothing to import")
-    if not entry.sha256 and not entry.crc32_url:
-        raise ModelMismatch(f"{entry.name} has no pinned hash; refusing to import an unverifiable file")
-    verify_file(entry, src, None if entry.sha256 else _expected_crc(entry))
+    expected_crc = None
+    if not entry.sha256:
+        expected_crc = _given_crc(entry, src, crc32)
+    verify_file(entry, src, expected_crc)
     dest = installed_path(entry)
     tmp = dest.with_name(dest.name + ".part-import")
     shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
     log.info("imported %s as %s", src, dest)
     return entry
+
+
+def _given_crc(entry: ModelEntry, src: Path, crc32: str | None) -> str:
+    """The CRC32 an unpinned model's import is checked against: the user's, from the published .hash file."""
+    if not entry.crc32_url:
+        raise ModelMismatch(f"{entry.name} has no pinned hash; refusing to import an unverifiable file")
+    if crc32 is None:
+        raise ModelMismatch(
+            f"{entry.name} has no pinned sha256, so {src.name} cannot be verified offline: add --crc32 with "
+            f"the 8 hex digits of {entry.crc32_url} (this file's CRC32 is {crc32_of(src)}), or run: "
+            f"facestation models fetch {entry.name}")
+    value = crc32.strip().lower()
+    if len(value) != 8 or any(c not in "0123456789abcdef" for c in value):
+        raise UserError(f"--crc32 must be 8 hex digits (the content of {entry.crc32_url}), got {crc32!r}")
+    return value
 
 
 ProgressFn = Callable[[int, int], None]  # (bytes done, bytes total or 0)

@@ -206,8 +206,8 @@ def encode_cmd(
     audio_args: list[str] | None = None,
     metadata: dict[str, str] | None = None,
 ) -> list[str]:
-    """Raw BGR24 frames on stdin -> ``output``, optionally muxing the first audio stream of
-    ``audio_source`` (trimmed to ``audio_start`` + ``audio_duration``)."""
+    """Raw BGR24 frames on stdin -> ``output``, optionally muxing every audio stream of ``audio_source``
+    (trimmed to ``audio_start`` + ``audio_duration``; their language and title tags go with them)."""
     cmd = [ffmpeg, *QUIET, "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
            "-framerate", rate_arg(fps), "-i", "pipe:0"]
     if audio_source is not None:
@@ -218,7 +218,7 @@ def encode_cmd(
         cmd += ["-i", media_arg(audio_source)]
     cmd += ["-map", "0:v:0"]
     if audio_source is not None:
-        cmd += ["-map", "1:a:0", *(audio_args or ["-c:a", "aac"])]
+        cmd += ["-map", "1:a", *(audio_args or ["-c:a", "aac"])]  # every audio stream, with its tags
     cmd += ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format=yuv420p", *video_args]
     cmd += color_args or []
     for key, value in (metadata or {}).items():

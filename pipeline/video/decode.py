@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,16 @@ from pipeline.video.probe import VideoInfo, probe
 from pipeline.video.process import FFmpegProcess
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class DecodeReport:
+    """What a decode really gave, filled in as it runs (see :mod:`pipeline.video.integrity`)."""
+
+    frames: int = 0
+    finished: bool = False  # ffmpeg reached the end of the stream and exited
+    error_lines: int = 0  # stderr lines ffmpeg wrote (``-loglevel error``: corrupt data, a partial file...)
+    errors: list[str] = field(default_factory=list)  # the last of them
 
 
 def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | None] | None = None) -> str:
@@ -73,6 +84,7 @@ def read_frames(
     cancel: threading.Event | None = None,
     hwaccel: str = "auto",
     frames: tuple[int, int | None] | None = None,
+    report: DecodeReport | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield BGR uint8 frames of ``path`` (optionally trimmed to ``start``..``end`` seconds).
 
@@ -83,6 +95,7 @@ def read_frames(
     frames before ``a`` are decoded and dropped inside ffmpeg, so frame ``a`` is exactly the frame a
     full read yields at index ``a`` (what a resumed render needs).
     Each yielded array is new (safe to keep or hand to another thread).
+    ``report``: filled in with the frames yielded and the errors ffmpeg wrote while decoding.
     """
     info = info or probe(path)
     exe = ffmpeg.ffmpeg_exe()
@@ -91,10 +104,11 @@ def read_frames(
     log.debug("decoding %s: %s", info.path.name, reason)
     cmd = builders.decode_cmd(exe, info.path, filters=decode_filters(info, exe, frames), start=trim_start,
                               duration=duration, hwaccel=accel)
-    return _frames(cmd, info, cancel)
+    return _frames(cmd, info, cancel, report or DecodeReport())
 
 
-def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None) -> Iterator[np.ndarray]:
+def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None,
+            report: DecodeReport) -> Iterator[np.ndarray]:
     shape = (info.height, info.width, 3)
     size = info.height * info.width * 3
     process = FFmpegProcess(cmd, stdout=True, cancel=cancel)
@@ -112,10 +126,13 @@ def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None) -> 
             if got < size:
                 break
             count += 1
+            report.frames = count
             yield frame
             if cancel is not None and cancel.is_set():
                 raise Cancelled("decoding cancelled")
         rc = process.wait()
+        report.errors, report.error_lines = process.error_lines(), process.lines
+        report.finished = rc == 0
         if process.cancelled or (cancel is not None and cancel.is_set()):
             raise Cancelled("decoding cancelled")
         if rc != 0:

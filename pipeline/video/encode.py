@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 import uuid
 from fractions import Fraction
@@ -24,8 +25,9 @@ from types import TracebackType
 from typing import Protocol
 
 import numpy as np
+import psutil
 
-from pipeline.errors import Cancelled, FacestationError
+from pipeline.errors import Cancelled, FacestationError, fault_in_text, os_fault
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
@@ -69,6 +71,38 @@ def output_colors(source: VideoInfo | None, height: int) -> tuple[str, list[str]
     )
 
 
+_PARTIAL = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.partial\.\w+$")
+
+
+def partial_name(output: Path) -> Path:
+    """The hidden temp name an encoder writes before renaming: ``.NAME.<pid>-<hex>.partial.EXT`` (the pid
+    says whose it is, so that one left by a killed process can be told from one being written)."""
+    return output.with_name(f".{output.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial{output.suffix}")
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Delete the temp files in ``folder`` whose process is gone (killed with SIGKILL, a power cut);
+    returns them. Those of running processes are left alone."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            match = _PARTIAL.match(entry.name)
+            if match and not psutil.pid_exists(int(match.group(1))) and entry.is_file():
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+                    removed.append(entry)
+                    log.info("removed %s, left by a process that is gone", entry.name)
+    return removed
+
+
+def padded_size_notice(width: int, height: int, name: str) -> str | None:
+    """What the user should know when the output cannot keep an odd size (None when it can)."""
+    if width % 2 == 0 and height % 2 == 0:
+        return None
+    return (f"{name} is {width}×{height}: H.264/HEVC in 4:2:0 need even sizes, so the output is "
+            f"{width + width % 2}×{height + height % 2} (the last column/row repeated, nothing cropped)")
+
+
 class Encoder:
     """Feed BGR uint8 frames with :meth:`write`; :meth:`close` finishes the file, :meth:`abort` drops it.
 
@@ -107,8 +141,8 @@ class Encoder:
         if audio is not None and end is not None and end < audio.duration:
             audio_duration = end - (start or 0.0)
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        self.partial = self.output.with_name(
-            f".{self.output.stem}.{uuid.uuid4().hex[:8]}.partial{self.output.suffix}")
+        remove_stale_partials(self.output.parent)
+        self.partial = partial_name(self.output)
         cmd = builders.encode_cmd(
             exe, self.partial, width=out_w, height=out_h, fps=fps,
             video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
@@ -147,8 +181,8 @@ class Encoder:
             self._process.wait()
             message = self._process.last_error()
             self.abort()
-            raise EncodeError(f"encoding {self.output.name} failed at frame {self.frames}: "
-                              f"{message}") from exc
+            raise self._fault(message) or EncodeError(
+                f"encoding {self.output.name} failed at frame {self.frames}: {message}") from exc
         self.frames += 1
 
     def close(self) -> Path:
@@ -166,11 +200,19 @@ class Encoder:
         if rc != 0:
             message = self._process.last_error()
             self.abort()
-            raise EncodeError(f"encoding {self.output.name} failed: {message}")
+            raise self._fault(message) or EncodeError(f"encoding {self.output.name} failed: {message}")
         self._process.close()
-        os.replace(self.partial, self.output)
+        try:
+            os.replace(self.partial, self.output)
+        except OSError as exc:
+            self.abort()
+            raise os_fault(exc, self.output) or exc from None
         self._done = True
         return self.output
+
+    def _fault(self, message: str) -> FacestationError | None:
+        """A disk-full / read-only / permission failure of ffmpeg as the user's error, naming the output."""
+        return fault_in_text(message, self.output)
 
     def abort(self) -> None:
         """Stop ffmpeg and remove the partial file. Safe to call more than once."""

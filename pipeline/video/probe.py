@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import BadMedia
+from pipeline.errors import BadMedia, not_a_file
 from pipeline.video import builders, ffmpeg
 
 log = logging.getLogger(__name__)
@@ -43,8 +43,9 @@ class VideoInfo:
     color_primaries: str | None
     color_range: str | None
     has_audio: bool
-    audio_codec: str | None
+    audio_codec: str | None  # the codec of every audio stream; None when they differ (they are re-encoded)
     is_vfr: bool
+    audio_streams: int = 0
 
     @property
     def is_hdr(self) -> bool:
@@ -63,8 +64,9 @@ def probe(path: str | Path) -> VideoInfo:
     path = Path(path)
     if not path.exists():
         raise BadMedia(f"{path}: file not found")
-    if not path.is_file():
-        raise BadMedia(f"{path}: is a folder, not a video file")
+    special = not_a_file(path, "a video file")
+    if special is not None:
+        raise special
     if path.stat().st_size == 0:
         raise BadMedia(f"{path.name}: the file is empty (0 bytes)")
     tools = ffmpeg.find_tools()
@@ -238,6 +240,10 @@ def _to_info(path: Path, data: dict[str, Any], ffmpeg_exe: str) -> VideoInfo:
         pix_fmt=pix_fmt, bit_depth=_bit_depth(pix_fmt, video), rotation=rotation,
         color_space=_tag(video.get("color_space")), color_transfer=_tag(video.get("color_transfer")),
         color_primaries=_tag(video.get("color_primaries")), color_range=_tag(video.get("color_range")),
-        has_audio=bool(audios), audio_codec=_tag(audios[0].get("codec_name")) if audios else None,
-        is_vfr=is_vfr,
+        has_audio=bool(audios), audio_codec=_common_codec(audios), is_vfr=is_vfr, audio_streams=len(audios),
     )
+
+
+def _common_codec(streams: list[dict[str, Any]]) -> str | None:
+    codecs = {_tag(s.get("codec_name")) for s in streams}
+    return codecs.pop() if len(codecs) == 1 else None

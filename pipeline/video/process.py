@@ -32,6 +32,7 @@ class FFmpegProcess:
         log.debug("starting %s", subprocess.list2cmdline(cmd))
         self.cmd = cmd
         self._tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+        self.lines = 0  # every stderr line ffmpeg wrote (with ``-loglevel error``: each one is an error)
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
@@ -63,6 +64,7 @@ class FFmpegProcess:
             line = raw.decode("utf-8", "replace").rstrip()
             if line:
                 self._tail.append(line)
+                self.lines += 1
 
     def _watch(self) -> None:
         assert self._cancel is not None
@@ -76,6 +78,11 @@ class FFmpegProcess:
         """The last lines ffmpeg wrote to stderr, joined for an error message."""
         self._stderr_thread.join(timeout=1.0)
         return " | ".join(list(self._tail)[-lines:])
+
+    def error_lines(self) -> list[str]:
+        """The stderr lines kept (the last ``tail_lines``), after ffmpeg has finished writing them."""
+        self._stderr_thread.join(timeout=1.0)
+        return list(self._tail)
 
     def last_error(self) -> str:
         """The most telling stderr line (the last one, usually), or the exit status."""
