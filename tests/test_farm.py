@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,27 @@ def test_a_cpu_task_uses_the_cores_ray_gave_it_unless_the_job_says() -> None:
     assert task_settings(FAST.model_dump_json(), None).execution.threads == 0  # a GPU task
     pinned = apply_overrides(FAST, ["execution.threads=3"])
     assert task_settings(pinned.model_dump_json(), 1.0).execution.threads == 3
+
+
+def test_farm_status_is_shown_while_fresh_and_the_queue_shows_segments_at_once(tmp_path: Path) -> None:
+    from pipeline import api
+    from pipeline.progress import Progress
+    from webui.queue_tab import render_jobs
+    from webui.system_tab import farm_lines
+
+    assert api.farm_status() is None
+    assert "not running" in "\n".join(farm_lines(None))
+    node = {"node": "gpu-box", "node_id": "abc123", "address": "10.0.0.2", "cpus": 16, "gpus": 2,
+            "gpu_free_mb": 70000.0}
+    status = {"updated_at": time.time(), "address": "auto", "slots": 2, "nodes": [node], "running": {"4": 2}}
+    farm.status_path().write_text(json.dumps(status), encoding="utf-8")
+    assert api.farm_status() == status
+    text = "\n".join(farm_lines(api.farm_status()))
+    assert "1 node(s), 2 slot(s), 2 segment(s) rendering" in text and "2 GPU, 70000 MB free" in text
+    farm.status_path().write_text(json.dumps({**status, "updated_at": time.time() - 60}), encoding="utf-8")
+    assert api.farm_status() is None  # a driver that stopped writing is not shown as running
+    store = open_store()
+    job = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "o.mp4", FAST)
+    store.claim_next("box/ray")
+    store.update_progress(job.id, Progress(30, 300, stage={"running": 2}), worker_id="box/ray")
+    assert "2 at once" in render_jobs([store.get(job.id)])

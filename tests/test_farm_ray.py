@@ -24,7 +24,7 @@ ray = pytest.importorskip("ray")
 
 from cli.main import main  # noqa: E402
 from pipeline.jobs import farm_task, runner  # noqa: E402
-from pipeline.jobs.farm import Farm  # noqa: E402
+from pipeline.jobs.farm import Farm, read_status  # noqa: E402
 from pipeline.jobs.store import JobStore  # noqa: E402
 from pipeline.jobs.worker import run, start_in_thread  # noqa: E402
 from pipeline.settings import Settings, apply_overrides  # noqa: E402
@@ -98,6 +98,8 @@ def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
     farm = Farm.connect("local", slots=2)
     try:
         assert farm.slots == 2 and farm.task_resources == {"num_cpus": (os.cpu_count() or 1) / 2}
+        status = read_status()  # what the System tab shows
+        assert status is not None and status["slots"] == 2 and len(status["nodes"]) == 1
         assert run(store, "test/ray", once=True, execute=farm.execute) == 1
         # a node that cannot see a file gets it from the driver: same bytes
         fp = {"size": clip10.stat().st_size, "mtime_ns": 1}
@@ -106,6 +108,7 @@ def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
         assert copy != clip10 and copy.read_bytes() == clip10.read_bytes()
     finally:
         farm.close()
+    assert read_status() is None
     done = store.get(job.id)
     assert done.state == "done", (done.error, done.log)
     _check_output(out, clip10)

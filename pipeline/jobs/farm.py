@@ -19,6 +19,7 @@ the job's own reason (no face in the source, bad media) fails the job with that 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 INSTALL = 'pip install "facestation[farm]"'
 CORES_PER_RENDER = 2  # a CPU render keeps about two cores busy (decode/encode threads + onnxruntime)
 MAX_RETRIES = 3  # a task whose worker process or node died runs again, at most this many times
+STATUS_FILE = "farm.json"
 _ADDRESS = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
 
@@ -113,6 +115,8 @@ class Farm:
     started_here: bool = False
     server: Any = None  # the FileServer actor on the driver's node
     running: dict[int, int] = field(default_factory=dict)  # job id -> segments running now
+    gpu_free_mb: dict[str, float] = field(default_factory=dict)  # node id -> free GPU memory, last seen
+    _status_at: float = 0.0
 
     @classmethod
     def connect(cls, address: str, slots: int | None = None, object_store_mb: int | None = None) -> Farm:
@@ -134,6 +138,7 @@ class Farm:
             raise FarmUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
         farm = cls(where, *cls._resources(ray, where is None, slots), started_here=where is None)
         farm._start_server(ray)
+        farm.write_status(force=True)
         log.info("farm: %d slot(s), %s per segment", farm.slots, farm.task_resources)
         return farm
 
@@ -172,10 +177,40 @@ class Farm:
                  "address": n["NodeManagerAddress"], "cpus": n["Resources"].get("CPU", 0),
                  "gpus": n["Resources"].get("GPU", 0)} for n in ray.nodes() if n["Alive"]]
 
+    def write_status(self, force: bool = False) -> None:
+        """Tell the UI (another process) what the farm looks like: :data:`STATUS_FILE` in the data folder,
+        rewritten at most once a second."""
+        now = time.time()
+        if not force and now - self._status_at < 1.0:
+            return
+        self._status_at = now
+        nodes = [{**n, "gpu_free_mb": self.gpu_free_mb.get(n["node_id"])} for n in self.nodes()]
+        data = {"updated_at": now, "address": self.address or "local", "slots": self.slots,
+                "nodes": nodes, "running": {str(k): v for k, v in self.running.items()}}
+        path = status_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f".{path.name}.{os.getpid()}")
+        part.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(part, path)
+
     def close(self) -> None:
+        status_path().unlink(missing_ok=True)
         ray = ray_module()
         if ray.is_initialized():
             ray.shutdown()
+
+
+def status_path() -> Path:
+    return paths.data_dir() / STATUS_FILE
+
+
+def read_status(max_age_s: float = 30.0) -> dict[str, Any] | None:
+    """What the running farm driver last wrote (nodes, GPUs, segments running), or None if no farm runs."""
+    try:
+        data: dict[str, Any] = json.loads(status_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if time.time() - float(data.get("updated_at", 0)) <= max_age_s else None
 
 
 def _export_code_path() -> None:
@@ -281,6 +316,8 @@ class FarmVideoJob:
             os.replace(part, self.work / done.file)
         self.done[start] = done.record()
         self.models = self.models or list(done.models)
+        if done.gpu_free_mb is not None:
+            self.farm.gpu_free_mb[done.node_id] = done.gpu_free_mb
         self.rendered += done.frames
         data = segments.resume_record(self.work, self.segment_frames, self.target, self.settings, [])
         data["segments"] = [row for _, row in sorted(self.done.items())]
@@ -298,6 +335,7 @@ class FarmVideoJob:
             frames, max(self.total, frames), round(fps, 2) if fps else None, eta,
             stage={"step": "farm", "segments": len(self.done), "segments_total": len(self.plan),
                    "running": running}))
+        self.farm.write_status()
 
 
 def _segment(row: dict[str, Any]) -> segments.Segment:

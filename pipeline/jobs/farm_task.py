@@ -66,11 +66,12 @@ class SegmentDone:
     seconds: float  # wall time of the task, inputs and model loading included
     models: tuple[str, ...] = ()
     data: bytes | None = None  # the encoded segment, when the node could not write into the work folder
+    gpu_free_mb: float | None = None  # free memory of the task's GPU when it ended (None on CPU)
 
     def record(self) -> dict[str, Any]:
-        """What the job's resume record keeps about this segment (everything but the bytes)."""
+        """What the job's resume record keeps about this segment (not the bytes, models, GPU memory)."""
         row = asdict(self)
-        for key in ("data", "models"):
+        for key in ("data", "models", "gpu_free_mb"):
             row.pop(key)
         return row
 
@@ -200,4 +201,18 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
             shutil.rmtree(folder, ignore_errors=True)
     return SegmentDone(segment.file, segment.start, segment.frames, socket.gethostname(),
                        context.get_node_id()[:12], os.getpid(), round(time.perf_counter() - started, 3),
-                       tuple(processor.models), data)
+                       tuple(processor.models), data, gpu_free_mb([str(g) for g in ray.get_gpu_ids()]))
+
+
+def gpu_free_mb(gpus: list[str]) -> float | None:
+    """Free memory of the first GPU Ray gave this task, from nvidia-smi (None on CPU or without it)."""
+    import subprocess
+
+    if not gpus or not shutil.which("nvidia-smi"):
+        return None
+    cmd = ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", gpus[0]]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True).stdout
+        return float(out.strip().splitlines()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
