@@ -130,3 +130,27 @@ def test_farm_status_is_shown_while_fresh_and_the_queue_shows_segments_at_once(t
     store.claim_next("box/ray")
     store.update_progress(job.id, Progress(30, 300, stage={"running": 2}), worker_id="box/ray")
     assert "2 at once" in render_jobs([store.get(job.id)])
+
+
+@pytest.mark.parametrize("fps, audio", [(30, True), (25, False)])
+def test_a_segment_seeks_to_its_own_start_and_decodes_exactly_the_same_frames(
+        tmp_path: Path, fps: int, audio: bool) -> None:
+    import numpy as np
+
+    from pipeline.jobs.farm_task import seek_range
+    from pipeline.video.decode import read_frames
+    from pipeline.video.probe import probe
+
+    clip = make_clip(tmp_path / "c.mp4", seconds=4, fps=fps, audio=audio)
+    info = probe(clip)
+    full = list(read_frames(clip))
+    for start, n in ((1, 5), (fps - 1, 3), (fps, fps), (fps + 1, 4), (3 * fps, None), (len(full) - 2, None)):
+        seeked, frames = seek_range(FAST, info, start, n)
+        assert seeked.video.start is not None and frames == (0, n)
+        got = list(read_frames(clip, info=info, start=seeked.video.start, frames=frames))
+        want = full[start:] if n is None else full[start:start + n]
+        assert len(got) == len(want), (start, n)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), f"segment at {start}"
+    assert seek_range(FAST, info, 0, 5) == (FAST, (0, 5))  # the first segment needs no seek
+    trimmed = apply_overrides(FAST, ["video.start=1.0"])
+    assert seek_range(trimmed, info, 30, 5) == (trimmed, (30, 35))  # a trimmed job keeps the index

@@ -88,7 +88,8 @@ def _render_processes() -> list[psutil.Process]:
 
 @pytest.mark.slow
 def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
-        farm_env: None, clip10: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        farm_env: None, clip10: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     store = JobStore()
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip10, out, FAST)
@@ -106,6 +107,7 @@ def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
         ray.get(farm.server.allow.remote([str(clip10)]))
         copy = farm_task.local_input(farm.server, str(clip10), fp)
         assert copy != clip10 and copy.read_bytes() == clip10.read_bytes()
+        _check_model_shipping(farm, tmp_path, monkeypatch)
     finally:
         farm.close()
     assert read_status() is None
@@ -121,6 +123,21 @@ def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
     failed = store.get(bad.id)  # the job's own reason fails it, with that reason
     assert failed.state == "failed" and "face" in (failed.error or "").lower(), failed.error
     assert "Ray" not in (failed.error or "")
+
+
+def _check_model_shipping(farm: Farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node whose models folder lacks a file the job uses gets it from the driver, byte for byte."""
+    from pipeline.models import catalog, store
+
+    entry = next(e for e in catalog.CATALOG.values() if not e.builtin)
+    on_driver = store.installed_path(entry)
+    on_driver.write_bytes(b"weights" * 1000)
+    ray.get(farm.server.allow.remote([str(on_driver)]))
+    monkeypatch.setenv("FACESTATION_MODELS", str(tmp_path / "node-models"))
+    shipped = farm_task.ship_models(farm.server, {entry.name: {"path": str(on_driver), "size": 7000}})
+    assert shipped == [entry.name]
+    assert store.installed_path(entry).read_bytes() == on_driver.read_bytes()
+    assert farm_task.ship_models(farm.server, {entry.name: {"path": str(on_driver), "size": 7000}}) == []
 
 
 def _grey_png() -> bytes:
@@ -199,3 +216,33 @@ def test_killed_driver_resumes_from_the_recorded_segments(
     after = {s["start"]: s["pid"] for s in _shown(job.id, capsys)["segments"]}
     assert sorted(after) == list(range(0, 300, 30))
     assert all(after[s] == pid for s, pid in before.items())  # kept, not rendered again
+
+
+@pytest.mark.slow
+def test_a_node_that_leaves_has_its_segments_run_elsewhere(
+        two_nodes: Any, clip10: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = JobStore()
+    out = tmp_path / "out.mp4"
+    job = store.add([photos.grace_hopper_path()], clip10, out, FAST)
+    farm = Farm.connect(two_nodes.address)
+    leaving = next(n for n in two_nodes.list_all_nodes() if n is not two_nodes.head_node)
+    handle = start_in_thread(store, "test/ray", execute=farm.execute)
+    deadline = time.time() + 300
+    removed_after = None
+    try:
+        while not store.get(job.id).finished:
+            assert time.time() < deadline and handle.alive, store.get(job.id).log
+            recorded = len(store.get(job.id).resume.get("segments", []))
+            if removed_after is None and recorded >= 2:
+                removed_after = recorded
+                two_nodes.remove_node(leaving, allow_graceful=False)
+            time.sleep(0.1)
+    finally:
+        handle.stop()
+        farm.close()
+    done = store.get(job.id)
+    assert done.state == "done", (done.error, done.log)
+    _check_output(out, clip10)
+    segs = _shown(job.id, capsys)["segments"]
+    assert [s["start"] for s in segs] == list(range(0, 300, 30))
+    assert removed_after is not None and removed_after < 10

@@ -33,6 +33,7 @@ from pipeline.settings import Settings, apply_overrides, validate
 
 if TYPE_CHECKING:
     from pipeline.process import FaceProcessor
+    from pipeline.video.probe import VideoInfo
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,34 @@ def _processor(settings_json: str, sources: tuple[str, ...]) -> FaceProcessor:
     return FaceProcessor(validate(json.loads(settings_json)), list(sources))
 
 
+def video_offset(path: Path) -> float:
+    """Seconds from the file's start time to its video stream's first frame (what an input ``-ss`` counts
+    from)."""
+    import av
+
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        if stream.start_time is None or stream.time_base is None or container.start_time is None:
+            return 0.0
+        return max(0.0, float(stream.start_time * stream.time_base) - container.start_time / av.time_base)
+
+
+def seek_range(settings: Settings, info: VideoInfo, start: int,
+               frames: int | None) -> tuple[Settings, tuple[int, int | None]]:
+    """The settings and frame range a segment renders with, so that it decodes from near its own start.
+
+    Picking frames by index decodes (and drops) every frame before the segment: segment k of a long clip
+    would decode k segments for nothing. A constant-frame-rate source without a trim start seeks instead
+    (input ``-ss``, accurate: ffmpeg decodes from the keyframe before and drops up to the time) half a
+    frame before frame ``start``, so the first frame out is exactly frame ``start``. Others keep the index.
+    """
+    stop = None if frames is None else start + frames
+    if start == 0 or info.is_vfr or settings.video.start is not None:
+        return settings, (start, stop)
+    at = video_offset(info.path) + (start - 0.5) / float(info.fps)
+    return apply_overrides(settings, [f"video.start={at:.6f}"]), (0, frames)
+
+
 def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
     """The Ray task: render one segment (see the module text)."""
     import ray
@@ -191,9 +220,8 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
                                           settings=settings, size=(width, height),
                                           on_segment=written.append)
 
-        stop = None if task.frames is None else task.start + task.frames
-        Render(settings, sources, target, sink=sink, processor=processor, info=info,
-               frames=(task.start, stop)).run()
+        seeked, frames = seek_range(settings, info, task.start, task.frames)
+        Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames).run()
         segment = written[0]
         data = None if direct else (folder / segment.file).read_bytes()
     finally:
