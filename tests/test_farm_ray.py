@@ -86,6 +86,14 @@ def _render_processes() -> list[psutil.Process]:
     return found
 
 
+def test_an_address_where_nothing_answers_exits_2_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["queue", "run", "--ray", "127.0.0.1:1", "--once"]) == 2
+    err = capsys.readouterr().err
+    # checked before ray.init, which would retry for minutes
+    assert "cannot reach the Ray head at 127.0.0.1:1" in err and err.count("\n") == 1, err
+    assert not ray.is_initialized()
+
+
 @pytest.mark.slow
 def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
         farm_env: None, clip10: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -128,6 +128,8 @@ class Farm:
         store_mb = object_store_mb or int(os.environ.get("FACESTATION_FARM_OBJECT_STORE_MB", "0") or 0)
         kwargs: dict[str, Any] = {"log_to_driver": bool(os.environ.get("FACESTATION_FARM_LOGS")),
                                   "include_dashboard": False}
+        if where not in (None, "auto"):
+            _check_reachable(address, where)
         if where is None:
             _export_code_path()
             cores = os.cpu_count() or 1
@@ -211,6 +213,18 @@ def read_status(max_age_s: float = 30.0) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if time.time() - float(data.get("updated_at", 0)) <= max_age_s else None
+
+
+def _check_reachable(text: str, where: str) -> None:
+    """Fail at once, not after Ray's minutes of retries, when nothing answers at HOST:PORT."""
+    import socket
+
+    host, _, port = where.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise FarmUnavailable(f"cannot reach the Ray head at {text}: {exc.strerror or exc}; "
+                              "is `ray start --head` running there?") from None
 
 
 def _export_code_path() -> None:
