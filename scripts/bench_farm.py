@@ -34,7 +34,7 @@ def one_job(folder: Path, clip: Path, name: str, slots: int | None) -> dict[str,
     store = JobStore(folder / f"{name}.sqlite3")
     out = folder / f"{name}.mp4"
     job = store.add([photos.grace_hopper_path()], clip, out, FAST)
-    farm = Farm.connect("local", slots=slots) if slots else None
+    farm = Farm.connect("local", slots=slots, segment_seconds=1.0) if slots else None
     try:
         started = time.perf_counter()
         run(store, f"bench/{name}", once=True, segment_seconds=1.0,

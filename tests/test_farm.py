@@ -48,7 +48,7 @@ def test_recorded_segments_keep_out_of_order_segments_and_drop_mismatches(tmp_pa
     done = [segments.Segment(segments.segment_name(s), s, 10) for s in (0, 20, 40)]  # 10 missing
     for s in done:
         (work / s.file).write_bytes(b"x")
-    record = segments.resume_record(work, 10, clip, FAST, [])
+    record = farm.record_header(work, 10, clip, FAST)
     record["segments"] = [{**s.__dict__, "node": "n1", "pid": 7} for s in done]
     record["segments"].append({"file": "seg-00000035.mkv", "start": 35, "frames": 10})  # not on the plan
     kept = farm.recorded_segments(record, work, 10, clip, FAST)
@@ -58,6 +58,15 @@ def test_recorded_segments_keep_out_of_order_segments_and_drop_mismatches(tmp_pa
     assert farm.recorded_segments(record, work, 10, clip, other) == {}  # other settings
     (work / done[1].file).unlink()
     assert sorted(farm.recorded_segments(record, work, 10, clip, FAST)) == [0, 40]
+
+
+def test_farm_segment_length_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert farm.default_segment_seconds() == farm.DEFAULT_SEGMENT_SECONDS
+    monkeypatch.setenv(farm.SEGMENT_VAR, "1.5")
+    assert farm.default_segment_seconds() == 1.5
+    monkeypatch.setenv(farm.SEGMENT_VAR, "soon")
+    with pytest.raises(UserError, match="FACESTATION_FARM_SEGMENT_SECONDS"):
+        farm.default_segment_seconds()
 
 
 def test_ray_missing_exits_2_with_the_install_command(monkeypatch: pytest.MonkeyPatch,

@@ -46,7 +46,7 @@ def clip10(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def farm_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))  # Ray's worker processes import facestation from here
     monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", str(STORE_MB))
-    monkeypatch.setenv("FACESTATION_SEGMENT_SECONDS", "1")
+    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", "1")
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # a throw-away cluster on one machine
 
 

@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 INSTALL = 'pip install "facestation[farm]"'
 CORES_PER_RENDER = 2  # a CPU render keeps about two cores busy (decode/encode threads + onnxruntime)
 MAX_RETRIES = 3  # a task whose worker process or node died runs again, at most this many times
+SEGMENT_VAR = "FACESTATION_FARM_SEGMENT_SECONDS"
+DEFAULT_SEGMENT_SECONDS = 3.0  # of video per task: long against a task's set-up, short against a crash
 STATUS_FILE = "farm.json"
 _ADDRESS = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
@@ -64,6 +66,15 @@ def ray_module() -> Any:
     return ray
 
 
+def default_segment_seconds() -> float:
+    """Seconds of video per farm task: ``$FACESTATION_FARM_SEGMENT_SECONDS`` or 3."""
+    value = os.environ.get(SEGMENT_VAR)
+    try:
+        return max(0.05, float(value)) if value else DEFAULT_SEGMENT_SECONDS
+    except ValueError:
+        raise UserError(f"{SEGMENT_VAR}={value!r} is not a number of seconds") from None
+
+
 def parse_address(text: str) -> str | None:
     """``local`` -> None (start a runtime here), ``auto`` -> ``auto``, ``HOST:PORT`` -> itself."""
     value = text.strip()
@@ -80,18 +91,25 @@ def plan(total: int, segment_frames: int) -> list[tuple[int, int | None]]:
     return [(s, segment_frames) for s in starts[:-1]] + [(starts[-1], None)]
 
 
+def record_header(work: Path, segment_frames: int, target: Path, settings: Any) -> dict[str, Any]:
+    """The resume record's fields that say which run its segments belong to (the local worker's, plus the
+    farm's fixed segment length)."""
+    return {"v": segments.RESUME_VERSION, "work": str(work), "target": segments.fingerprint(target),
+            "settings": segments.settings_digest(settings), "segment_frames": segment_frames}
+
+
 def recorded_segments(record: dict[str, Any], work: Path, segment_frames: int, target: Path,
                       settings: Any) -> dict[int, dict[str, Any]]:
-    """The finished segments of ``record`` (a farm's or a local worker's) that this plan can keep, by start.
+    """The finished segments of ``record`` that this plan can keep, by start.
 
     Unlike a local worker, a farm finishes segments out of order: any aligned segment whose file is
     there counts, gaps or not. A record for another target, settings or segment length keeps nothing.
     """
-    header = segments.resume_record(work, segment_frames, target, settings, [])
     try:
-        if any(record.get(k) != v for k, v in header.items() if k != "segments"):
-            return {}
+        header = record_header(work, segment_frames, target, settings)
     except OSError:
+        return {}
+    if any(record.get(k) != v for k, v in header.items()):
         return {}
     kept: dict[int, dict[str, Any]] = {}
     for raw in record.get("segments", []):
@@ -114,13 +132,16 @@ class Farm:
     task_resources: dict[str, float]  # num_gpus / num_cpus per task
     started_here: bool = False
     server: Any = None  # the FileServer actor on the driver's node
+    segment_seconds: float = DEFAULT_SEGMENT_SECONDS  # of video per task
     running: dict[int, int] = field(default_factory=dict)  # job id -> segments running now
     gpu_free_mb: dict[str, float] = field(default_factory=dict)  # node id -> free GPU memory, last seen
     _status_at: float = 0.0
 
     @classmethod
-    def connect(cls, address: str, slots: int | None = None, object_store_mb: int | None = None) -> Farm:
-        """Start (``local``) or join (``auto``, ``HOST:PORT``) a Ray runtime."""
+    def connect(cls, address: str, slots: int | None = None, object_store_mb: int | None = None,
+                segment_seconds: float | None = None) -> Farm:
+        """Start (``local``) or join (``auto``, ``HOST:PORT``) a Ray runtime. ``segment_seconds``: of video
+        per task (default :func:`default_segment_seconds`)."""
         ray = ray_module()
         where = parse_address(address)
         if slots is not None and slots < 1:
@@ -138,7 +159,8 @@ class Farm:
             ray.init(address=where, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise FarmUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
-        farm = cls(where, *cls._resources(ray, where is None, slots), started_here=where is None)
+        farm = cls(where, *cls._resources(ray, where is None, slots), started_here=where is None,
+                   segment_seconds=segment_seconds or default_segment_seconds())
         farm._start_server(ray)
         farm.write_status(force=True)
         log.info("farm: %d slot(s), %s per segment", farm.slots, farm.task_resources)
@@ -248,7 +270,7 @@ class FarmVideoJob:
         self.started = time.perf_counter()
         self.info = probe(self.target)
         self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
-        self.segment_frames = segments.segment_frames_for(self.info.fps, ctx.segment_seconds)
+        self.segment_frames = max(1, round(float(self.info.fps) * farm.segment_seconds))
         self.work = runner.work_dir(job.id)
         self.plan = plan(self.total, self.segment_frames)
         self.done = recorded_segments(job.resume, self.work, self.segment_frames, self.target, self.settings)
@@ -333,10 +355,9 @@ class FarmVideoJob:
         if done.gpu_free_mb is not None:
             self.farm.gpu_free_mb[done.node_id] = done.gpu_free_mb
         self.rendered += done.frames
-        data = segments.resume_record(self.work, self.segment_frames, self.target, self.settings, [])
-        data["segments"] = [row for _, row in sorted(self.done.items())]
-        data["models"] = self.models
-        self.ctx.save_resume(data)
+        rows = [row for _, row in sorted(self.done.items())]
+        header = record_header(self.work, self.segment_frames, self.target, self.settings)
+        self.ctx.save_resume({**header, "segments": rows, "models": self.models})
         log.info("job %d: segment %d done on %s pid %d in %.1f s", self.job.id, start, done.node, done.pid,
                  done.seconds)
 
