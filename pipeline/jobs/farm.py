@@ -156,7 +156,7 @@ class Farm:
             cores = os.cpu_count() or 1
             kwargs.update(num_cpus=cores, object_store_memory=(store_mb or 1024) << 20)
         try:
-            ray.init(address=where, **kwargs)
+            ray.init(address=where or "local", **kwargs)  # "local": a new runtime, even if `ray start` ran
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise FarmUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
         farm = cls(where, *cls._resources(ray, where is None, slots), started_here=where is None,
