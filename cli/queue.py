@@ -3,7 +3,8 @@
     facestation queue add --source me.jpg --target clip.mp4 --output out.mp4 [--preset P] [--set k=v]
     facestation queue list [--json]
     facestation queue cancel ID | retry ID | delete ID | move ID up|down|top|bottom
-    facestation queue run [--once] [--worker-id NAME]
+    facestation queue run [--once] [--worker-id NAME] [--ray local|auto|HOST:PORT [--slots N]]
+    facestation queue show ID [--json]
 
 Inputs and settings are checked before a job is queued (a bad one exits 2 with one line), so the
 queue only holds jobs that can start.
@@ -88,18 +89,55 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.jobs.worker import run  # loads the render engine
+    from pipeline.jobs.worker import default_worker_id, run  # loads the render engine
 
+    farm = None
+    if args.ray:  # the worker becomes the driver of a Ray render farm (exit 2 without the farm extra)
+        from pipeline.jobs.farm import Farm
+
+        farm = Farm.connect(args.ray, slots=args.slots)
+        print(f"render farm: {farm.slots} segment(s) at once on {len(farm.nodes())} node(s)")
+    elif args.slots:
+        raise UserError("--slots goes with --ray")
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():  # SIGTERM (systemd, docker stop): requeue, exit
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    kwargs: dict[str, Any] = {"segment_seconds": args.segment_seconds} if args.segment_seconds else {}
+    if farm is not None:
+        kwargs["execute"] = farm.execute
     try:
-        done = run(service.open_store(), args.worker_id, once=args.once, stop_event=stop,
-                   **({"segment_seconds": args.segment_seconds} if args.segment_seconds else {}))
+        done = run(service.open_store(), args.worker_id or (default_worker_id("ray") if farm else None),
+                   once=args.once, stop_event=stop, **kwargs)
     except KeyboardInterrupt:  # Ctrl-C: the running job was left running; the next start resumes it
         stop.set()
         raise
+    finally:
+        if farm is not None:
+            farm.close()
     print(f"worker finished: {done} job(s) done")
+    return 0
+
+
+def show_row(job: Job) -> dict[str, Any]:
+    """A job with its segments: for each, where it was rendered (node, worker pid) and how long it took."""
+    keys = ("file", "start", "frames", "node", "node_id", "pid", "seconds")
+    segs = sorted(job.resume.get("segments", []), key=lambda s: int(s.get("start", 0)))
+    return {**_row(job), "sources": list(job.sources), "log": job.log.splitlines(),
+            "segments": [{k: s.get(k) for k in keys} for s in segs]}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    row = show_row(service.open_store().get(args.id))
+    if args.json:
+        print(json.dumps(row, indent=2))
+        return 0
+    for key in ("id", "state", "target", "output", "frames_done", "frames_total", "worker", "error"):
+        print(f"{key:>13}: {row[key]}")
+    if row["segments"]:
+        print(f"{'start':>8} {'frames':>6} {'seconds':>8}  node / pid")
+        for s in row["segments"]:
+            where = f"{s['node']} ({s['node_id']}) / {s['pid']}" if s["pid"] else "-"
+            print(f"{s['start']:>8} {s['frames']:>6} {s['seconds'] or '':>8}  {where}")
     return 0
 
 
@@ -149,9 +187,20 @@ def register(sub: Any) -> None:
                      "(a dead worker's job counts only once it is stale)")
     run.add_argument("--worker-id", help="worker name (default host/device; must be unique)")
     run.add_argument("--segment-seconds", type=float, help="video segment length (resume granularity)")
+    run.add_argument("--ray", metavar="local|auto|HOST:PORT",
+                     help="render each video's segments in parallel on a Ray cluster: local starts one "
+                          "here, auto joins the one `ray start` made, HOST:PORT joins that head "
+                          "(needs the farm extra)")
+    run.add_argument("--slots", type=int, metavar="N",
+                     help="with --ray: segments rendered at once (default: one per GPU, or per 2 CPU cores)")
     run.set_defaults(handler=cmd_run)
 
+    show = qsub.add_parser("show", help="a job, its segments and where each was rendered")
+    show.add_argument("id", type=_job_id)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=cmd_show)
+
     def no_command(args: argparse.Namespace) -> int:
-        raise UserError("queue: choose add, list, cancel, retry, move, delete or run")
+        raise UserError("queue: choose add, list, show, cancel, retry, move, delete or run")
 
     queue.set_defaults(handler=no_command)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pipeline import paths
 from pipeline.bench import BackgroundBench
 from pipeline.errors import UserError
+from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
 from pipeline.jobs.service import delete as delete_job
@@ -63,6 +64,8 @@ __all__ = [
     "model_status", "fetch_model", "import_model",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
+    # render farm: what a `facestation queue run --ray` driver last wrote (nodes, GPUs, segments running)
+    "farm_status",
     # benchmark: the render stages it times, a run on its own thread
     "STAGES", "BackgroundBench",
 ]

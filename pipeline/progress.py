@@ -27,6 +27,8 @@ class StageInfo(TypedDict, total=False):
     rss_mb: float  # peak resident memory of the process
     device_mb: float | None  # GPU memory in use; None on CPU
     segments: int  # finished segments of a resumable job
+    segments_total: int  # segments planned (render farm)
+    running: int  # segments of the job rendering at once (render farm)
     step: str  # what a job does outside the render: "image", "joining segments", "done"
 
 

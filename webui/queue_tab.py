@@ -172,6 +172,8 @@ def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
         p = job.progress
         fraction = 1.0 if job.state == "done" else (p.fraction or 0.0)
         frames = f"{p.frames_done}/{p.frames_total}" if p.frames_total else str(p.frames_done or "")
+        if job.state == "running" and p.stage.get("running"):  # a render farm job: segments at once
+            frames += f' <span class="fs-farm">· {p.stage["running"]} at once</span>'
         out = Path(job.output)
         if job.state == "done" and out.is_file():
             link = f'<span class="fs-download" title="type {job.id} under Job and press Download">' \

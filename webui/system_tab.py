@@ -34,7 +34,21 @@ def report() -> str:
                      + " (NVENC is confirmed by a trial encode when a render starts)")
     except Exception as exc:  # noqa: BLE001 - shown to the user, e.g. FFmpegMissing
         lines.append(f"- ffmpeg not usable: {exc}")
-    return "\n".join(lines)
+    return "\n".join(lines + farm_lines(api.farm_status()))
+
+
+def farm_lines(status: dict[str, Any] | None) -> list[str]:
+    """The render farm's nodes, their GPUs and free GPU memory, and the segments running now."""
+    lines = ["\n### Render farm"]
+    if status is None:
+        return [*lines, "- not running (start one with `facestation queue run --ray local`)"]
+    running = sum(status["running"].values())
+    lines.append(f"- {status['address']}: {len(status['nodes'])} node(s), {status['slots']} slot(s), "
+                 f"{running} segment(s) rendering")
+    for n in status["nodes"]:
+        free = f", {n['gpu_free_mb']:.0f} MB free" if n.get("gpu_free_mb") is not None else ""
+        lines.append(f"- `{n['node']}` ({n['node_id']}): {n['gpus']:g} GPU{free}, {n['cpus']:g} CPU")
+    return lines
 
 
 def create() -> dict[str, Any]:

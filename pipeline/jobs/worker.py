@@ -92,8 +92,10 @@ def _one_line(exc: BaseException) -> str:
 class Worker:
     def __init__(self, store: JobStore, worker_id: str | None = None, *, poll: float = 1.0,
                  poll_cancel: float = 0.25, heartbeat_every: float | None = None,
-                 segment_seconds: float | None = None) -> None:
+                 segment_seconds: float | None = None,
+                 execute: Callable[[Job, runner.JobContext], dict[str, Any]] | None = None) -> None:
         self.store = store
+        self.execute = execute or runner.execute  # or a render farm's (pipeline.jobs.farm.Farm.execute)
         self.worker_id = worker_id or default_worker_id()
         self.poll = poll
         self.poll_cancel = poll_cancel
@@ -153,7 +155,7 @@ class Worker:
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
-            summary = runner.execute(job, ctx)
+            summary = self.execute(job, ctx)
         except Cancelled:
             return self._stopped(job, control.reason or "cancel")
         except ClaimLost as exc:

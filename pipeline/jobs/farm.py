@@ -1,0 +1,420 @@
+"""The render farm: one video job's segments rendered in parallel on every GPU of a machine or a studio,
+through Ray (the optional ``farm`` extra).
+
+The SQLite queue stays on the host that owns it and the worker there becomes the Ray driver: it claims a
+job as usual, plans the job's segments (the plan of :mod:`pipeline.jobs.segments`: ``segment_frames``
+frames each, aligned on multiples of it), submits one Ray task per unfinished segment
+(:func:`pipeline.jobs.farm_task.render_segment`, one GPU each where the cluster has GPUs), records each
+finished segment in the job's resume record as it arrives (with the node, the worker process and the
+time it took), then joins them without re-encoding and muxes the audio. A driver that dies resumes as
+a local worker does: the recorded segments are kept, only the others are rendered again.
+
+    farm = Farm.connect("local", slots=2)            # or "auto", or "HOST:PORT"
+    worker.run(store, "host/ray", execute=farm.execute)
+    farm.close()
+
+Ray retries a task whose worker process or node died (``MAX_RETRIES`` times); a segment that fails for
+the job's own reason (no face in the source, bad media) fails the job with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline import paths
+from pipeline.errors import Cancelled, FacestationError, UserError
+from pipeline.image import is_image_path
+from pipeline.jobs import runner, segments
+from pipeline.jobs.farm_task import TOKEN_FILE, FileServer, SegmentDone, SegmentTask, render_segment
+from pipeline.jobs.model import Job
+from pipeline.progress import Progress
+
+log = logging.getLogger(__name__)
+
+INSTALL = 'pip install "facestation[farm]"'
+CORES_PER_RENDER = 2  # a CPU render keeps about two cores busy (decode/encode threads + onnxruntime)
+MAX_RETRIES = 3  # a task whose worker process or node died runs again, at most this many times
+SEGMENT_VAR = "FACESTATION_FARM_SEGMENT_SECONDS"
+DEFAULT_SEGMENT_SECONDS = 3.0  # of video per task: long against a task's set-up, short against a crash
+STATUS_FILE = "farm.json"
+_ADDRESS = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+
+
+class FarmUnavailable(UserError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+class FarmError(FacestationError):
+    """A segment could not be rendered by the farm for a reason outside the job (workers kept dying)."""
+
+
+def ray_module() -> Any:
+    """The ``ray`` package, or FarmUnavailable with the command that installs it."""
+    try:
+        import ray
+    except ImportError:
+        raise FarmUnavailable(f"--ray needs Ray, which is not installed; run: {INSTALL}") from None
+    return ray
+
+
+def default_segment_seconds() -> float:
+    """Seconds of video per farm task: ``$FACESTATION_FARM_SEGMENT_SECONDS`` or 3."""
+    value = os.environ.get(SEGMENT_VAR)
+    try:
+        return max(0.05, float(value)) if value else DEFAULT_SEGMENT_SECONDS
+    except ValueError:
+        raise UserError(f"{SEGMENT_VAR}={value!r} is not a number of seconds") from None
+
+
+def parse_address(text: str) -> str | None:
+    """``local`` -> None (start a runtime here), ``auto`` -> ``auto``, ``HOST:PORT`` -> itself."""
+    value = text.strip()
+    if value == "local":
+        return None
+    if value == "auto" or _ADDRESS.match(value):
+        return value
+    raise UserError(f"--ray takes local, auto or HOST:PORT, got {text!r}")
+
+
+def plan(total: int, segment_frames: int) -> list[tuple[int, int | None]]:
+    """(start, frames) of every segment of a ``total``-frame render; the last runs to the clip's end."""
+    starts = list(range(0, max(total, 1), segment_frames))
+    return [(s, segment_frames) for s in starts[:-1]] + [(starts[-1], None)]
+
+
+def record_header(work: Path, segment_frames: int, target: Path, settings: Any) -> dict[str, Any]:
+    """The resume record's fields that say which run its segments belong to (the local worker's, plus the
+    farm's fixed segment length)."""
+    return {"v": segments.RESUME_VERSION, "work": str(work), "target": segments.fingerprint(target),
+            "settings": segments.settings_digest(settings), "segment_frames": segment_frames}
+
+
+def recorded_segments(record: dict[str, Any], work: Path, segment_frames: int, target: Path,
+                      settings: Any) -> dict[int, dict[str, Any]]:
+    """The finished segments of ``record`` that this plan can keep, by start.
+
+    Unlike a local worker, a farm finishes segments out of order: any aligned segment whose file is
+    there counts, gaps or not. A record for another target, settings or segment length keeps nothing.
+    """
+    try:
+        header = record_header(work, segment_frames, target, settings)
+    except OSError:
+        return {}
+    if any(record.get(k) != v for k, v in header.items()):
+        return {}
+    kept: dict[int, dict[str, Any]] = {}
+    for raw in record.get("segments", []):
+        try:
+            start, frames, name = int(raw["start"]), int(raw["frames"]), str(raw["file"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        path = work / name
+        if start % segment_frames == 0 and frames > 0 and path.is_file() and path.stat().st_size > 0:
+            kept[start] = dict(raw)
+    return kept
+
+
+@dataclass
+class Farm:
+    """A connection to a Ray runtime and how tasks ask for its resources."""
+
+    address: str | None
+    slots: int  # segments running at once
+    task_resources: dict[str, float]  # num_gpus / num_cpus per task
+    started_here: bool = False
+    server: Any = None  # the FileServer actor on the driver's node
+    segment_seconds: float = DEFAULT_SEGMENT_SECONDS  # of video per task
+    running: dict[int, int] = field(default_factory=dict)  # job id -> segments running now
+    gpu_free_mb: dict[str, float] = field(default_factory=dict)  # node id -> free GPU memory, last seen
+    _status_at: float = 0.0
+
+    @classmethod
+    def connect(cls, address: str, slots: int | None = None, object_store_mb: int | None = None,
+                segment_seconds: float | None = None) -> Farm:
+        """Start (``local``) or join (``auto``, ``HOST:PORT``) a Ray runtime. ``segment_seconds``: of video
+        per task (default :func:`default_segment_seconds`)."""
+        ray = ray_module()
+        where = parse_address(address)
+        if slots is not None and slots < 1:
+            raise UserError(f"--slots must be at least 1, got {slots}")
+        store_mb = object_store_mb or int(os.environ.get("FACESTATION_FARM_OBJECT_STORE_MB", "0") or 0)
+        kwargs: dict[str, Any] = {"log_to_driver": bool(os.environ.get("FACESTATION_FARM_LOGS")),
+                                  "include_dashboard": False}
+        if where not in (None, "auto"):
+            _check_reachable(address, where)
+        if where is None:
+            _export_code_path()
+            cores = os.cpu_count() or 1
+            kwargs.update(num_cpus=cores, object_store_memory=(store_mb or 1024) << 20)
+        try:
+            ray.init(address=where or "local", **kwargs)  # "local": a new runtime, even if `ray start` ran
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise FarmUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
+        farm = cls(where, *cls._resources(ray, where is None, slots), started_here=where is None,
+                   segment_seconds=segment_seconds or default_segment_seconds())
+        farm._start_server(ray)
+        farm.write_status(force=True)
+        log.info("farm: %d slot(s), %s per segment", farm.slots, farm.task_resources)
+        return farm
+
+    @staticmethod
+    def _resources(ray: Any, local: bool, slots: int | None) -> tuple[int, dict[str, float]]:
+        total = ray.cluster_resources()
+        gpus, cpus = int(total.get("GPU", 0)), float(total.get("CPU", 1))
+        if gpus:
+            n = slots or gpus
+            return n, {"num_gpus": min(1.0, gpus / n) if local else 1.0, "num_cpus": 1.0}
+        if local:
+            n = slots or max(1, int(cpus) // CORES_PER_RENDER)
+            return n, {"num_cpus": cpus / n}
+        smallest = min(float(node["Resources"].get("CPU", 1)) for node in ray.nodes() if node["Alive"])
+        per_task = min(float(CORES_PER_RENDER), smallest)
+        return slots or max(1, int(cpus // per_task)), {"num_cpus": per_task}
+
+    def _start_server(self, ray: Any) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()
+        actor = ray.remote(num_cpus=0)(FileServer)
+        self.server = actor.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)).remote()
+
+    def execute(self, job: Job, ctx: runner.JobContext) -> dict[str, Any]:
+        """The worker's hook: a video job goes to the farm, an image job renders here."""
+        if is_image_path(Path(job.target)):
+            return runner.execute(job, ctx)
+        return FarmVideoJob(self, job, ctx).run()
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The cluster's live nodes: host, Ray node id, CPUs and GPUs (total)."""
+        ray = ray_module()
+        return [{"node": n["NodeManagerHostname"], "node_id": n["NodeID"][:12],
+                 "address": n["NodeManagerAddress"], "cpus": n["Resources"].get("CPU", 0),
+                 "gpus": n["Resources"].get("GPU", 0)} for n in ray.nodes() if n["Alive"]]
+
+    def write_status(self, force: bool = False) -> None:
+        """Tell the UI (another process) what the farm looks like: :data:`STATUS_FILE` in the data folder,
+        rewritten at most once a second."""
+        now = time.time()
+        if not force and now - self._status_at < 1.0:
+            return
+        self._status_at = now
+        nodes = [{**n, "gpu_free_mb": self.gpu_free_mb.get(n["node_id"])} for n in self.nodes()]
+        data = {"updated_at": now, "address": self.address or "local", "slots": self.slots,
+                "nodes": nodes, "running": {str(k): v for k, v in self.running.items()}}
+        path = status_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f".{path.name}.{os.getpid()}")
+        part.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(part, path)
+
+    def close(self) -> None:
+        status_path().unlink(missing_ok=True)
+        ray = ray_module()
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+def status_path() -> Path:
+    return paths.data_dir() / STATUS_FILE
+
+
+def read_status(max_age_s: float = 30.0) -> dict[str, Any] | None:
+    """What the running farm driver last wrote (nodes, GPUs, segments running), or None if no farm runs."""
+    try:
+        data: dict[str, Any] = json.loads(status_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if time.time() - float(data.get("updated_at", 0)) <= max_age_s else None
+
+
+def _check_reachable(text: str, where: str) -> None:
+    """Fail at once, not after Ray's minutes of retries, when nothing answers at HOST:PORT."""
+    import socket
+
+    host, _, port = where.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise FarmUnavailable(f"cannot reach the Ray head at {text}: {exc.strerror or exc}; "
+                              "is `ray start --head` running there?") from None
+
+
+def _export_code_path() -> None:
+    """Ray worker processes of a runtime started here import facestation from where this driver does."""
+    root = str(paths.REPO_ROOT)
+    current = os.environ.get("PYTHONPATH", "")
+    if root not in current.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, current) if p)
+
+
+class FarmVideoJob:
+    """One video job rendered by the farm: plan, submit, record as they finish, join."""
+
+    def __init__(self, farm: Farm, job: Job, ctx: runner.JobContext) -> None:
+        from pipeline.media import check_video_output
+        from pipeline.video.probe import probe
+
+        self.farm, self.job, self.ctx, self.settings = farm, job, ctx, job.settings
+        self.target, self.output = Path(job.target), Path(job.output)
+        check_video_output(self.output)
+        self.started = time.perf_counter()
+        self.info = probe(self.target)
+        self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
+        self.segment_frames = max(1, round(float(self.info.fps) * farm.segment_seconds))
+        self.work = runner.work_dir(job.id)
+        self.plan = plan(self.total, self.segment_frames)
+        self.done = recorded_segments(job.resume, self.work, self.segment_frames, self.target, self.settings)
+        self.done = {s: row for s, row in self.done.items() if any(s == p for p, _ in self.plan)}
+        self.models: list[str] = list(job.resume.get("models", []))
+        segments.clear_work(self.work, keep=[_segment(r) for r in self.done.values()])
+        segments.remove_temp_outputs(self.output, job.id)
+        self.rendered = 0
+
+    def run(self) -> dict[str, Any]:
+        pending = [(s, n) for s, n in self.plan if s not in self.done]
+        if self.done:
+            self.ctx.log(f"resuming: {len(self.done)} of {len(self.plan)} segments kept, "
+                         f"{len(pending)} to render")
+        if pending:
+            self._render(pending)
+        frames = sum(int(r["frames"]) for r in self.done.values())
+        self.ctx.control.report(Progress(frames, frames, stage={"step": "joining segments"}))
+        segments.join_segments([_segment(r) for _, r in sorted(self.done.items())], self.work, self.output,
+                               job_id=self.job.id, source=self.info, settings=self.settings,
+                               models=self.models, cancel=self.ctx.control.cancel)
+        self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
+        workers = {(r.get("node_id"), r.get("pid")) for r in self.done.values()}
+        return {"output": str(self.output), "kind": "video", "frames": frames,
+                "frames_rendered_now": self.rendered, "segments": len(self.done),
+                "resumed_at": 0, "farm_workers": len(workers), "models": self.models,
+                "seconds": round(time.perf_counter() - self.started, 3), "notices": []}
+
+    def _render(self, pending: list[tuple[int, int | None]]) -> None:
+        """Submit the pending segments (at most ``slots`` at a time) and collect them as they finish."""
+        ray = ray_module()
+        task = self._task_factory(ray)
+        remote = ray.remote(max_retries=MAX_RETRIES, **self.farm.task_resources)(render_segment)
+        waiting = deque(pending)
+        running: dict[Any, tuple[int, int | None]] = {}
+        try:
+            while waiting or running:
+                while waiting and len(running) < self.farm.slots:
+                    start, frames = waiting.popleft()
+                    running[remote.remote(task(start, frames), self.farm.server)] = (start, frames)
+                self.farm.running[self.job.id] = len(running)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
+                if self.ctx.control.cancelled:
+                    raise Cancelled("job cancelled")
+                for ref in ready:
+                    self._finished(running.pop(ref), _result(ray, ref))
+                self._progress(len(running))
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+            self.farm.running.pop(self.job.id, None)
+
+    def _task_factory(self, ray: Any) -> Any:
+        """Write the token that proves a node sees the work folder, allow the driver's files to be
+        served, and return ``task(start, frames) -> SegmentTask``."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_hex(8)
+        (self.work / TOKEN_FILE).write_text(token, encoding="utf-8")
+        files = [self.job.target, *self.job.sources]
+        inputs = {f: segments.fingerprint(Path(f)) for f in files}
+        models = _shippable_models(self.settings)
+        ray.get(self.farm.server.allow.remote(files + [m["path"] for m in models.values()]))
+        ship = bool(os.environ.get("FACESTATION_FARM_SHIP"))
+
+        def task(start: int, frames: int | None) -> SegmentTask:
+            return SegmentTask(self.job.id, self.job.settings_json, tuple(self.job.sources), self.job.target,
+                               inputs, str(self.work), token, start, frames, models, ship)
+
+        return task
+
+    def _finished(self, planned: tuple[int, int | None], done: SegmentDone) -> None:
+        start, frames = planned
+        if frames is not None and done.frames != frames:
+            raise FarmError(f"segment at frame {start} came back with {done.frames} frames, not {frames}: "
+                            f"{self.target.name} is shorter than it said")
+        if done.data is not None:
+            part = self.work / f".{done.file}.part"
+            part.write_bytes(done.data)
+            os.replace(part, self.work / done.file)
+        self.done[start] = done.record()
+        self.models = self.models or list(done.models)
+        if done.gpu_free_mb is not None:
+            self.farm.gpu_free_mb[done.node_id] = done.gpu_free_mb
+        self.rendered += done.frames
+        rows = [row for _, row in sorted(self.done.items())]
+        header = record_header(self.work, self.segment_frames, self.target, self.settings)
+        self.ctx.save_resume({**header, "segments": rows, "models": self.models})
+        log.info("job %d: segment %d done on %s pid %d in %.1f s", self.job.id, start, done.node, done.pid,
+                 done.seconds)
+
+    def _progress(self, running: int) -> None:
+        frames = sum(int(r["frames"]) for r in self.done.values())
+        elapsed = time.perf_counter() - self.started
+        fps = self.rendered / elapsed if self.rendered and elapsed > 0 else None
+        eta = (self.total - frames) / fps if fps else None
+        self.ctx.control.report(Progress(
+            frames, max(self.total, frames), round(fps, 2) if fps else None, eta,
+            stage={"step": "farm", "segments": len(self.done), "segments_total": len(self.plan),
+                   "running": running}))
+        self.farm.write_status()
+
+
+def _segment(row: dict[str, Any]) -> segments.Segment:
+    return segments.Segment(str(row["file"]), int(row["start"]), int(row["frames"]))
+
+
+def _result(ray: Any, ref: Any) -> SegmentDone:
+    """A finished task's result; the task's own exception (the job's reason) as itself."""
+    try:
+        done: SegmentDone = ray.get(ref)
+        return done
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from None
+        raise FarmError(str(exc).strip().splitlines()[-1]) from None
+    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+            ray.exceptions.ObjectLostError) as exc:
+        raise FarmError(f"a segment failed {MAX_RETRIES + 1} times because its Ray worker died: "
+                        f"{type(exc).__name__}") from None
+
+
+def _shippable_models(settings: Any) -> dict[str, dict[str, Any]]:
+    """Model files the settings may use that the driver has: name -> {path, size} (built-in models are
+    made on each node; the others a node lacks are fetched from the driver)."""
+    from pipeline.models import catalog, store
+
+    found: dict[str, dict[str, Any]] = {}
+    for value in _strings(settings.model_dump()):
+        entry = catalog.CATALOG.get(value)
+        if entry is None or entry.builtin:
+            continue
+        path = store.installed_path(entry)
+        if path.is_file():
+            found[entry.name] = {"path": str(path), "size": path.stat().st_size}
+    return found
+
+
+def _strings(data: Any) -> list[str]:
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for v in data.values() for s in _strings(v)]
+    if isinstance(data, list | tuple):
+        return [s for v in data for s in _strings(v)]
+    return []
+

@@ -1,0 +1,165 @@
+"""The render farm's parts that need no Ray runtime: the address and the plan, resume records that a farm
+fills out of order, `queue show`, and `--ray` without Ray installed (exit 2 with the install command)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from pipeline.errors import UserError
+from pipeline.jobs import farm, segments
+from pipeline.jobs.farm_task import FileServer, SegmentDone, task_settings
+from pipeline.jobs.service import open_store
+from pipeline.settings import Settings, apply_overrides
+from tests import photos
+from tests.videos import make_clip
+
+FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1"])
+
+
+def test_address_local_auto_or_host_port() -> None:
+    assert farm.parse_address("local") is None
+    assert farm.parse_address("auto") == "auto"
+    assert farm.parse_address("10.0.0.5:6379") == "10.0.0.5:6379"
+    assert farm.parse_address("head.studio.lan:6379") == "head.studio.lan:6379"
+    for bad in ("", "10.0.0.5", "ray://x", "local host:1"):
+        with pytest.raises(UserError, match="local, auto or HOST:PORT"):
+            farm.parse_address(bad)
+
+
+@pytest.mark.parametrize("total, size", [(300, 30), (301, 30), (29, 30), (1, 30), (90, 1)])
+def test_plan_covers_every_frame_once_and_the_last_segment_runs_to_the_end(total: int, size: int) -> None:
+    segs = farm.plan(total, size)
+    assert segs[-1][1] is None and all(n == size for _, n in segs[:-1])
+    starts = [s for s, _ in segs]
+    assert starts == list(range(0, total, size))
+    assert total - starts[-1] <= size
+
+
+def test_recorded_segments_keep_out_of_order_segments_and_drop_mismatches(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "c.mp4", seconds=0.5, audio=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    done = [segments.Segment(segments.segment_name(s), s, 10) for s in (0, 20, 40)]  # 10 missing
+    for s in done:
+        (work / s.file).write_bytes(b"x")
+    record = farm.record_header(work, 10, clip, FAST)
+    record["segments"] = [{**s.__dict__, "node": "n1", "pid": 7} for s in done]
+    record["segments"].append({"file": "seg-00000035.mkv", "start": 35, "frames": 10})  # not on the plan
+    kept = farm.recorded_segments(record, work, 10, clip, FAST)
+    assert sorted(kept) == [0, 20, 40] and kept[20]["pid"] == 7
+    assert farm.recorded_segments(record, work, 12, clip, FAST) == {}  # another segment length
+    other = apply_overrides(FAST, ["output.quality=50"])
+    assert farm.recorded_segments(record, work, 10, clip, other) == {}  # other settings
+    (work / done[1].file).unlink()
+    assert sorted(farm.recorded_segments(record, work, 10, clip, FAST)) == [0, 40]
+
+
+def test_farm_segment_length_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert farm.default_segment_seconds() == farm.DEFAULT_SEGMENT_SECONDS
+    monkeypatch.setenv(farm.SEGMENT_VAR, "1.5")
+    assert farm.default_segment_seconds() == 1.5
+    monkeypatch.setenv(farm.SEGMENT_VAR, "soon")
+    with pytest.raises(UserError, match="FACESTATION_FARM_SEGMENT_SECONDS"):
+        farm.default_segment_seconds()
+
+
+def test_ray_missing_exits_2_with_the_install_command(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    assert main(["queue", "run", "--ray", "local", "--once"]) == 2
+    err = capsys.readouterr().err
+    assert 'pip install "facestation[farm]"' in err and err.count("\n") == 1, err
+    assert main(["queue", "run", "--once", "--slots", "2"]) == 2  # --slots only with --ray
+    assert "--slots goes with --ray" in capsys.readouterr().err
+    assert main(["queue", "run", "--once"]) == 0  # without --ray, everything as before
+    assert "0 job(s) done" in capsys.readouterr().out
+
+
+def test_queue_show_lists_segments_with_node_pid_and_time(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    store = open_store()
+    job = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "o.mp4", FAST)
+    rows = [SegmentDone(segments.segment_name(s), s, 30, "box", f"n{s}", 100 + s, 1.5).record()
+            for s in (30, 0)]
+    assert store.claim_next("box/ray") is not None
+    store.set_resume(job.id, {"segments": rows}, worker_id="box/ray")
+    assert main(["queue", "show", str(job.id), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["id"] == job.id and shown["state"] == "running"
+    assert [(s["start"], s["node"], s["pid"], s["seconds"]) for s in shown["segments"]] == [
+        (0, "box", 100, 1.5), (30, "box", 130, 1.5)]
+    assert main(["queue", "show", str(job.id)]) == 0
+    assert "box (n30) / 130" in capsys.readouterr().out
+    assert main(["queue", "show", "999"]) == 2
+
+
+def test_file_server_serves_only_the_files_it_was_given(tmp_path: Path) -> None:
+    allowed, secret = tmp_path / "clip.bin", tmp_path / "secret"
+    allowed.write_bytes(bytes(range(256)))
+    secret.write_bytes(b"no")
+    server = FileServer()
+    server.allow([str(allowed)])
+    assert server.read(str(allowed), 250, 100) == bytes(range(250, 256))
+    with pytest.raises(PermissionError):
+        server.read(str(secret), 0, 10)
+
+
+def test_a_cpu_task_uses_the_cores_ray_gave_it_unless_the_job_says() -> None:
+    assert task_settings(FAST.model_dump_json(), 1.0).execution.threads == 1
+    assert task_settings(FAST.model_dump_json(), None).execution.threads == 0  # a GPU task
+    pinned = apply_overrides(FAST, ["execution.threads=3"])
+    assert task_settings(pinned.model_dump_json(), 1.0).execution.threads == 3
+
+
+def test_farm_status_is_shown_while_fresh_and_the_queue_shows_segments_at_once(tmp_path: Path) -> None:
+    from pipeline import api
+    from pipeline.progress import Progress
+    from webui.queue_tab import render_jobs
+    from webui.system_tab import farm_lines
+
+    assert api.farm_status() is None
+    assert "not running" in "\n".join(farm_lines(None))
+    node = {"node": "gpu-box", "node_id": "abc123", "address": "10.0.0.2", "cpus": 16, "gpus": 2,
+            "gpu_free_mb": 70000.0}
+    status = {"updated_at": time.time(), "address": "auto", "slots": 2, "nodes": [node], "running": {"4": 2}}
+    farm.status_path().write_text(json.dumps(status), encoding="utf-8")
+    assert api.farm_status() == status
+    text = "\n".join(farm_lines(api.farm_status()))
+    assert "1 node(s), 2 slot(s), 2 segment(s) rendering" in text and "2 GPU, 70000 MB free" in text
+    farm.status_path().write_text(json.dumps({**status, "updated_at": time.time() - 60}), encoding="utf-8")
+    assert api.farm_status() is None  # a driver that stopped writing is not shown as running
+    store = open_store()
+    job = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "o.mp4", FAST)
+    store.claim_next("box/ray")
+    store.update_progress(job.id, Progress(30, 300, stage={"running": 2}), worker_id="box/ray")
+    assert "2 at once" in render_jobs([store.get(job.id)])
+
+
+@pytest.mark.parametrize("fps, audio", [(30, True), (25, False)])
+def test_a_segment_seeks_to_its_own_start_and_decodes_exactly_the_same_frames(
+        tmp_path: Path, fps: int, audio: bool) -> None:
+    import numpy as np
+
+    from pipeline.jobs.farm_task import seek_range
+    from pipeline.video.decode import read_frames
+    from pipeline.video.probe import probe
+
+    clip = make_clip(tmp_path / "c.mp4", seconds=4, fps=fps, audio=audio)
+    info = probe(clip)
+    full = list(read_frames(clip))
+    for start, n in ((1, 5), (fps - 1, 3), (fps, fps), (fps + 1, 4), (3 * fps, None), (len(full) - 2, None)):
+        seeked, frames = seek_range(FAST, info, start, n)
+        assert seeked.video.start is not None and frames == (0, n)
+        got = list(read_frames(clip, info=info, start=seeked.video.start, frames=frames))
+        want = full[start:] if n is None else full[start:start + n]
+        assert len(got) == len(want), (start, n)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), f"segment at {start}"
+    assert seek_range(FAST, info, 0, 5) == (FAST, (0, 5))  # the first segment needs no seek
+    trimmed = apply_overrides(FAST, ["video.start=1.0"])
+    assert seek_range(trimmed, info, 30, 5) == (trimmed, (30, 35))  # a trimmed job keeps the index
