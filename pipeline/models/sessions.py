@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +40,7 @@ _lock = threading.Lock()
 _Key = tuple[str, tuple[str, ...], int]
 _cache: OrderedDict[_Key, Any] = OrderedDict()  # least recently used first
 _sizes: dict[_Key, int] = {}  # bytes each session is reckoned to hold (its file's size)
+_holders: dict[_Key, weakref.WeakSet[Any]] = {}  # the CatalogSessions holding each cached session
 _budget: list[int | str] = ["auto"]  # execution.model_memory: MB, or "auto"
 
 
@@ -120,6 +122,14 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
     return session
 
 
+def _forget(key: _Key) -> None:
+    """Take ``key`` out of the cache and out of every object holding its session (call with _lock)."""
+    _cache.pop(key, None)
+    _sizes.pop(key, None)
+    for holder in list(_holders.pop(key, ())):
+        holder._session = None
+
+
 def set_memory_budget(value: int | str) -> None:
     """``execution.model_memory``: MB that loaded sessions may hold together, or "auto" (see
     :func:`memory_budget`)."""
@@ -154,8 +164,8 @@ def _make_room(size: int, provider: str) -> None:
             if held + size <= budget:
                 break
             log.info("model memory budget: dropping %s (least recently used)", Path(key[0]).name)
-            held -= _sizes.pop(key, 0)
-            del _cache[key]
+            held -= _sizes.get(key, 0)
+            _forget(key)
 
 
 def get_session(name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
@@ -215,15 +225,16 @@ class CatalogSession:
         self.providers = tuple(providers)
         self.threads = int(threads)
         self._path: Path | None = None  # the file its session was loaded from (None: not loaded yet)
+        self._session: Any = None  # dropped (set to None) when the memory budget evicts it
         self._batch: int | None = None
 
     @property
     def session(self) -> Any:
         """The session, loaded on first use and again after the memory budget dropped it."""
-        if self._path is not None:
-            session = cached(self._path, self.providers, self.threads)
-            if session is not None:
-                return session
+        if self._session is not None:
+            if self._path is not None:
+                cached(self._path, self.providers, self.threads)  # mark it as just used
+            return self._session
         if self.batched:
             session, self._batch, self._path = load_batched(self.entry, self.providers, self.threads)
         else:
@@ -231,11 +242,15 @@ class CatalogSession:
             session = load(path, self.entry, self.providers, self.threads)
             fixed = _fixed_batches(session)
             self._path, self._batch = path, min(fixed) if fixed else None
+        with _lock:
+            _holders.setdefault(_key(self._path, resolve_providers(self.providers), self.threads),
+                                weakref.WeakSet()).add(self)
+        self._session = session
         return session
 
     @property
     def loaded(self) -> bool:
-        return self._path is not None and cached(self._path, self.providers, self.threads) is not None
+        return self._session is not None
 
     @property
     def batch(self) -> int | None:
@@ -251,6 +266,7 @@ class CatalogSession:
         was_loaded = self.loaded
         if was_loaded and self._path is not None:
             drop(self._path, self.providers, self.threads)
+        self._session = None
         self.threads = int(threads)
         return was_loaded
 
@@ -259,8 +275,9 @@ def drop(path: Path | str, providers: Sequence[Provider] = ("cpu",), threads: in
     """Drop the one cached session of ``path`` with these providers and threads; whether there was one."""
     key = _key(path, resolve_providers(providers), threads)
     with _lock:
-        _sizes.pop(key, None)
-        return _cache.pop(key, None) is not None
+        found = key in _cache
+        _forget(key)
+        return found
 
 
 def release(path: Path | None = None) -> int:
@@ -268,8 +285,7 @@ def release(path: Path | None = None) -> int:
     with _lock:
         keys = [k for k in _cache if path is None or k[0] == str(Path(path).resolve())]
         for k in keys:
-            del _cache[k]
-            _sizes.pop(k, None)
+            _forget(k)
     return len(keys)
 
 
