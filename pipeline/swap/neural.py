@@ -117,5 +117,5 @@ class NeuralSwapper(ModelRunner):
         for start in range(0, len(blob), step):
             chunk = blob[start:start + step]
             feeds = {target.name: chunk, source.name: np.repeat(latent, len(chunk), axis=0)}
-            out.append(np.asarray(self.session.run(None, feeds)[0], dtype=np.float32))
+            out.append(np.asarray(self.run_feeds(feeds)[0], dtype=np.float32))  # IO-bound on a GPU
         return denormalise(np.concatenate(out), self.entry)
