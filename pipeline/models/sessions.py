@@ -58,7 +58,7 @@ def resolve_providers(requested: Sequence[Provider]) -> list[str]:
     return chosen
 
 
-def _provider_options(name: str) -> dict[str, Any]:
+def provider_options(name: str) -> dict[str, Any]:
     if name == "TensorrtExecutionProvider":
         engines = cache_dir() / "tensorrt"
         engines.mkdir(parents=True, exist_ok=True)
@@ -106,7 +106,7 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
         options.intra_op_num_threads = threads
     try:
         session = rt.InferenceSession(
-            str(path), sess_options=options, providers=[(n, _provider_options(n)) for n in names]
+            str(path), sess_options=options, providers=[(n, provider_options(n)) for n in names]
         )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
         raise UserError(f"cannot load model {Path(path).name}: {str(exc).splitlines()[0]}") from exc
