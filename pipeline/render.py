@@ -139,11 +139,13 @@ class RenderPlan:
 
 
 def cores() -> int:
-    """CPUs this process may run on."""
+    """Cores for onnxruntime's intra-op threads: the physical cores this process may run on (onnxruntime's
+    own default, ``threads=0``, is the physical core count too)."""
     try:
-        return len(os.sched_getaffinity(0))
+        allowed = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        allowed = os.cpu_count() or 1
+    return max(1, min(allowed, psutil.cpu_count(logical=False) or allowed))
 
 
 def stage_models(processor: FaceProcessor) -> dict[str, list[CatalogSession]]:
@@ -178,10 +180,14 @@ def share_threads(cost_ms: dict[str, float], io_ms: float, n_cores: int) -> dict
     return {k: max(1, min(n_cores, round(share))) if k == heaviest else 1 for k in models}
 
 
-def _set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int]) -> None:
+def _set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int], n_cores: int) -> None:
+    """Give each stage's models their threads; a model on onnxruntime's default (0 = every core) keeps
+    it where the plan gives it every core, so that a loaded 554 MB session is not made again."""
     for stage, found in models.items():
         for model in found:
-            model.set_threads(threads.get(stage, 1))
+            n = threads.get(stage, 1)
+            if not (model.threads == 0 and n == n_cores):
+                model.set_threads(n)
 
 
 def _load(models: dict[str, list[CatalogSession]]) -> float:
@@ -220,7 +226,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     n_cores = cores()
     plan = RenderPlan()
     if not execution.threads:
-        _set_threads(models, dict.fromkeys(models, n_cores))  # measure each stage on every core
+        _set_threads(models, dict.fromkeys(models, n_cores), n_cores)  # measure each stage on every core
     plan.load_s = _load(models)
     started = time.perf_counter()
     faces, took = _first_frame(processor, frame)
@@ -231,7 +237,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     else:
         io_ms = IO_MS_PER_MEGAPIXEL * frame.shape[0] * frame.shape[1] / 1e6
         plan.threads = share_threads(plan.cost_ms, io_ms, n_cores)
-        _set_threads(models, plan.threads)
+        _set_threads(models, plan.threads, n_cores)
         reload_s = _load(models)
         plan.load_s += reload_s
         started += reload_s
