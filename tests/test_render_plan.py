@@ -96,3 +96,14 @@ def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.M
     fixed = apply_overrides(settings, ["execution.threads=3"])
     proc = FaceProcessor(render.for_video(fixed), [photos.grace_hopper_path()])
     assert render.plan_render(proc, photos.grace_hopper(), frames=30).threads["swap"] == 3
+
+
+def test_free_cores_leaves_out_what_other_processes_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(render.psutil, "cpu_count", lambda logical=True: 2)
+    # 10 s: the machine was busy 20 CPU-s, we used 2 of them: others held 1.8 of 2 CPUs -> 1 core left
+    assert render.free_cores(2, (0.0, 0.0, 0.0), (10.0, 20.0, 2.0)) == 1.0
+    # idle apart from us: every core
+    assert render.free_cores(2, (0.0, 0.0, 0.0), (10.0, 19.0, 19.0)) == 2.0
+    assert render.free_cores(16, (0.0, 0.0, 0.0), (10.0, 10.0, 0.0)) == 8.0  # others took 1 of 2 logical
+    # and the share follows: an inswapper-like swap on the one free core gets one thread
+    assert share_threads({"detect": 40, "swap": 3200, "enhance": 0, "blend": 20}, 52, 1.0)["swap"] == 1
