@@ -1,37 +1,94 @@
 """``facestation bench``: the pipeline against the transcode limit and a naive loop, printed as a table
-or JSON (the measuring itself is :func:`pipeline.bench.run_bench`)."""
+or JSON (the measuring itself is :func:`pipeline.bench.run_bench`).
+
+``--twins``: the same at real cost, with the cost twins of ``scripts/make_twins.py`` (random weights, the
+real models' I/O, size and FLOPs) built once into the cache and installed in a temporary models folder.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from pipeline import presets
+from pipeline.errors import UserError
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_twins.py"
+TWIN_NEEDS = {"inswapper_128": ["arcface_w600k_r50"]}  # the swapper's recogniser embeds the source
+TWIN_SETTINGS = {"inswapper_128": "swapper.model=inswapper_128", "gfpgan_1.4": "enhancer.model=gfpgan_1.4",
+                 "scrfd_10g": "detector.model=retinaface"}
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("bench", help="measure the pipeline against the transcode limit and a naive loop")
-    p.add_argument("--target", metavar="VIDEO", help="clip to use (default: a generated 10 s 1080p30 clip)")
+    p.add_argument("--target", metavar="VIDEO", help="clip to use (default: a generated 1080p30 clip)")
     p.add_argument("--source", action="append", metavar="IMG",
                    help="face to swap in (default: matplotlib's grace_hopper)")
     p.add_argument("--preset", metavar="NAME|FILE")
     p.add_argument("--set", action="append", metavar="section.key=value")
     p.add_argument("--no-temp-frames", action="store_true", help="skip the temp-PNG-frames baseline")
+    p.add_argument("--twins", nargs="?", const="inswapper_128", metavar="NAME[,NAME…]",
+                   help="run at real cost on cost twins (default inswapper_128; also gfpgan_1.4, scrfd_10g): "
+                        "adds the model-bound limit, start-up and peak memory")
+    p.add_argument("--seconds", type=float, metavar="S",
+                   help="length of the generated clip (default 10, or 1 with --twins)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_bench)
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from pipeline.bench import default_face, run_bench  # loads the render engine
+def install_twins(names: list[str], folder: Path) -> list[str]:
+    """Build the twins (and those they need) into the cache once, link them into ``folder``; the
+    settings that select them."""
+    from pipeline.paths import cache_dir
 
-    settings = presets.settings_from(args.preset, args.set)
+    if not SCRIPT.is_file():
+        raise UserError(f"--twins needs scripts/make_twins.py of a checkout ({SCRIPT} is missing)")
+    wanted = list(dict.fromkeys(n for name in names for n in (name, *TWIN_NEEDS.get(name, []))))
+    unknown = [n for n in names if n not in TWIN_SETTINGS and n not in TWIN_NEEDS]
+    if unknown:
+        raise UserError(f"no cost twin named {', '.join(unknown)} (choose from: {', '.join(TWIN_SETTINGS)})")
+    cache = cache_dir() / "twins"
+    print(f"building cost twins {', '.join(wanted)} in {cache} (once)", file=sys.stderr)
+    built = subprocess.run([sys.executable, str(SCRIPT), str(cache), "--only", *wanted, "--no-run"],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        raise UserError(f"make_twins failed: {(built.stderr or built.stdout).strip().splitlines()[-1:]}")
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in cache.glob("*.onnx"):
+        (folder / path.name).symlink_to(path)
+    return [TWIN_SETTINGS[n] for n in names if n in TWIN_SETTINGS]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from pipeline.bench import default_face, make_test_clip, run_bench  # loads the render engine
+
     sources = [Path(s) for s in args.source] if args.source else [default_face()]
     with tempfile.TemporaryDirectory(prefix="facestation-bench-") as tmp:
-        report = run_bench(settings, sources, Path(args.target) if args.target else None, Path(tmp),
-                           with_temp=not args.no_temp_frames)
+        overrides = list(args.set or [])
+        saved = os.environ.get("FACESTATION_MODELS")
+        if args.twins:
+            overrides = install_twins(args.twins.split(","), Path(tmp) / "models") + overrides
+            os.environ["FACESTATION_MODELS"] = str(Path(tmp) / "models")
+        try:
+            settings = presets.settings_from(args.preset, overrides)
+            target = Path(args.target) if args.target else None
+            if target is None:
+                seconds = args.seconds or (1.0 if args.twins else 10.0)
+                target = make_test_clip(Path(tmp) / "bench-1080p.mp4", sources[0], seconds=seconds)
+            report = run_bench(settings, sources, target, Path(tmp),
+                               with_temp=not (args.no_temp_frames or args.twins), limit=bool(args.twins))
+        finally:
+            if args.twins:
+                if saved is None:
+                    os.environ.pop("FACESTATION_MODELS", None)
+                else:
+                    os.environ["FACESTATION_MODELS"] = saved
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -42,7 +99,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def print_report(report: dict[str, Any]) -> None:
     c = report["clip"]
     print(f"clip {c['width']}x{c['height']} {c['fps']:g} fps, {c['frames']} frames; "
-          f"models {', '.join(report['models'])}; encoder {report['encoder']}; batch {report['batch_size']}")
+          f"models {', '.join(report['models'])}; encoder {report['encoder']}; batch {report['batch_size']}; "
+          f"threads {report.get('threads', {})}")
     for name, fps in report["fps"].items():
         if fps is not None:
             print(f"  {name:12} {fps:7.2f} fps")
@@ -50,3 +108,9 @@ def print_report(report: dict[str, Any]) -> None:
         if ratio is not None:
             print(f"  {name.replace('_vs_', ' / '):26} {ratio:.2f}")
     print("  busy ms per frame: " + ", ".join(f"{k} {v}" for k, v in report["ms_per_frame"].items()))
+    bound = report.get("model_bound")
+    if bound:
+        for model, times in bound["per_face_s"].items():
+            print(f"  {model}: s per face by threads " + ", ".join(f"{t}: {v}" for t, v in times.items()))
+    print("  start-up s: " + ", ".join(f"{k} {v}" for k, v in report["startup_s"].items()))
+    print("  peak RSS MB: " + ", ".join(f"{k} {v}" for k, v in report["peak_rss_mb"].items()))

@@ -5,11 +5,16 @@
 (c) temp frames: how roop-style tools work — every frame extracted to a PNG on disk, processed file by file,
     then encoded from the PNGs;
 (d) facestation: the staged, batched render. Reported as fps and ratios measured side by side.
+
+With real-cost models (``facestation bench --twins``: the cost twins of scripts/make_twins.py) the report
+adds (e) the model-bound limit: each model stage's per-face time on its own at its best thread count,
+the fps no pipeline of these models can beat on this machine; plus start-up and peak memory.
 """
 
 from __future__ import annotations
 
 import logging
+import resource
 import tempfile
 import threading
 import time
@@ -21,7 +26,7 @@ import numpy as np
 
 from pipeline.errors import UserError
 from pipeline.process import FaceProcessor
-from pipeline.render import Render, for_video
+from pipeline.render import Render, cores, for_video, stage_models
 from pipeline.settings import Settings
 from pipeline.types import Frame
 from pipeline.video.decode import read_frames
@@ -110,27 +115,78 @@ def _temp_frames(processor: FaceProcessor, target: Path, out: Path, s: Settings,
     return n / seconds
 
 
+def _feeds(session: Any, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Random batch-1 inputs for every input of ``session`` (dynamic dims as 1, scalars 0.5)."""
+    from pipeline.models.runtime import NP_TYPES
+
+    feeds = {}
+    for arg in session.get_inputs():
+        shape = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
+        feeds[arg.name] = rng.uniform(0.0, 1.0, size=shape).astype(NP_TYPES.get(arg.type, np.float32))
+    return feeds
+
+
+def model_bound(processor: FaceProcessor, repeats: int = 2) -> dict[str, Any]:
+    """Per-face time (s) of each model stage's main model alone, batch 1, at each thread count tried
+    (1, half the cores, all of them); the best of each and the fps they allow together (one face a
+    frame). The models are left on the threads they had."""
+    rng = np.random.default_rng(0)
+    n = cores()
+    counts = sorted({1, max(1, n // 2), n})
+    out: dict[str, Any] = {"per_face_s": {}, "best_threads": {}}
+    for stage, models in stage_models(processor).items():
+        if not models or stage == "detect":
+            continue
+        model, had = models[0], models[0].threads
+        times = {}
+        for threads in counts:
+            model.set_threads(threads)
+            session = model.session
+            feeds = _feeds(session, rng)
+            session.run(None, feeds)  # warm
+            runs = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                session.run(None, feeds)
+                runs.append(time.perf_counter() - started)
+            times[threads] = round(min(runs), 3)
+        model.set_threads(had)
+        best = min(times, key=lambda t: times[t])
+        out["per_face_s"][model.name] = times
+        out["best_threads"][model.name] = best
+    total = sum(out["per_face_s"][m][t] for m, t in out["best_threads"].items())
+    out["fps"] = round(1.0 / total, 3) if total else None
+    return out
+
+
 def run_bench(settings: Settings, sources: list[Path], target: Path | None, workdir: Path,
-              with_temp: bool = True) -> dict[str, Any]:
+              with_temp: bool = True, limit: bool = False) -> dict[str, Any]:
+    """Every way of :mod:`pipeline.bench` on one clip; ``limit``: the model-bound limit too (heavy models)."""
     if target is None:
         log.info("generating a 10 s 1080p30 test clip")
         target = make_test_clip(workdir / "bench-1080p.mp4", sources[0])
     info = probe(target)
     settings = for_video(settings)
+    started = time.perf_counter()
     processor = FaceProcessor(settings, sources)
     processor.process([next(iter(read_frames(target, info=info)))])  # warm the models
+    warm_s = time.perf_counter() - started
+    bound = model_bound(processor) if limit else None
     transcode = _loop(target, workdir / "transcode.mp4", settings, None)
     naive = _loop(target, workdir / "naive.mp4", settings, processor)
     temp_frames = (_temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir)
                    if with_temp else None)
+    started = time.perf_counter()
     result = Render(settings, sources, target, workdir / "pipeline.mp4", processor=processor, info=info).run()
-    return {
+    startup = time.perf_counter() - started - result.seconds
+    report: dict[str, Any] = {
         "clip": {"path": str(target), "width": info.width, "height": info.height, "fps": float(info.fps),
                  "frames": info.frame_count},
         "models": processor.models,
         "encoder": result.encoder,
         "batch_size": result.batch_size,
-        "fps": {"transcode": round(transcode, 2), "naive": round(naive, 2),
+        "threads": result.threads,
+        "fps": {"transcode": round(transcode, 2), "naive": round(naive, 3),
                 "temp_frames": round(temp_frames, 2) if temp_frames else None, "pipeline": result.fps},
         "ratio": {"pipeline_vs_transcode": round(result.fps / transcode, 3),
                   "pipeline_vs_naive": round(result.fps / naive, 3),
@@ -138,8 +194,18 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         "stage_busy_s": result.stage_s,
         "ms_per_frame": {k: round(1000 * v / max(1, result.frames), 2) for k, v in result.stage_s.items()},
         "faces_swapped": result.faces_swapped,
-        "peak_rss_mb": result.peak_rss_mb,
+        "startup_s": {"first_load_and_frame": round(warm_s, 2), "render": round(startup, 2),
+                      "render_loading": result.load_s, "render_probe": result.probe_s},
+        "peak_rss_mb": {"render": result.peak_rss_mb,
+                        "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
     }
+    if bound is not None:
+        report["model_bound"] = bound
+        if bound["fps"]:
+            report["fps"]["model_bound"] = bound["fps"]
+            report["ratio"]["pipeline_vs_model_bound"] = round(result.fps / bound["fps"], 3)
+            report["ratio"]["naive_vs_model_bound"] = round(naive / bound["fps"], 3)
+    return report
 
 
 class BackgroundBench:

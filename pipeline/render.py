@@ -4,16 +4,18 @@ Each stage is one thread (a method of :class:`Render`) that takes items in order
 hands results on in order, so decode, inference, paste-back and encoding overlap while memory stays
 bounded whatever the clip length (at most ``execution.queue_size`` items wait in front of each stage,
 plus the tracker's look-ahead). Batches are formed across frames: the detector sees B frames at once,
-the swapper and the enhancer every crop of those B frames. ``execution.batch_size=auto`` probes 1, 2, 4,
-8... on the first frame and keeps the size past which throughput stops improving. The frames go to a
-frame sink: an encoder on the output file (:func:`pipeline.video.encode.encoder_for`), or the segments
-of a resumable job.
+the swapper and the enhancer every crop of those B frames. Before the first frame :func:`plan_render`
+loads the models, runs that frame through every stage, gives the heaviest model stage the cores that the
+others and decode/encode leave (light ones get one thread) and, for ``execution.batch_size=auto``, probes
+batch sizes within a time box. The frames go to a frame sink: an encoder on the output file
+(:func:`pipeline.video.encode.encoder_for`), or the segments of a resumable job.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -26,6 +28,7 @@ import psutil
 
 from pipeline.errors import Cancelled, UserError
 from pipeline.faces.track import Tracker
+from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
 from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
@@ -57,6 +60,9 @@ class RenderResult:
     notices: list[str] = field(default_factory=list)
     faces_swapped: int = 0
     peak_rss_mb: float = 0.0
+    threads: dict[str, int] = field(default_factory=dict)  # intra-op threads per model stage
+    load_s: float = 0.0  # loading the models (before the first frame)
+    probe_s: float = 0.0  # first frame through every stage, sharing the cores, batch probe
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)
@@ -100,40 +106,222 @@ class _Pipe:
             yield item
 
 
+IO_MS_PER_MEGAPIXEL = 25.0
+"""CPU time (ms) that decoding and encoding take per megapixel of a frame, beside the stages: a 1080p
+transcode used most of both cores at 33 fps (BENCHMARKS.md, "Video pipeline"), ≈ 52 ms of CPU per frame."""
+
+PROBE_SHARE = 0.05  # the batch probe may cost at most this share of the render of (at most) 10 s of clip
+PROBE_SECONDS = 10.0
+
+
 def for_video(settings: Settings) -> Settings:
-    """Settings for a staged render: one onnxruntime thread per session unless the user chose a number.
+    """Settings for a staged render, and the model memory budget they ask for.
 
-    The stages already run side by side (and ffmpeg beside them); letting every session also spread over
-    all cores only makes them fight: measured 18.9 -> 22.0 fps at 1080p on 2 cores.
+    Threads are no longer forced here: :func:`plan_render` gives each model stage its threads from
+    what it measures (``execution.threads`` > 0 still fixes them for every session).
     """
-    if settings.execution.threads:
-        return settings
-    return settings.model_copy(update={"execution": settings.execution.model_copy(update={"threads": 1})})
+    from pipeline.models import sessions
+
+    sessions.set_memory_budget(settings.execution.model_memory)
+    return settings
 
 
-def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, limit: int = 16) -> int:
+@dataclass
+class RenderPlan:
+    """What a render decided before its first frame: batch size, intra-op threads per model stage, the
+    CPU time each stage took on the first frame (ms; a stage run on n threads counts n × its wall time),
+    and the seconds spent loading models and probing."""
+
+    batch: int = 1
+    threads: dict[str, int] = field(default_factory=dict)
+    cost_ms: dict[str, float] = field(default_factory=dict)
+    load_s: float = 0.0
+    probe_s: float = 0.0
+    free_cores: float = 0.0  # cores that other processes left during the first frame
+
+
+def cores() -> int:
+    """Cores for onnxruntime's intra-op threads: the physical cores this process may run on (onnxruntime's
+    own default, ``threads=0``, is the physical core count too)."""
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        allowed = os.cpu_count() or 1
+    return max(1, min(allowed, psutil.cpu_count(logical=False) or allowed))
+
+
+def stage_models(processor: FaceProcessor) -> dict[str, list[CatalogSession]]:
+    """The onnxruntime-backed models each stage runs (built-in classic code has none)."""
+    m = processor.face_models
+
+    def of(*objects: object) -> list[CatalogSession]:
+        found: list[CatalogSession] = []
+        for obj in objects:
+            for candidate in (obj, getattr(obj, "runner", None)):
+                if isinstance(candidate, CatalogSession) and candidate not in found:
+                    found.append(candidate)
+        return found
+
+    return {"detect": of(m.detector, m.landmarker), "swap": of(m.swapper, m.occluder, m.parser),
+            "enhance": of(m.enhancer)}
+
+
+def share_threads(cost_ms: dict[str, float], io_ms: float, n_cores: float) -> dict[str, int]:
+    """Intra-op threads per model stage from what each costs per frame (CPU ms).
+
+    The heaviest stage sets the pace; while it takes one frame, every other stage and decode+encode
+    (``io_ms``) need their own CPU time, so it gets the cores they leave: ``n`` threads with
+    ``n + n·rest/heaviest ≤ cores`` (rounded, at least 1). Every other model stage gets one thread.
+    """
+    models = {k: v for k, v in cost_ms.items() if k in ("detect", "swap", "enhance")}
+    if not models:
+        return {}
+    heaviest = max(models, key=lambda k: models[k])
+    rest = io_ms + sum(v for k, v in cost_ms.items() if k != heaviest)
+    share = n_cores / (1.0 + rest / max(models[heaviest], 1e-6))
+    return {k: max(1, min(round(n_cores), round(share))) if k == heaviest else 1 for k in models}
+
+
+CpuSample = tuple[float, float, float]  # (wall clock, CPU seconds busy on the whole machine, ours)
+
+
+def cpu_sample() -> CpuSample:
+    t = psutil.cpu_times()
+    own = psutil.Process().cpu_times()
+    return time.perf_counter(), sum(t) - t.idle - getattr(t, "iowait", 0.0), own.user + own.system
+
+
+def free_cores(n_cores: int, before: CpuSample, after: CpuSample) -> float:
+    """The cores not taken by other processes between two samples (at least 1): on a machine shared
+    with other jobs, a stage given every core would only fight them (measured: inswapper twin at
+    load ≈ 30 on 2 cores, 15.5 s a face on one thread, 26 s on two)."""
+    wall = after[0] - before[0]
+    if wall < 0.05:
+        return float(n_cores)
+    others = max(0.0, (after[1] - before[1]) - (after[2] - before[2])) / wall  # logical CPUs busy with others
+    logical = psutil.cpu_count() or n_cores
+    return max(1.0, n_cores * (1.0 - min(1.0, others / logical)))
+
+
+def _set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int], n_cores: int) -> None:
+    """Give each stage's models their threads; a model on onnxruntime's default (0 = every core) keeps
+    it where the plan gives it every core, so that a loaded 554 MB session is not made again."""
+    for stage, found in models.items():
+        for model in found:
+            n = threads.get(stage, 1)
+            if not (model.threads == 0 and n == n_cores):
+                model.set_threads(n)
+
+
+def _load(models: dict[str, list[CatalogSession]]) -> float:
+    started = time.perf_counter()
+    for found in models.values():
+        for model in found:
+            _ = model.session
+    return time.perf_counter() - started
+
+
+def _first_frame(processor: FaceProcessor, frame: Frame) -> tuple[list[Face], dict[str, float]]:
+    """The faces of ``frame``, and what each stage took on it (s)."""
+    took: dict[str, float] = {}
+    started = time.perf_counter()
+    faces = processor.select(frame, processor.detect([frame])[0])
+    took["detect"] = time.perf_counter() - started
+    started = time.perf_counter()
+    swapped = processor.swap([frame], [faces])
+    took["swap"] = time.perf_counter() - started
+    started = time.perf_counter()
+    processor.enhance([frame], swapped)
+    took["enhance"] = time.perf_counter() - started
+    started = time.perf_counter()
+    processor.blend(frame.copy(), swapped[0], inplace=True)
+    took["blend"] = time.perf_counter() - started
+    return faces, took
+
+
+def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: float = 30.0) -> RenderPlan:
+    """Load the models, run the first frame through every stage, share the cores and pick the batch.
+
+    ``frames``/``fps``: the clip, for the probe's time box (:func:`choose_batch_size`).
+    """
+    execution = processor.settings.execution
+    models = stage_models(processor)
+    n_cores = cores()
+    plan = RenderPlan()
+    if not execution.threads:
+        _set_threads(models, dict.fromkeys(models, n_cores), n_cores)  # measure each stage on every core
+    plan.load_s = _load(models)
+    started = time.perf_counter()
+    before = cpu_sample()
+    faces, took = _first_frame(processor, frame)
+    plan.free_cores = round(free_cores(n_cores, before, cpu_sample()), 2)
+    plan.cost_ms = {k: round(1000 * v * (n_cores if models.get(k) and not execution.threads else 1), 2)
+                    for k, v in took.items()}
+    if execution.threads:
+        plan.threads = dict.fromkeys(models, execution.threads)
+    else:
+        io_ms = IO_MS_PER_MEGAPIXEL * frame.shape[0] * frame.shape[1] / 1e6
+        plan.threads = share_threads(plan.cost_ms, io_ms, plan.free_cores)
+        _set_threads(models, plan.threads, n_cores)
+        reload_s = _load(models)
+        plan.load_s += reload_s
+        started += reload_s
+    first = took["detect"] + took["swap"] + took["enhance"]
+    plan.batch = choose_batch_size(processor, frame, execution.batch_size, faces=faces,
+                                   first_s=first, frames=frames, fps=fps)
+    plan.probe_s = round(time.perf_counter() - started, 3)
+    plan.load_s = round(plan.load_s, 3)
+    log.info("render plan: batch %d, threads %s (%.1f cores free), first frame %s ms, load %.1f s, "
+             "probe %.1f s", plan.batch, plan.threads, plan.free_cores, plan.cost_ms, plan.load_s,
+             plan.probe_s)
+    return plan
+
+
+def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, limit: int = 16, *,
+                      faces: list[Face] | None = None, first_s: float | None = None, frames: int = 0,
+                      fps: float = 30.0) -> int:
     """``requested`` if fixed; else the batch size past which detect+swap+enhance throughput stops
-    improving."""
+    improving, found by a time-boxed probe on ``frame``.
+
+    ``first_s``: what one frame already took (the plan's first run). The probe tries 1 (again), 2, 4…
+    while the next try still fits: all of it, first run included, costs at most ``PROBE_SHARE`` of the
+    render at batch 1 of ``frames`` (capped at ``PROBE_SECONDS`` of clip). On a heavy model on a CPU
+    (seconds per face) that leaves batch 1 untried again or one try of 2; on a GPU, 1…16.
+    """
     if requested != "auto":
         return int(requested)
-    faces = processor.select(frame, processor.detect([frame])[0])
-    best_b, best_rate, b = 1, 0.0, 1
+    if faces is None:
+        faces = processor.select(frame, processor.detect([frame])[0])
+    per_frame = first_s if first_s is not None else _probe_run(processor, frame, faces, 1)
+    spent = per_frame
+    budget_frames = min(frames, PROBE_SECONDS * fps) if frames > 0 else PROBE_SECONDS * fps
+    budget = PROBE_SHARE * per_frame * budget_frames
+    best_b, best_t = 1, per_frame
     available = psutil.virtual_memory().available
-    while b <= limit:
-        frames = [frame] * b
-        started = time.perf_counter()
-        processor.detect(frames)
-        processor.enhance(frames, processor.swap(frames, [faces] * b))
-        rate = b / max(1e-6, time.perf_counter() - started)
-        log.debug("batch %d: %.1f frames/s", b, rate)
-        if rate < best_rate * 1.05:  # less than 5 % better: stop growing
+    b = 1
+    while b <= limit and spent + b * best_t <= budget:
+        t = _probe_run(processor, frame, faces, b) / b
+        spent += t * b
+        log.debug("batch %d: %.1f frames/s", b, 1 / max(t, 1e-9))
+        if b == 1:
+            best_t = t
+        elif t * 1.05 > best_t:  # less than 5 % better: stop growing
             break
-        best_b, best_rate = b, rate
+        else:
+            best_b, best_t = b, t
         frame_bytes = frame.nbytes * 4 * processor.settings.execution.queue_size
         if frame_bytes * b * 2 > available * 0.25:
             break
         b *= 2
     return best_b
+
+
+def _probe_run(processor: FaceProcessor, frame: Frame, faces: list[Face], b: int) -> float:
+    frames = [frame] * b
+    started = time.perf_counter()
+    processor.detect(frames)
+    processor.enhance(frames, processor.swap(frames, [faces] * b))
+    return time.perf_counter() - started
 
 
 def _device_mb() -> float | None:
@@ -166,6 +354,7 @@ class Render:
         self.control = control or RunControl()
         self.open_sink: SinkFactory = sink or self._output_encoder
         self.batch = 1
+        self.plan = RenderPlan()
         self._stop = threading.Event()  # set when the render ends, fails or is cancelled: every stage leaves
         self._errors: list[BaseException] = []
         self._inbox: dict[str, _Pipe] = {}  # the queue in front of each stage after decode
@@ -188,7 +377,8 @@ class Render:
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
-        self.batch = choose_batch_size(self.processor, first, s.execution.batch_size)
+        self.plan = plan_render(self.processor, first, self._total, float(info.fps))
+        self.batch = self.plan.batch
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
         sink = self.open_sink(first.shape[1], first.shape[0])
         if notice := padded_size_notice(first.shape[1], first.shape[0], info.path.name):
@@ -208,7 +398,8 @@ class Render:
             fps=round(self._done / max(seconds, 1e-9), 2), batch_size=self.batch, encoder=sink.encoder,
             encoder_reason=sink.encoder_reason, stage_s=self._stage_seconds(), models=self.processor.models,
             notices=list(self.processor.notices), faces_swapped=self._faces,
-            peak_rss_mb=round(self._peak_rss, 1),
+            peak_rss_mb=round(self._peak_rss, 1), threads=dict(self.plan.threads),
+            load_s=self.plan.load_s, probe_s=self.plan.probe_s,
         )
 
     def _frame_count(self) -> int:

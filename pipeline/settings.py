@@ -135,8 +135,12 @@ class OutputSettings(_Section):
 class ExecutionSettings(_Section):
     providers: tuple[Provider, ...] = ("tensorrt", "cuda", "cpu")
     batch_size: Literal["auto"] | Annotated[int, Field(ge=1, le=256)] = "auto"
-    threads: int = Field(0, ge=0, le=256, description="onnxruntime intra-op threads (0 = default)")
+    threads: int = Field(0, ge=0, le=256, description="onnxruntime intra-op threads per session (0 = shared "
+                         "out by cost in a render: the heaviest stage gets what decode/encode leave)")
     queue_size: int = Field(8, ge=1, le=256, description="frames in flight between stages")
+    model_memory: Literal["auto"] | Annotated[int, Field(ge=64, le=1 << 24)] = Field(
+        "auto", description="MB that loaded models may hold together; least recently used ones are dropped "
+                            "past it (auto: 3/4 of free RAM, or of free GPU memory for GPU sessions)")
 
     @field_validator("providers")
     @classmethod

@@ -1,109 +1,230 @@
 #!/usr/bin/env python
-"""One short GPU check for a lent NVIDIA machine: providers, batch speed-up on a cost-matched model, NVENC.
+"""The GPU check at real cost, for a lent NVIDIA machine: the cost twins on CUDA and TensorRT (fp16) at
+batch 1/2/4/8, IO binding for the swapper, and a 1080p render with the inswapper + GFPGAN twins with NVENC
+on and off. Prints the tables for BENCHMARKS.md, then the whole report as JSON.
 
-Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works)
-then `.venv/bin/python scripts/gpu_check.py`.
-Prints one JSON document to paste into BENCHMARKS.md.
-Nothing here is needed on CPU machines; CI never runs it.
+Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works), then
+    .venv/bin/python scripts/gpu_check.py                 # everything, full-size twins (built once, cached)
+    .venv/bin/python scripts/gpu_check.py --providers cpu --width 0.0625 --seconds 0.2 --size 320x240
+the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py runs it).
+
+- twins: scripts/make_twins.py's, built into ``--twins`` (default: the cache's ``twins`` folder) or, with
+  ``--width`` < 1, scaled-down twins into a temporary folder (same I/O, a fraction of the channels).
+- batches: each twin's dynamic-batch rewrite (pipeline.models.batching; a twin whose rewrite fails runs
+  batch 1 only, as the pipeline would) on each provider, items per second at each batch size. TensorRT
+  builds fp16 engines (trt_fp16_enable) cached under the facestation cache.
+- io binding: the swapper (pipeline's ModelRunner.run_feeds) with inputs and outputs bound on the
+  session's device against plain runs, same feeds, same outputs.
+- render: ``pipeline.render.render`` of a generated 1080p clip with the inswapper and GFPGAN twins on the
+  first provider, output.encoder h264_nvenc and libx264.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(ROOT / "scripts") not in sys.path:
+    sys.path.insert(0, str(ROOT / "scripts"))
+
+PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider",
+             "cpu": "CPUExecutionProvider"}
+TWIN_NAMES = ("inswapper_128", "arcface_w600k_r50", "gfpgan_1.4", "scrfd_10g")
 
 
-def conv_model(path: Path, size: int = 128, channels: int = 128, layers: int = 8) -> Path:
-    """A swapper-shaped conv net (target [B,3,S,S] + source [B,512] -> [B,3,S,S])
-    costing ~inswapper's FLOPs.
-    """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+def build_twins(names: Sequence[str], folder: Path, width: float) -> dict[str, Path]:
+    import make_twins
 
-    rng = np.random.default_rng(0)
-    nodes, inits = [], []
-    prev, cin = "target", 3
-    for i in range(layers):
-        cout = 3 if i == layers - 1 else channels
-        weights = rng.standard_normal((cout, cin, 3, 3)) * (1 / np.sqrt(cin * 9))
-        w = numpy_helper.from_array(weights.astype(np.float32), f"w{i}")
-        inits.append(w)
-        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1]))
-        act = "Relu" if i < layers - 1 else "Sigmoid"
-        nodes.append(helper.make_node(act, [f"c{i}"], [f"a{i}"]))
-        prev, cin = f"a{i}", cout
-    inits.append(numpy_helper.from_array(np.zeros((512, 3), np.float32), "proj"))
-    nodes += [helper.make_node("MatMul", ["source", "proj"], ["sp"]),
-              helper.make_node("Unsqueeze", ["sp", "axes"], ["sp4"]),
-              helper.make_node("Add", [prev, "sp4"], ["output"])]
-    inits.append(numpy_helper.from_array(np.array([2, 3], np.int64), "axes"))
-    image = ["B", 3, size, size]
-    graph = helper.make_graph(nodes, "costmatched",
-                              [helper.make_tensor_value_info("target", TensorProto.FLOAT, image),
-                               helper.make_tensor_value_info("source", TensorProto.FLOAT, ["B", 512])],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, image)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
-    return path
+    folder.mkdir(parents=True, exist_ok=True)
+    return {t.name: make_twins.build_twin(t, folder, width=width).path for t in make_twins.resolve(names)}
 
 
-def time_batches(path: Path, provider: str, batches=(1, 2, 4, 8, 16), crops: int = 64) -> dict:
-    import onnxruntime as ort
+def _session(path: Path, provider: str) -> Any:
+    from pipeline.models.runtime import ort
+    from pipeline.models.sessions import provider_options  # the same options as a render
 
-    sess = ort.InferenceSession(str(path), providers=[provider, "CPUExecutionProvider"])
-    got = sess.get_providers()[0]
-    out = {"provider": got}
-    for b in batches:
-        t = np.random.rand(b, 3, 128, 128).astype(np.float32)
-        s = np.random.rand(b, 512).astype(np.float32)
-        sess.run(None, {"target": t, "source": s})
-        start = time.perf_counter()
-        for _ in range(max(1, crops // b)):
-            sess.run(None, {"target": t, "source": s})
-        out[f"batch_{b}_crops_per_s"] = round(max(1, crops // b) * b / (time.perf_counter() - start), 1)
+    name = PROVIDERS[provider]
+    rt = ort()
+    options = rt.SessionOptions()
+    options.log_severity_level = 3
+    fallback = [] if provider == "cpu" else ["CPUExecutionProvider"]
+    return rt.InferenceSession(str(path), sess_options=options,
+                               providers=[(name, provider_options(name)), *fallback])
+
+
+def _feeds(session: Any, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    from pipeline.models.runtime import NP_TYPES
+
+    out = {}
+    for arg in session.get_inputs():
+        dims = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
+        shape = [batch, *dims[1:]] if dims else []
+        if arg.shape and isinstance(arg.shape[-1], str):  # a free image size (the detector): 640
+            shape[2:] = [640] * len(shape[2:])
+        out[arg.name] = rng.uniform(0.0, 1.0, size=shape).astype(NP_TYPES.get(arg.type, np.float32))
     return out
 
 
-def main() -> None:
-    import onnxruntime as ort
+def time_batches(path: Path, provider: str, batches: Sequence[int], items: int) -> dict[str, Any]:
+    """Items per second at each batch size, on the dynamic-batch rewrite where it exists."""
+    from pipeline.models import batching
 
-    from pipeline.video import encoders, ffmpeg
+    batched = batching.batched_path(path)
+    session = _session(batched or path, provider)
+    dynamic = all(not isinstance(a.shape[0], int) for a in session.get_inputs() if a.shape)
+    row: dict[str, Any] = {"provider": session.get_providers()[0], "dynamic_batch": dynamic}
+    rng = np.random.default_rng(0)
+    for b in batches if dynamic else [1]:
+        feeds = _feeds(session, b, rng)
+        session.run(None, feeds)  # warm (TensorRT builds its engine for this shape here)
+        runs = max(1, items // b)
+        started = time.perf_counter()
+        for _ in range(runs):
+            session.run(None, feeds)
+        row[str(b)] = round(runs * b / (time.perf_counter() - started), 2)
+    return row
 
-    report: dict = {"onnxruntime": ort.__version__, "available": ort.get_available_providers()}
+
+def io_binding(provider: str, batch: int, runs: int) -> dict[str, Any]:
+    """The swapper's runs with and without IO binding: items per second, and whether outputs agree."""
+    from pipeline.models.runner import ModelRunner
+
+    runner = ModelRunner("inswapper_128", "swapper", providers=(provider,))
+    rng = np.random.default_rng(1)
+    feeds = _feeds(runner.session, batch, rng)
+    out: dict[str, Any] = {"provider": runner.session.get_providers()[0], "device": runner.device,
+                           "batch": batch}
+    results = {}
+    for bound in (False, True):
+        runner.io_binding = bound
+        results[bound] = runner.run_feeds(feeds)[0]
+        started = time.perf_counter()
+        for _ in range(runs):
+            runner.run_feeds(feeds)
+        out["bound" if bound else "plain"] = round(runs * batch / (time.perf_counter() - started), 2)
+    out["same_output"] = bool(np.allclose(results[False], results[True], atol=1e-3))
+    return out
+
+
+def render_row(provider: str, encoder: str, seconds: float, size: tuple[int, int],
+               work: Path) -> dict[str, Any]:
+    from pipeline.bench import default_face, make_test_clip
+    from pipeline.render import render
+    from pipeline.settings import Settings, apply_overrides
+
+    clip = work / f"clip-{size[0]}x{size[1]}-{seconds}.mp4"
+    if not clip.exists():
+        make_test_clip(clip, default_face(), seconds=seconds, size=size)
+    settings = apply_overrides(Settings(), [
+        "swapper.model=inswapper_128", "enhancer.model=gfpgan_1.4", "selector.mode=one",
+        f"execution.providers={provider},cpu", f"output.encoder={encoder}", "output.preset=fast"])
+    started = time.perf_counter()
+    result = render(settings, [default_face()], clip, work / f"out-{encoder}.mp4")
+    return {"provider": provider, "requested": encoder, "encoder": result.encoder,
+            "encoder_reason": result.encoder_reason, "fps": result.fps, "frames": result.frames,
+            "batch": result.batch_size, "threads": result.threads,
+            "startup_s": round(time.perf_counter() - started - result.seconds, 2),
+            "stage_ms_per_frame": {k: round(1000 * v / max(1, result.frames), 1)
+                                   for k, v in result.stage_s.items()},
+            "peak_rss_mb": result.peak_rss_mb}
+
+
+def table(report: dict[str, Any]) -> str:
+    """The BENCHMARKS.md tables of a report."""
+    batches = report["batches_asked"]
+    lines = [f"onnxruntime {report['onnxruntime']}; {report['device']}", "",
+             "| twin | provider (got) | dynamic batch | "
+             + " | ".join(f"b={b} items/s" for b in batches) + " |",
+             "|---|---|---|" + "---|" * len(batches)]
+    for twin, rows in report["batches"].items():
+        for asked, row in rows.items():
+            cells = [str(row.get(str(b), "–")) for b in batches]
+            dynamic = "yes" if row["dynamic_batch"] else "no"
+            lines.append(f"| {twin} | {asked} ({row['provider']}) | {dynamic} | " + " | ".join(cells) + " |")
+    if report.get("io_binding"):
+        lines += ["", "| swapper IO binding | device | batch | plain items/s | bound items/s | same output |",
+                  "|---|---|---|---|---|---|"]
+        for row in report["io_binding"]:
+            lines.append(f"| {row['provider']} | {row['device']} | {row['batch']} | {row['plain']} | "
+                         f"{row['bound']} | {row['same_output']} |")
+    if report.get("render"):
+        lines += ["", "| render (inswapper + gfpgan twins) | encoder asked → used | fps | batch | start-up s "
+                  "| ms per frame (swap / enhance / encode) | peak RSS MB |", "|---|---|---|---|---|---|---|"]
+        for row in report["render"]:
+            ms = row["stage_ms_per_frame"]
+            lines.append(f"| {row['provider']} | {row['requested']} → {row['encoder']} | {row['fps']} | "
+                         f"{row['batch']} | {row['startup_s']} | {ms.get('swap')} / {ms.get('enhance')} / "
+                         f"{ms.get('encode')} | {row['peak_rss_mb']} |")
+    return "\n".join(lines)
+
+
+def _device() -> str:
     try:
-        smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
-        report["nvidia_smi"] = smi.stdout.strip()
-    except OSError as exc:
-        report["nvidia_smi"] = f"not found: {exc}"
-    with tempfile.TemporaryDirectory() as tmp:
-        model = conv_model(Path(tmp) / "cost.onnx")
-        report["cpu"] = time_batches(model, "CPUExecutionProvider", batches=(1, 8), crops=16)
-        if "CUDAExecutionProvider" in report["available"]:
-            report["cuda"] = time_batches(model, "CUDAExecutionProvider")
-    exe = ffmpeg.ffmpeg_exe()
-    for enc in ("h264_nvenc", "hevc_nvenc", "av1_nvenc"):
-        report[enc] = encoders.choose_encoder(enc, exe)
-    bench = subprocess.run([sys.executable, "-m", "cli", "bench", "--no-temp-frames", "--json",
-                            "--set", "execution.providers=tensorrt,cuda,cpu", "--set", "selector.mode=one"],
-                           capture_output=True, text=True, cwd=ROOT, timeout=900)
-    report["bench"] = json.loads(bench.stdout) if bench.returncode == 0 else bench.stderr[-2000:]
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "FACESTATION_GPU_TESTS": "1"})
-    report["gpu_tests"] = tests.stdout.strip().splitlines()[-1:] + tests.stdout.splitlines()[-40:-1]
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
+        return listed.strip() or "no NVIDIA GPU listed"
+    except OSError:
+        return "no nvidia-smi (CPU only)"
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    from pipeline.models.runtime import ort
+    from pipeline.paths import cache_dir
+
+    providers = [p for p in args.providers.split(",") if p]
+    batches = [int(b) for b in args.batches.split(",")]
+    default = cache_dir() / "twins" if args.width == 1.0 else work / "twins"
+    folder = Path(args.twins) if args.twins else default
+    twins = build_twins(args.only or TWIN_NAMES, folder, args.width)
+    os.environ["FACESTATION_MODELS"] = str(folder)  # the twins are the models folder from here on
+    available = ort().get_available_providers()
+    report: dict[str, Any] = {"onnxruntime": ort().__version__, "available": available, "device": _device(),
+                              "batches_asked": batches, "batches": {}, "io_binding": [], "render": []}
+    for name, path in twins.items():
+        report["batches"][name] = {p: time_batches(path, p, batches, args.items) for p in providers
+                                   if PROVIDERS[p] in available}
+    if "inswapper_128" in twins and "arcface_w600k_r50" in twins:
+        report["io_binding"] = [io_binding(p, max(batches), args.runs) for p in providers
+                                if PROVIDERS[p] in available]
+    if not args.skip_render and {"inswapper_128", "arcface_w600k_r50", "gfpgan_1.4"} <= set(twins):
+        size = tuple(int(v) for v in args.size.split("x"))
+        first = next(p for p in providers if PROVIDERS[p] in available)
+        report["render"] = [render_row(first, enc, args.seconds, (size[0], size[1]), work)
+                            for enc in ("h264_nvenc", "libx264")]
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--providers", default="cuda,tensorrt", help="comma list of cuda, tensorrt, cpu")
+    parser.add_argument("--batches", default="1,2,4,8")
+    parser.add_argument("--items", type=int, default=64, help="items timed per batch size")
+    parser.add_argument("--runs", type=int, default=8, help="runs timed for IO binding")
+    parser.add_argument("--only", nargs="+", metavar="TWIN", help=f"some of {', '.join(TWIN_NAMES)}")
+    parser.add_argument("--twins", metavar="DIR", help="where the twins are built (default: the cache)")
+    parser.add_argument("--width", type=float, default=1.0, help="channel scale of the twins (1 = full size)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of the render clip")
+    parser.add_argument("--size", default="1920x1080", help="render clip size WxH")
+    parser.add_argument("--skip-render", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+        report = run(args, Path(tmp))
+    print(table(report))
     print(json.dumps(report, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -43,6 +43,9 @@ class _Recorder:
     def get_inputs(self) -> Any:
         return self.session.get_inputs()
 
+    def get_providers(self) -> Any:
+        return self.session.get_providers()
+
     def run(self, names: Any, feeds: dict[str, np.ndarray]) -> Any:
         self.batches.append(len(feeds["target"]))
         return self.session.run(names, feeds)

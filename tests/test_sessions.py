@@ -142,7 +142,7 @@ def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path,
     smi.write_text(f"#!/bin/sh\necho x >> {calls}\necho 3120\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    monkeypatch.setattr(sessions, "_gpu_memory", (0.0, None))
+    monkeypatch.setattr(sessions, "_gpu_memory", {})
     assert sessions.device_memory_mb() == 3120.0
     assert sessions.device_memory_mb() == 3120.0  # within max_age: no second process
     assert calls.read_text().count("x") == 1
@@ -164,3 +164,62 @@ def test_a_catalog_session_loads_on_first_use_and_reads_its_batch(batch: int | N
 def test_a_model_of_another_role_is_refused_with_the_valid_names() -> None:
     with pytest.raises(UserError, match="not a enhancer model .*gfpgan_1.4"):
         ModelRunner("xseg", "enhancer")
+
+
+def _sizes() -> dict[str, float]:
+    return {row["model"]: row["mb"] for row in sessions.loaded()}
+
+
+def test_an_explicit_budget_evicts_in_lru_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = [install_surrogate(n) for n in ("arcface_w600k_r50", "inswapper_128", "gfpgan_1.4")]
+    sessions.release()
+    sizes = {p.name: p.stat().st_size for p in paths}
+    # a budget (bytes) with room for any two of the three files, not for all three
+    room = sum(sizes.values()) - min(sizes.values()) // 2
+    monkeypatch.setattr(sessions, "memory_budget", lambda provider="CPUExecutionProvider": room)
+    try:
+        models = [sessions.CatalogSession(n) for n in ("arcface_w600k_r50", "inswapper_128", "gfpgan_1.4")]
+        _ = models[0].session, models[1].session
+        _ = models[0].session  # arcface used last: inswapper is the least recent
+        _ = models[2].session
+        assert [m.loaded for m in models] == [True, False, True]
+        assert set(_sizes()) == {paths[0].name, paths[2].name}
+    finally:
+        sessions.release()
+
+
+def test_auto_budget_counts_free_memory_and_what_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("VM", (), {"available": 4 * 2**30})())
+    sessions.release()
+    sessions.set_memory_budget("auto")
+    assert sessions.memory_budget() == int(0.75 * 4 * 2**30)
+    sessions.set_memory_budget(512)
+    try:
+        assert sessions.memory_budget() == 512 * 2**20
+    finally:
+        sessions.set_memory_budget("auto")
+
+
+def test_a_batch_1_export_is_held_once_as_its_dynamic_batch_rewrite() -> None:
+    install_surrogate("inswapper_128")
+    sessions.release()
+    model = ModelRunner("inswapper_128", "swapper")
+    assert model.batch is None  # rewritten to a dynamic batch
+    assert len(sessions.loaded()) == 1  # the original's session was dropped, not kept beside it
+    sessions.release()
+    again = ModelRunner("inswapper_128", "swapper")
+    assert again.batch is None and len(sessions.loaded()) == 1  # a warm start loads the rewrite only
+    assert sessions.loaded()[0]["model"] != "inswapper_128.onnx"
+
+
+def test_set_threads_drops_the_loaded_session() -> None:
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    model = sessions.CatalogSession("arcface_w600k_r50", threads=2)
+    _ = model.session
+    assert model.set_threads(2) is False
+    assert model.set_threads(1) is True and sessions.loaded() == []
+    _ = model.session
+    assert [row["threads"] for row in sessions.loaded()] == [1]

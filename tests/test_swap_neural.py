@@ -46,6 +46,9 @@ class _Recorder:
     def get_inputs(self) -> Any:
         return self.session.get_inputs()
 
+    def get_providers(self) -> Any:
+        return self.session.get_providers()
+
     def run(self, names: Any, feeds: dict[str, np.ndarray]) -> Any:
         self.feeds.append(feeds)
         return self.session.run(names, feeds)
@@ -165,3 +168,20 @@ def test_recogniser_embeds_batches_normalised_and_deterministic() -> None:
     assert float(out[0] @ out[1]) < 0.9
     with pytest.raises(UserError, match="arcface_w600k_r50"):
         OnnxRecogniser("sface")
+
+
+def test_io_binding_gives_the_same_swap_through_the_same_api_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU path binds inputs and outputs on the device; on CPU the same IOBinding calls run on "cpu"."""
+    swapper = _install("inswapper_128")
+    identity = swapper.prepare_source([_source(1)])
+    crops = _crops(3, 128)
+    plain = swapper.swap(crops, identity)
+    assert swapper.device == "cpu" and swapper.io_binding is None  # off by default on a CPU
+    calls: list[str] = []
+    real = type(swapper.session).run_with_iobinding
+    monkeypatch.setattr(type(swapper.session), "run_with_iobinding",
+                        lambda self, binding, *a: calls.append("bound") or real(self, binding, *a))
+    swapper.io_binding = True
+    bound = swapper.swap(crops, identity)
+    assert calls == ["bound"]  # one bound run for the batch of three
+    assert np.array_equal(plain, bound)

@@ -196,3 +196,33 @@ def test_full_inswapper_twin_runs_in_the_swapper(isolated_dirs: dict[str, Path])
     swapped = swapper.swap(crops, identity)
     assert swapped.shape == crops.shape and swapped.dtype == np.uint8
     assert swapper.batch is None  # the twin, like the real export, takes the dynamic-batch rewrite
+
+
+@pytest.mark.slow
+def test_full_inswapper_twin_batched_equals_batch_1_and_its_rewrite_is_cached(
+        isolated_dirs: dict[str, Path]) -> None:
+    """The dynamic-batch rewrite at full size: held once in memory, on disk for the next start, and a
+    batch of 2 gives what two batch-1 runs give."""
+    import resource
+
+    from pipeline.models import batching, sessions
+    from pipeline.models.runner import ModelRunner
+
+    result = mt.build_twin(mt.TWINS["inswapper_128"], _twin_cache())
+    installed = isolated_dirs["models"] / catalog.get("inswapper_128").file
+    installed.symlink_to(result.path)
+    sessions.release()
+    runner = ModelRunner("inswapper_128", "swapper")
+    assert runner.batch is None
+    assert len(sessions.loaded()) == 1  # the rewrite only, not beside the batch-1 original
+    known, rewritten = batching.lookup(installed)
+    assert known and rewritten is not None and rewritten.is_file()  # a second start loads it directly
+    rng = np.random.default_rng(5)
+    target = rng.uniform(0, 1, (2, 3, 128, 128)).astype(np.float32)
+    source = rng.standard_normal((2, 512)).astype(np.float32)
+    together = runner.run_feeds({"target": target, "source": source})[0]
+    singles = np.concatenate([runner.run_feeds({"target": target[i:i + 1], "source": source[i:i + 1]})[0]
+                              for i in range(2)])
+    np.testing.assert_allclose(together, singles, atol=1e-4)
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"peak RSS of the test process {peak_gb:.2f} GB")  # noqa: T201 - recorded in BENCHMARKS.md

@@ -9,6 +9,7 @@ one batch-2 run must equal two batch-1 runs. Rewritten files are cached under
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -93,6 +94,7 @@ def dynamic_batch(src: Path, dst: Path) -> bool:
     tmp = dst.with_name(dst.name + f".part-{os.getpid()}")
     try:
         onnx.save(model, str(tmp))
+        del model, graph, real_inputs  # the protobuf holds every weight: free it before the check
         _verify(tmp)
     except Exception as exc:  # onnxruntime's load/run errors have their own types
         tmp.unlink(missing_ok=True)
@@ -104,27 +106,65 @@ def dynamic_batch(src: Path, dst: Path) -> bool:
     return True
 
 
+def _digest(path: Path, stat: os.stat_result) -> str:
+    """sha256 of ``path``, remembered on disk by (path, size, mtime) so that a warm start of a 554 MB
+    model does not read it all again."""
+    index = cache_dir() / "batched" / "digests.json"
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    try:
+        known: dict[str, str] = json.loads(index.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]
+    digest = sha256_of(path)
+    known[key] = digest
+    index.parent.mkdir(parents=True, exist_ok=True)
+    tmp = index.with_name(f"digests.json.part-{os.getpid()}")
+    tmp.write_text(json.dumps(known, indent=0))
+    os.replace(tmp, index)
+    return digest
+
+
+def _files(path: Path) -> tuple[tuple[str, int, int], Path, Path]:
+    stat = path.stat()
+    digest = _digest(path, stat)
+    folder = cache_dir() / "batched"
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return key, folder / f"{digest}.onnx", folder / f"{digest}.failed"
+
+
+def lookup(path: Path) -> tuple[bool, Path | None]:
+    """(known, result) without rewriting anything: whether ``path``'s rewrite was already decided (in
+    this process or on disk), and its dynamic-batch file (None where batching it failed or is unknown)."""
+    path = Path(path)
+    with _lock:
+        key, dst, failed = _files(path)
+        if key in _memo:
+            return True, _memo[key]
+        if dst.is_file():
+            _memo[key] = dst
+            return True, dst
+        if failed.is_file():
+            _memo[key] = None
+            return True, None
+    return False, None
+
+
 def batched_path(path: Path) -> Path | None:
     """A dynamic-batch version of the model at ``path`` (cached), or None where batching it fails."""
     path = Path(path)
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    known, result = lookup(path)
+    if known:
+        return result
     with _lock:
+        key, dst, failed = _files(path)
         if key in _memo:
             return _memo[key]
-        digest = sha256_of(path)
-        folder = cache_dir() / "batched"
-        dst = folder / f"{digest}.onnx"
-        failed = folder / f"{digest}.failed"
-        result: Path | None
-        if dst.is_file():
-            result = dst
-        elif failed.is_file():
-            result = None
-        elif dynamic_batch(path, dst):
+        if dynamic_batch(path, dst):
             result = dst
         else:
-            folder.mkdir(parents=True, exist_ok=True)
+            failed.parent.mkdir(parents=True, exist_ok=True)
             failed.touch()
             result = None
         _memo[key] = result

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,11 @@ ORT_NAMES: dict[Provider, str] = {
 }
 
 _lock = threading.Lock()
-_cache: dict[tuple[str, tuple[str, ...], int], Any] = {}
+_Key = tuple[str, tuple[str, ...], int]
+_cache: OrderedDict[_Key, Any] = OrderedDict()  # least recently used first
+_sizes: dict[_Key, int] = {}  # bytes each session is reckoned to hold (its file's size)
+_holders: dict[_Key, weakref.WeakSet[Any]] = {}  # the CatalogSessions holding each cached session
+_budget: list[int | str] = ["auto"]  # execution.model_memory: MB, or "auto"
 
 
 def available_providers() -> list[str]:
@@ -52,7 +58,7 @@ def resolve_providers(requested: Sequence[Provider]) -> list[str]:
     return chosen
 
 
-def _provider_options(name: str) -> dict[str, Any]:
+def provider_options(name: str) -> dict[str, Any]:
     if name == "TensorrtExecutionProvider":
         engines = cache_dir() / "tensorrt"
         engines.mkdir(parents=True, exist_ok=True)
@@ -63,15 +69,36 @@ def _provider_options(name: str) -> dict[str, Any]:
     return {}
 
 
-def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",),
-         threads: int = 0) -> Any:
-    """A cached, validated session for the model file at ``path``."""
-    names = resolve_providers(providers)
-    key = (str(Path(path).resolve()), tuple(names), threads)
+def _key(path: Path | str, names: Sequence[str], threads: int) -> _Key:
+    return (str(Path(path).resolve()), tuple(names), threads)
+
+
+def cached(path: Path | str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
+    """The loaded session of ``path`` (marked as just used), or None where it is not loaded."""
+    key = _key(path, resolve_providers(providers), threads)
     with _lock:
         session = _cache.get(key)
         if session is not None:
+            _cache.move_to_end(key)
+        return session
+
+
+def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",),
+         threads: int = 0) -> Any:
+    """A cached, validated session for the model file at ``path``.
+
+    Before a new session is made, the least recently used ones are dropped until the model memory
+    budget (``execution.model_memory``, see :func:`set_memory_budget`) has room for this file.
+    """
+    names = resolve_providers(providers)
+    key = _key(path, names, threads)
+    with _lock:
+        session = _cache.get(key)
+        if session is not None:
+            _cache.move_to_end(key)
             return session
+    size = Path(path).stat().st_size
+    _make_room(size, names[0])
     rt = ort()
     options = rt.SessionOptions()
     options.log_severity_level = 3
@@ -79,7 +106,7 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
         options.intra_op_num_threads = threads
     try:
         session = rt.InferenceSession(
-            str(path), sess_options=options, providers=[(n, _provider_options(n)) for n in names]
+            str(path), sess_options=options, providers=[(n, provider_options(n)) for n in names]
         )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
         raise UserError(f"cannot load model {Path(path).name}: {str(exc).splitlines()[0]}") from exc
@@ -91,7 +118,54 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
         log.warning("%s asked for %s but got %s", Path(path).name, names[0], got[0])
     with _lock:
         _cache[key] = session
+        _sizes[key] = size
     return session
+
+
+def _forget(key: _Key) -> None:
+    """Take ``key`` out of the cache and out of every object holding its session (call with _lock)."""
+    _cache.pop(key, None)
+    _sizes.pop(key, None)
+    for holder in list(_holders.pop(key, ())):
+        holder._session = None
+
+
+def set_memory_budget(value: int | str) -> None:
+    """``execution.model_memory``: MB that loaded sessions may hold together, or "auto" (see
+    :func:`memory_budget`)."""
+    _budget[0] = value
+
+
+def memory_budget(provider: str = "CPUExecutionProvider") -> int:
+    """Bytes the loaded sessions may hold together: the setting, or by default ("auto") 3/4 of what
+    they hold now plus the memory still free (RAM on CPU, the GPU's free memory where a session runs
+    on CUDA or TensorRT and nvidia-smi can tell)."""
+    value = _budget[0]
+    if value != "auto":
+        return int(value) * 1024 * 1024
+    import psutil
+
+    with _lock:
+        held = sum(_sizes.get(k, 0) for k in _cache if (k[1][:1] == (provider,)))
+    free = float(psutil.virtual_memory().available)
+    if provider != "CPUExecutionProvider":
+        gpu_free = device_free_mb()
+        free = gpu_free * 1024 * 1024 if gpu_free is not None else free
+    return int(0.75 * (held + free))
+
+
+def _make_room(size: int, provider: str) -> None:
+    """Drop least recently used sessions of ``provider``'s memory until ``size`` more bytes fit."""
+    budget = memory_budget(provider)
+    with _lock:
+        same = [k for k in _cache if k[1][:1] == (provider,)]
+        held = sum(_sizes.get(k, 0) for k in same)
+        for key in same:  # oldest first
+            if held + size <= budget:
+                break
+            log.info("model memory budget: dropping %s (least recently used)", Path(key[0]).name)
+            held -= _sizes.get(key, 0)
+            _forget(key)
 
 
 def get_session(name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
@@ -106,24 +180,34 @@ def _fixed_batches(session: Any) -> set[int]:
 
 
 def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
-                 threads: int = 0) -> tuple[Any, int | None]:
-    """A validated session for ``entry`` and how many items it takes per run (None: any number).
+                 threads: int = 0) -> tuple[Any, int | None, Path]:
+    """A validated session for ``entry``, how many items it takes per run (None: any number) and the
+    file it was loaded from.
 
     An export that fixes its batch axis to 1 is rewritten to a dynamic batch where that checks out
     (models.batching); otherwise the fixed size is returned and callers run items in chunks of it.
+    Only one session of the model is ever held: a rewrite already on disk is loaded directly, and the
+    original's session is dropped before a first rewrite (which loads the file itself).
     """
     path = store.model_path(entry)
+    known, batched = batching.lookup(path)
+    if known and batched is not None:
+        log.info("%s runs with a dynamic batch", entry.name)
+        return load(batched, entry, providers, threads), None, batched
     session = load(path, entry, providers, threads)
     fixed = _fixed_batches(session)
     if not fixed:
-        return session, None
-    if fixed == {1}:
+        return session, None, path
+    if fixed == {1} and not known:
+        del session
+        release(path)
         batched = batching.batched_path(path)
         if batched is not None:
             log.info("%s runs with a dynamic batch", entry.name)
-            return load(batched, entry, providers, threads), None
+            return load(batched, entry, providers, threads), None, batched
+        session = load(path, entry, providers, threads)
     log.info("%s runs one item at a time (its batch axis is fixed)", entry.name)
-    return session, min(fixed)
+    return session, min(fixed), path
 
 
 class CatalogSession:
@@ -140,19 +224,33 @@ class CatalogSession:
         self.entry: ModelEntry = catalog.get(name)
         self.providers = tuple(providers)
         self.threads = int(threads)
-        self._session: Any = None
+        self._path: Path | None = None  # the file its session was loaded from (None: not loaded yet)
+        self._session: Any = None  # dropped (set to None) when the memory budget evicts it
         self._batch: int | None = None
 
     @property
     def session(self) -> Any:
-        if self._session is None:
-            if self.batched:
-                self._session, self._batch = load_batched(self.entry, self.providers, self.threads)
-            else:
-                session = load(store.model_path(self.entry), self.entry, self.providers, self.threads)
-                fixed = _fixed_batches(session)
-                self._session, self._batch = session, min(fixed) if fixed else None
-        return self._session
+        """The session, loaded on first use and again after the memory budget dropped it."""
+        if self._session is not None:
+            if self._path is not None:
+                cached(self._path, self.providers, self.threads)  # mark it as just used
+            return self._session
+        if self.batched:
+            session, self._batch, self._path = load_batched(self.entry, self.providers, self.threads)
+        else:
+            path = store.model_path(self.entry)
+            session = load(path, self.entry, self.providers, self.threads)
+            fixed = _fixed_batches(session)
+            self._path, self._batch = path, min(fixed) if fixed else None
+        with _lock:
+            _holders.setdefault(_key(self._path, resolve_providers(self.providers), self.threads),
+                                weakref.WeakSet()).add(self)
+        self._session = session
+        return session
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
 
     @property
     def batch(self) -> int | None:
@@ -160,24 +258,45 @@ class CatalogSession:
         _ = self.session
         return self._batch
 
+    def set_threads(self, threads: int) -> bool:
+        """Use ``threads`` onnxruntime intra-op threads from now on (0: onnxruntime's default). A loaded
+        session is dropped first (its memory freed before the next load); True where it was loaded."""
+        if threads == self.threads:
+            return False
+        was_loaded = self.loaded
+        if was_loaded and self._path is not None:
+            drop(self._path, self.providers, self.threads)
+        self._session = None
+        self.threads = int(threads)
+        return was_loaded
+
+
+def drop(path: Path | str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> bool:
+    """Drop the one cached session of ``path`` with these providers and threads; whether there was one."""
+    key = _key(path, resolve_providers(providers), threads)
+    with _lock:
+        found = key in _cache
+        _forget(key)
+        return found
+
 
 def release(path: Path | None = None) -> int:
     """Drop cached sessions (all, or those of one file) so their memory can be freed. Returns how many."""
     with _lock:
         keys = [k for k in _cache if path is None or k[0] == str(Path(path).resolve())]
         for k in keys:
-            del _cache[k]
+            _forget(k)
     return len(keys)
 
 
 def loaded() -> list[dict[str, Any]]:
     """What is loaded now and on which providers it really runs."""
     with _lock:
-        return [{"model": Path(k[0]).name, "requested": list(k[1]), "providers": s.get_providers()}
-                for k, s in _cache.items()]
+        return [{"model": Path(k[0]).name, "requested": list(k[1]), "providers": s.get_providers(),
+                 "threads": k[2], "mb": round(_sizes.get(k, 0) / 1e6, 1)} for k, s in _cache.items()]
 
 
-_gpu_memory: tuple[float, float | None] = (0.0, None)  # (monotonic time read, MB)
+_gpu_memory: dict[str, tuple[float, float | None]] = {}  # query field -> (monotonic time read, MB)
 
 
 def device_memory_mb(max_age_s: float = 2.0) -> float | None:
@@ -186,22 +305,30 @@ def device_memory_mb(max_age_s: float = 2.0) -> float | None:
     Progress reports ask twice a second from the encode stage: the answer is reused for ``max_age_s``
     so that a render does not start a process per report.
     """
+    return _nvidia_smi_mb("memory.used", max_age_s)
+
+
+def device_free_mb(max_age_s: float = 2.0) -> float | None:
+    """Memory free on the first NVIDIA GPU (MB), from nvidia-smi; None where it cannot be read."""
+    return _nvidia_smi_mb("memory.free", max_age_s)
+
+
+def _nvidia_smi_mb(query: str, max_age_s: float) -> float | None:
     import shutil
     import subprocess
     import time
 
-    global _gpu_memory
-    read_at, value = _gpu_memory
+    read_at, value = _gpu_memory.get(query, (-1e9, None))
     if time.monotonic() - read_at < max_age_s:
         return value
     exe = shutil.which("nvidia-smi")
     value = None
     if exe:
         try:
-            out = subprocess.run([exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            out = subprocess.run([exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
                                  capture_output=True, text=True, timeout=2, check=True).stdout
             value = float(out.split()[0])
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             value = None
-    _gpu_memory = (time.monotonic(), value)
+    _gpu_memory[query] = (time.monotonic(), value)
     return value

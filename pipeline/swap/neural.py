@@ -43,13 +43,12 @@ class SourceIdentity:
 
 @functools.lru_cache(maxsize=4)
 def _read_emap(path: str, size: int, mtime_ns: int) -> npt.NDArray[np.float32]:
-    import onnx
-    from onnx import numpy_helper
+    from pipeline.models.onnxfile import last_initializer
 
-    model = onnx.load(path, load_external_data=False)
-    if not model.graph.initializer:
-        raise ModelMismatch(f"{Path(path).name} has no initializers: no inswapper emap to read")
-    emap = numpy_helper.to_array(model.graph.initializer[-1]).astype(np.float32)
+    try:  # read off the file: parsing the whole 554 MB protobuf would hold it twice more in memory
+        emap = last_initializer(path).astype(np.float32)
+    except ValueError as exc:
+        raise ModelMismatch(f"{Path(path).name}: {exc}: no inswapper emap to read") from None
     if emap.shape != (512, 512):
         raise ModelMismatch(f"{Path(path).name}: the last initializer is {emap.shape}, "
                             "expected the 512×512 emap")
@@ -118,5 +117,5 @@ class NeuralSwapper(ModelRunner):
         for start in range(0, len(blob), step):
             chunk = blob[start:start + step]
             feeds = {target.name: chunk, source.name: np.repeat(latent, len(chunk), axis=0)}
-            out.append(np.asarray(self.session.run(None, feeds)[0], dtype=np.float32))
+            out.append(np.asarray(self.run_feeds(feeds)[0], dtype=np.float32))  # IO-bound on a GPU
         return denormalise(np.concatenate(out), self.entry)
