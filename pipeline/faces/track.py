@@ -78,11 +78,17 @@ class _Slot(Generic[T]):
     cut: bool = False  # first frame of a new scene
 
 
-def _hist(frame: Frame) -> np.ndarray:
+def histogram(frame: Frame) -> np.ndarray:
+    """The normalised 32-bin grey histogram of a thumbnail of ``frame`` (for scene cuts)."""
     small = cv2.resize(frame, (64, 36), interpolation=cv2.INTER_AREA)
     grey = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY) if small.ndim == 3 else small
     h = cv2.calcHist([grey], [0], None, [32], [0, 256]).ravel()
     return h / max(1.0, float(h.sum()))
+
+
+def is_cut(previous: np.ndarray, current: np.ndarray, threshold: float) -> bool:
+    """Whether two consecutive frames' histograms are far enough apart to start a new scene."""
+    return 0.5 * float(np.abs(current - previous).sum()) > threshold
 
 
 class Tracker(Generic[T]):
@@ -99,9 +105,8 @@ class Tracker(Generic[T]):
     def push(self, frame: Frame, faces: list[Face], payload: T) -> Iterator[tuple[T, list[Face]]]:
         """Add the next frame; yields (payload, faces) for every frame that is now final."""
         slot: _Slot[T] = _Slot(self._index, payload)
-        hist = _hist(frame)
-        if (self._prev_hist is not None
-                and 0.5 * float(np.abs(hist - self._prev_hist).sum()) > self.s.scene_cut):
+        hist = histogram(frame)
+        if self._prev_hist is not None and is_cut(self._prev_hist, hist, self.s.scene_cut):
             slot.cut = True
             yield from self.flush()
             self._tracks.clear()
