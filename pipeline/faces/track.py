@@ -100,6 +100,7 @@ class Tracker(Generic[T]):
         self._index = 0
         self._prev_hist: np.ndarray | None = None
         self._filters: dict[int, OneEuro] = {}
+        self._units: dict[int, float] = {}  # track id -> the face size its filter works in
 
     # --- input ----------------------------------------------------------------------------------------
     def push(self, frame: Frame, faces: list[Face], payload: T) -> Iterator[tuple[T, list[Face]]]:
@@ -163,13 +164,19 @@ class Tracker(Generic[T]):
         return slot.payload, out
 
     def _smooth(self, tid: int, face: Face) -> Face:
-        scale = _scale(face)
         f = self._filters.get(tid)
         if f is None:
             f = self._filters[tid] = OneEuro(self.fps, self.s.min_cutoff, self.s.beta)
-        vec = np.concatenate([face.landmarks.ravel(), face.box.ravel()]).astype(np.float64) / scale
+        # one unit per track (the face's size when the filter starts): dividing each frame by its own
+        # detected size would turn a 1 % size jitter into 1 % of the face's distance from the corner
+        if f.x is None:
+            self._units[tid] = _scale(face)
+        unit = self._units[tid]
+        vec = np.concatenate([face.landmarks.ravel(), face.box.ravel()]).astype(np.float64) / unit
         if f.x is not None and np.abs(vec[:10] - f.x[:10]).max() > 1.0:  # jumped more than a face: restart
-            f.x = None
-        sm = f(vec) * scale
+            f.x, unit = None, _scale(face)
+            self._units[tid] = unit
+            vec = np.concatenate([face.landmarks.ravel(), face.box.ravel()]).astype(np.float64) / unit
+        sm = f(vec) * unit
         return replace(face, landmarks=sm[:10].reshape(5, 2).astype(np.float32),
                        box=sm[10:].astype(np.float32))
