@@ -2,11 +2,12 @@
 
 A keyframe gets full detection and selection (``detect`` then ``select``, exactly as on every frame with
 ``detector.interval=1``). Between keyframes each selected face is followed by optical flow: corners found
-inside the face's box in the previous frame are tracked into this one with pyramidal Lucas-Kanade, kept
-only if tracking them back lands within half a pixel of where they started (forward-backward check), and a
-similarity transform (rotation, scale, shift) fitted to them with RANSAC moves the five landmarks and the
-box. The work is done on a grey crop around the face scaled so the face is about ``TRACK_SIZE`` px, so it
-costs the same for a small or a large face.
+inside the face's box (on the keyframe, and again when the face nears the crop's edge or too few survive)
+are tracked from the previous frame into this one with pyramidal Lucas-Kanade, kept only if tracking them
+back lands within half a pixel of where they started (forward-backward check), and a similarity transform
+(rotation, scale, shift) fitted to them with RANSAC moves the five landmarks and the box. The work is
+done on a grey crop around the face scaled so the face is about ``TRACK_SIZE`` px, so it costs the same
+for a small or a large face.
 
 A frame is detected in full, off schedule, when following is not to be trusted:
 - a scene cut (the grey-histogram distance of :mod:`pipeline.faces.track`) or the first frame;
@@ -134,20 +135,21 @@ def _follow(patch: _Patch, frame: Frame) -> tuple[Face, _Patch] | None:
     if face is None:
         return None
     kept = dst[inliers.ravel().astype(bool)]
-    if len(kept) >= 2 * MIN_POINTS and _within(face, patch.rect, MARGIN / 2):
+    if len(kept) >= 2 * MIN_POINTS and _within(face, patch.rect, MARGIN / 2, frame.shape[1], frame.shape[0]):
         # keep the crop and the points that held (Lucas-Kanade-Tomasi): no new corners to find
         return face, _Patch(face, patch.rect, patch.scale, grey, kept.reshape(-1, 1, 2).astype(np.float32))
     again = _patch(frame, face)
     return None if again is None else (face, again)
 
 
-def _within(face: Face, rect: tuple[int, int, int, int], margin: float) -> bool:
-    """Whether ``face``'s box, grown by ``margin`` of its size, is inside ``rect`` (or at the frame's edge
-    where ``rect`` is)."""
+def _within(face: Face, rect: tuple[int, int, int, int], margin: float, width: int, height: int) -> bool:
+    """Whether ``face``'s box, grown by ``margin`` of its size, is inside ``rect`` (a side of ``rect`` on
+    the frame's edge, ``width`` × ``height``, does not count)."""
     pad = margin * _size(face)
     x1, y1, x2, y2 = (float(v) for v in face.box)
     x0, y0, rx1, ry1 = rect
-    return (x1 - pad >= x0 or x0 == 0) and (y1 - pad >= y0 or y0 == 0) and x2 + pad <= rx1 and y2 + pad <= ry1
+    return ((x1 - pad >= x0 or x0 == 0) and (y1 - pad >= y0 or y0 == 0)
+            and (x2 + pad <= rx1 or rx1 == width) and (y2 + pad <= ry1 or ry1 == height))
 
 
 def _moved(patch: _Patch, matrix: npt.NDArray[np.float64], step: float, width: int,
