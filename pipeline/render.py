@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 
 from pipeline.errors import Cancelled, UserError
+from pipeline.faces.keyframes import KeyframeDetector, interval_for
 from pipeline.faces.track import Tracker
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
@@ -428,20 +429,24 @@ class Render:
         out.put(_END)
 
     def _detect(self) -> None:
-        """Detect and select the faces of B frames at once; the tracker fills short gaps (it holds frames
-        back for that)."""
-        tracker: Tracker[Frame] = Tracker(self.settings.tracker, float(self.info.fps))
+        """Detect and select the faces of B frames at once (on keyframes only: ``detector.interval``, faces
+        followed in between); the tracker fills short gaps (it holds frames back for that)."""
+        s, fps = self.settings, float(self.info.fps)
+        tracker: Tracker[Frame] = Tracker(s.tracker, fps)
+        keys = KeyframeDetector(self.processor.detect, self.processor.select,
+                                interval_for(s.detector.interval, fps), s.tracker.scene_cut)
         out = self._inbox["swap"]
         for batch in self._batches("detect"):
             ready: list[tuple[Frame, list[Face]]] = []
             with self._timing("detect"):
-                found = self.processor.detect(batch)
-                for frame, faces in zip(batch, found, strict=True):
-                    ready.extend(tracker.push(frame, self.processor.select(frame, faces), frame))
+                for frame, faces in zip(batch, keys.faces(batch), strict=True):
+                    ready.extend(tracker.push(frame, faces, frame))
             for item in ready:
                 out.put(item)
         for item in tracker.flush():
             out.put(item)
+        log.info("detection on %d of %d frames (interval %d)", keys.keyframes, keys.keyframes + keys.followed,
+                 keys.interval)
         out.put(_END)
 
     def _swap(self) -> None:

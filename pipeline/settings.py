@@ -44,6 +44,9 @@ class DetectorSettings(_Section):
     score: Unit = 0.5
     size: int = Field(640, ge=160, le=1280, multiple_of=32, description="detector input size (px)")
     nms: Unit = 0.4
+    interval: Literal["auto"] | Annotated[int, Field(ge=1, le=120)] = Field(
+        "auto", description="full detection every N frames, faces followed by optical flow in between "
+        "(1 = every frame; auto = about 6 times a second)")
 
 
 class SelectorSettings(_Section):

@@ -84,3 +84,18 @@ def test_scene_cut_stops_interpolation() -> None:
     faces[5] = []  # lost just before the cut, found after it
     out = _run(Tracker(TrackerSettings(max_gap=5), 30), faces, frames)
     assert out[4][1] == [] and out[5][1] == []
+
+
+def test_size_jitter_does_not_move_a_still_face() -> None:
+    """Smoothing works in units of the face's size, but one unit per track: a detector whose box size
+    jitters by a few % must not shake landmarks that stand still far from the frame's corner."""
+    rng = np.random.default_rng(1)
+    lm = BASE_LM + np.array([1500.0, 900.0], np.float32)
+    faces = []
+    for _ in range(40):
+        half = 50 * (1 + rng.uniform(-0.04, 0.04))
+        box = np.array([1600 - half, 910 - half, 1600 + half, 910 + half], np.float32)
+        faces.append([Face(box=box, landmarks=lm.copy(), score=0.9)])
+    out = _run(Tracker(TrackerSettings(), 30), faces)
+    worst = max(float(np.abs(f[0].landmarks - lm).max()) for _, f in out)
+    assert worst < 0.5, worst

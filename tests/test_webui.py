@@ -60,7 +60,8 @@ def test_choices_and_ranges_come_from_the_settings_model() -> None:
 
 def test_control_values_round_trip_through_settings() -> None:
     changed = settings_mod.apply_overrides(Settings(), {
-        "detector.size": 320, "enhancer.model": "codeformer", "landmarks.model": "none",
+        "detector.size": 320, "detector.interval": 4, "enhancer.model": "codeformer",
+        "landmarks.model": "none",
         "mask.types": ["box", "region"], "mask.padding": [1, 2, 3, 4], "execution.batch_size": 8,
         "video.start": 1.5, "color.method": "mkl",
         "swapper.pixel_boost": 256, "tracker.enabled": False, "selector.mapping": ["/r/a.png", "/r/b.png"],

@@ -163,7 +163,7 @@ def values_of(keys: Sequence[str], settings: api.Settings) -> list[Any]:
             value = ", ".join(str(v) for v in value)
         elif isinstance(value, tuple):
             value = list(value)
-        elif key == "execution.batch_size":
+        elif key in ("execution.batch_size", "detector.interval"):  # "auto" or N, in a text box
             value = str(value)
         elif value == "none":
             value = NONE_VALUE

@@ -78,11 +78,17 @@ class _Slot(Generic[T]):
     cut: bool = False  # first frame of a new scene
 
 
-def _hist(frame: Frame) -> np.ndarray:
+def histogram(frame: Frame) -> np.ndarray:
+    """The normalised 32-bin grey histogram of a thumbnail of ``frame`` (for scene cuts)."""
     small = cv2.resize(frame, (64, 36), interpolation=cv2.INTER_AREA)
     grey = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY) if small.ndim == 3 else small
     h = cv2.calcHist([grey], [0], None, [32], [0, 256]).ravel()
     return h / max(1.0, float(h.sum()))
+
+
+def is_cut(previous: np.ndarray, current: np.ndarray, threshold: float) -> bool:
+    """Whether two consecutive frames' histograms are far enough apart to start a new scene."""
+    return 0.5 * float(np.abs(current - previous).sum()) > threshold
 
 
 class Tracker(Generic[T]):
@@ -94,14 +100,14 @@ class Tracker(Generic[T]):
         self._index = 0
         self._prev_hist: np.ndarray | None = None
         self._filters: dict[int, OneEuro] = {}
+        self._units: dict[int, float] = {}  # track id -> the face size its filter works in
 
     # --- input ----------------------------------------------------------------------------------------
     def push(self, frame: Frame, faces: list[Face], payload: T) -> Iterator[tuple[T, list[Face]]]:
         """Add the next frame; yields (payload, faces) for every frame that is now final."""
         slot: _Slot[T] = _Slot(self._index, payload)
-        hist = _hist(frame)
-        if (self._prev_hist is not None
-                and 0.5 * float(np.abs(hist - self._prev_hist).sum()) > self.s.scene_cut):
+        hist = histogram(frame)
+        if self._prev_hist is not None and is_cut(self._prev_hist, hist, self.s.scene_cut):
             slot.cut = True
             yield from self.flush()
             self._tracks.clear()
@@ -158,13 +164,19 @@ class Tracker(Generic[T]):
         return slot.payload, out
 
     def _smooth(self, tid: int, face: Face) -> Face:
-        scale = _scale(face)
         f = self._filters.get(tid)
         if f is None:
             f = self._filters[tid] = OneEuro(self.fps, self.s.min_cutoff, self.s.beta)
-        vec = np.concatenate([face.landmarks.ravel(), face.box.ravel()]).astype(np.float64) / scale
+        # one unit per track (the face's size when the filter starts): dividing each frame by its own
+        # detected size would turn a 1 % size jitter into 1 % of the face's distance from the corner
+        if f.x is None:
+            self._units[tid] = _scale(face)
+        unit = self._units[tid]
+        vec = np.concatenate([face.landmarks.ravel(), face.box.ravel()]).astype(np.float64) / unit
         if f.x is not None and np.abs(vec[:10] - f.x[:10]).max() > 1.0:  # jumped more than a face: restart
-            f.x = None
-        sm = f(vec) * scale
+            f.x, unit = None, _scale(face)
+            self._units[tid] = unit
+            vec = np.concatenate([face.landmarks.ravel(), face.box.ravel()]).astype(np.float64) / unit
+        sm = f(vec) * unit
         return replace(face, landmarks=sm[:10].reshape(5, 2).astype(np.float32),
                        box=sm[10:].astype(np.float32))
