@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.bench import BackgroundBench
+from pipeline.checks import CLASSIC_IN_USE, ModelsMissing, SwapCheck, check_swap, choice_label, describe_size
 from pipeline.errors import UserError
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
@@ -51,6 +52,8 @@ __all__ = [
     "UserError",
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
+    # checks: the one validation run before a preview and before a job is queued; model choice labels
+    "check_swap", "SwapCheck", "ModelsMissing", "CLASSIC_IN_USE", "choice_label", "describe_size",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # workspace: the outputs folder, the upload stash, fresh output paths, private copies to hand out

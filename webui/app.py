@@ -89,7 +89,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     f, p = parts["faces"], parts["preview"]
     faces.wire(f, form)
     preview_panel.wire(p, f, form)
-    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form)
+    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, status=p["status"])
     presets_tab.wire(parts["presets"], form)
     models_tab.wire(parts["models"])
     system_tab.wire(ctx, parts["system"], form)

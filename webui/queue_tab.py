@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import Ctx, user_errors
+from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
@@ -38,19 +38,25 @@ def create(ctx: Ctx) -> dict[str, Any]:
     return c
 
 
-def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm) -> None:
+def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,
+         status: Any | None = None) -> None:
     """The add button under the preview (``add_job``) queues the Faces tab's inputs (``faces``) with the
     settings; the table polls the store; the buttons act on the job whose number is typed under Job."""
 
     def on_add(request: gr.Request, sources: list[str] | None, target: str | None,
-               *vals: Any) -> tuple[str, str]:
-        job = submit(ctx, form.read(vals), sources, target, request)
+               *vals: Any) -> tuple[str, str, Any]:
+        try:
+            job = submit(ctx, form.read(vals), sources, target, request)
+        except api.UserError as exc:  # shown once, beside the button; no job is created
+            return gr.update(), render_jobs(visible_jobs(ctx, request)), refused(str(exc))
         gr.Info(f"queued job {job.id}")
-        return f"queued job {job.id} → {job.output}", render_jobs(visible_jobs(ctx, request))
+        return f"queued job {job.id}: {Path(job.output).name}", render_jobs(visible_jobs(ctx, request)), \
+            f"queued job {job.id}: follow it in the Queue tab"
 
     # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
-    add_job.click(user_errors(on_add), [faces["sources"], faces["target"], *form.inputs],
-                  [c["message"], c["table"]], api_visibility="private", trigger_mode="multiple")
+    add_job.click(on_add, [faces["sources"], faces["target"], *form.inputs],
+                  [c["message"], c["table"], status if status is not None else c["message"]],
+                  api_visibility="private", trigger_mode="multiple")
 
     def refresh(request: gr.Request) -> str:
         show_owner = bool(ctx.config.users) and ctx.is_admin(request)
@@ -77,15 +83,16 @@ def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
 def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, target: str | None,
            request: gr.Request | None) -> api.Job:
     """Check and stash the inputs, then queue a render with these settings (nothing renders here)."""
-    if not sources:
-        raise api.UserError("add a source photo (the face to put in) before queueing")
-    if not target:
-        raise api.UserError("add a target image or video before queueing")
+    api.check_swap(settings, sources, target, ctx.outputs)  # what the preview checks, and the output folder
     stashed = [api.stash(s, ("image",)) for s in sources]
     kept_target = api.stash(target)
     owner = ctx.owner(request)
     output = api.output_path(ctx.outputs, kept_target, owner)
     return api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner)
+
+
+def refused(message: str) -> str:
+    return f'<span class="fs-problem">⚠ not queued: {browser_message(message)}</span>'
 
 
 def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.Job:
