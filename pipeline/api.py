@@ -12,7 +12,7 @@ from pathlib import Path
 from pipeline import paths
 from pipeline.bench import BackgroundBench
 from pipeline.checks import CLASSIC_IN_USE, ModelsMissing, SwapCheck, check_swap, choice_label, describe_size
-from pipeline.errors import UserError
+from pipeline.errors import ModelMissing, UserError
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
 from pipeline.jobs.service import delete as delete_job
@@ -20,6 +20,7 @@ from pipeline.jobs.service import open_store
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread as start_worker
+from pipeline.machine import usable_encoders, usable_providers
 from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
 from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
@@ -49,7 +50,7 @@ __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
     "Settings", "apply_overrides", "settings_keys",
     # errors: the one exception type whose message is shown to the user as it is
-    "UserError",
+    "UserError", "ModelMissing",
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
     # checks: the one validation run before a preview and before a job is queued; model choice labels
@@ -65,6 +66,7 @@ __all__ = [
     # models: installed or missing, download (with progress), import a local file
     "model_status", "fetch_model", "import_model",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
+    "usable_providers", "usable_encoders",
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
     # benchmark: the render stages it times, a run on its own thread
     "STAGES", "BackgroundBench",

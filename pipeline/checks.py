@@ -33,8 +33,7 @@ class ModelsMissing(ModelMissing):
 
     def __init__(self, entries: Sequence[ModelEntry]) -> None:
         self.names = tuple(e.name for e in entries)
-        shown = ", ".join(f"{e.name} ({e.role}{', ' + describe_size(e.size) if e.size else ''})"
-                          for e in entries)
+        shown = ", ".join(f"{e.name} ({e.role}, {describe_size(catalog.download_size(e))})" for e in entries)
         word = "model is" if len(entries) == 1 else "models are"
         super().__init__(f"{len(entries)} {word} not installed: {shown}")
 
@@ -142,4 +141,4 @@ def choice_label(name: str) -> str:
     entry = catalog.get(name)
     if store.is_installed(entry):
         return name
-    return f"{name} (not installed, {describe_size(entry.size)})"
+    return f"{name} (not installed, {describe_size(catalog.download_size(entry))})"
