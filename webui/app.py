@@ -30,6 +30,7 @@ CSS = """
 #faces .grid-container { grid-template-columns: repeat(auto-fill, minmax(110px, 140px)) !important; }
 .fs-problem { color: #c0392b; font-weight: 600; } .fs-notice { color: #8a6d00; display: block; }
 .fs-jobs tbody tr { cursor: pointer; } .fs-jobs tr.fs-selected { background: var(--color-accent-soft); }
+.fs-hidden { display: none !important; }
 /* the five tabs always fit: never an overflow menu */
 #tabs > .tab-wrapper .tab-container { flex-wrap: wrap; overflow: visible; }
 """

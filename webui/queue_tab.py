@@ -22,18 +22,43 @@ from webui.controls import SettingsForm
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
 
+# a click on a row selects its job: the number goes into the hidden #job-id box, which the actions read
+SELECT_ROW_JS = """
+element.addEventListener('click', (e) => {
+  const row = e.target.closest('tr[data-job]');
+  if (!row) return;
+  const box = document.querySelector('#job-id textarea, #job-id input');
+  box.value = row.dataset.job;
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+  box.dispatchEvent(new Event('change', {bubbles: true}));
+  box.dispatchEvent(new KeyboardEvent('keypress', {key: 'Enter', bubbles: true}));
+  element.querySelectorAll('tr.fs-selected').forEach((r) => r.classList.remove('fs-selected'));
+  row.classList.add('fs-selected');
+});
+"""
+
+
 def create(ctx: Ctx) -> dict[str, Any]:
     c: dict[str, Any] = {}
-    c["table"] = gr.HTML(render_jobs([]), elem_id="jobs")
+    gr.Markdown("Click a job to select it; the buttons act on the selected job.", elem_id="queue-help")
+    c["table"] = gr.HTML(render_jobs([]), elem_id="jobs", js_on_load=SELECT_ROW_JS)
+    c["job_id"] = gr.Textbox("", elem_id="job-id", elem_classes=["fs-hidden"], show_label=False,
+                             container=False)
     with gr.Row():
-        c["job_id"] = gr.Number(label="Job", precision=0, minimum=1, elem_id="job-id", scale=1)
+        c["selected"] = gr.Markdown("No job selected.", elem_id="job-selected")
         for action in ACTIONS:
             c[action] = gr.Button(action.capitalize(), size="sm", elem_id=f"job-{action}", scale=0,
                                   min_width=80)
-        c["download"] = gr.Button("Download", size="sm", variant="primary", elem_id="job-download", scale=0,
-                                  min_width=100)
     c["message"] = gr.Markdown("", elem_id="queue-message")
-    c["file"] = gr.File(label="Result (your copy)", interactive=False, elem_id="job-file")
+    with gr.Row(equal_height=True):
+        c["before"] = gr.Video(label="Before (target)", interactive=False, elem_id="job-before",
+                               visible=False)
+        c["after"] = gr.Video(label="After (result)", interactive=False, elem_id="job-after", visible=False)
+        c["before_image"] = gr.Image(label="Before (target)", interactive=False, elem_id="job-before-image",
+                                     visible=False)
+        c["after_image"] = gr.Image(label="After (result)", interactive=False, elem_id="job-after-image",
+                                    visible=False)
+    c["file"] = gr.File(label="Download the result (your copy)", interactive=False, elem_id="job-file")
     c["timer"] = gr.Timer(ctx.config.poll_s)
     return c
 
@@ -58,21 +83,54 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
                   [c["message"], c["table"], status if status is not None else c["message"]],
                   api_visibility="private", trigger_mode="multiple")
 
-    def refresh(request: gr.Request) -> str:
+    def refresh(job_id: str, request: gr.Request) -> str:
         show_owner = bool(ctx.config.users) and ctx.is_admin(request)
-        return render_jobs(visible_jobs(ctx, request), show_owner=show_owner)
+        return render_jobs(visible_jobs(ctx, request), show_owner=show_owner, selected=_number(job_id))
 
-    c["timer"].tick(refresh, None, c["table"], show_progress="hidden", api_visibility="private", queue=False)
+    c["timer"].tick(refresh, c["job_id"], c["table"], show_progress="hidden", api_visibility="private",
+                    queue=False)
     for action in ACTIONS:
-        def act(job_id: float | None, request: gr.Request, action: str = action) -> tuple[str, str]:
-            return job_action(ctx, action, job_id, request), refresh(request)
+        def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
+            return job_action(ctx, action, _number(job_id), request), refresh(job_id, request)
 
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
 
-    def fetch(job_id: float | None, request: gr.Request) -> tuple[str, str]:
-        return str(download(ctx, job_id, request)), ""
+    shown = [c["selected"], c["before"], c["after"], c["before_image"], c["after_image"], c["file"]]
 
-    c["download"].click(user_errors(fetch), c["job_id"], [c["file"], c["message"]], api_visibility="private")
+    def on_select(job_id: str, request: gr.Request) -> list[Any]:
+        return show_job(ctx, _number(job_id), request)
+
+    gr.on([c["job_id"].change, c["job_id"].submit], user_errors(on_select), c["job_id"], shown,
+          api_visibility="private", trigger_mode="always_last")
+
+
+def _number(job_id: str | float | None) -> int | None:
+    text = str(job_id or "").strip()
+    return int(float(text)) if text.replace(".", "", 1).isdigit() else None
+
+
+def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[Any]:
+    """The selected job: its state; a done job plays beside its target (before / after) and is offered
+    for download; a failed job says why."""
+    hide = gr.update(visible=False, value=None)
+    if job_id is None:
+        return ["No job selected.", hide, hide, hide, hide, None]
+    job = _own_job(ctx, job_id, request)
+    name = html.escape(Path(job.target).name.split("-", 1)[-1])
+    if job.state == "failed":
+        reason = html.escape(browser_message(job.error or "no reason recorded"))
+        return [f'**Job {job.id}** ({name}): <span class="fs-error">failed: {reason}</span>',
+                hide, hide, hide, hide, None]
+    if job.state != "done":
+        return [f"**Job {job.id}** ({name}): {job.state}", hide, hide, hide, hide, None]
+    result = str(download(ctx, job.id, request))  # the private copy the download hands out
+    before = str(api.download_copy(job.target))
+    video = Path(result).suffix.lower() in api.VIDEO_SUFFIXES
+    shows = [gr.update(visible=video, value=before if video else None),
+             gr.update(visible=video, value=result if video else None),
+             gr.update(visible=not video, value=None if video else before),
+             gr.update(visible=not video, value=None if video else result)]
+    return [f"**Job {job.id}** ({name}): done", *shows, result]
 
 
 def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
@@ -97,7 +155,7 @@ def refused(message: str) -> str:
 
 def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.Job:
     if job_id is None:
-        raise api.UserError("type the number of a job first")
+        raise api.UserError("select a job first: click its row")
     job = ctx.store.get(int(job_id))
     if not ctx.is_admin(request) and job.owner != ctx.owner(request):
         raise api.UserError(f"job {job.id} is not yours")
@@ -139,7 +197,7 @@ def _eta(seconds: float | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
+def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False, selected: int | None = None) -> str:
     """The jobs as an HTML table with a progress bar per job and a download link once done."""
     if not jobs:
         return '<p class="fs-empty">No jobs yet: set up a swap and press "Add to queue".</p>'
@@ -153,8 +211,8 @@ def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
         frames = f"{p.frames_done}/{p.frames_total}" if p.frames_total else str(p.frames_done or "")
         out = Path(job.output)
         if job.state == "done" and out.is_file():
-            link = f'<span class="fs-download" title="type {job.id} under Job and press Download">' \
-                   f"{html.escape(out.name)} ⤓</span>"
+            link = f'<span class="fs-download" title="click the row to play and download it">' \
+                   f"{html.escape(out.name)} ▶</span>"
         elif job.state == "failed":
             link = f'<span class="fs-error">{html.escape(job.error or "failed")}</span>'
         else:
@@ -173,7 +231,8 @@ def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
             link,
         ]
         row = "".join(f"<td>{x}</td>" for x in cells)
-        rows.append(f'<tr data-job="{job.id}" data-state="{job.state}">{row}</tr>')
+        mark = ' class="fs-selected"' if job.id == selected else ""
+        rows.append(f'<tr data-job="{job.id}" data-state="{job.state}"{mark}>{row}</tr>')
     stamp = time.strftime("%H:%M:%S")
     return (f'<table class="fs-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<p class="fs-updated">updated {stamp}</p>')
