@@ -105,6 +105,9 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     presets_tab.wire(parts["presets"], form)
     models_tab.wire(parts["models"])
     system_tab.wire(ctx, parts["system"], form)
+    # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
+    models = [form[k] for k in controls.MODEL_KEYS]
+    parts["models"]["table"].change(controls.model_choice_updates, None, models, api_visibility="private")
 
 
 def on_page_load() -> list[Any]:

@@ -33,16 +33,15 @@ def create(settings: api.Settings) -> dict[str, Any]:
                             preview=False, object_fit="contain", height=180, allow_preview=False,
                             elem_id="faces", interactive=False)
     c["pick"] = gr.Radio([PICK_ONLY, PICK_MAP], value=PICK_ONLY, label="Clicking a face will", elem_id="pick")
-    with gr.Group():
+    with gr.Accordion("Which faces to replace", open=False, elem_id="which-faces"):
         c["selector"] = controls.create_section("selector", settings)
         c["clear_reference"] = gr.Button("Forget the chosen people", size="sm", elem_id="clear-reference")
-    c["mapping"] = gr.Markdown(
-        "**Source → target:** with no mapping, the source photos describe one person, put on the faces "
-        "chosen by the selector. To swap several people, upload one source photo per person and click, in "
-        "the same order, the face each one replaces with *map the next source photo* selected (fills "
-        "`mapping`).",
-        elem_id="mapping",
-    )
+        c["mapping"] = gr.Markdown(
+            "**Source → target:** with no mapping, the source photos describe one person, put on the faces "
+            "chosen by the selector. To swap several people, upload one source photo per person and click, "
+            "in the same order, the face each one replaces with *map the next source photo* selected.",
+            elem_id="mapping",
+        )
     return c
 
 

@@ -31,6 +31,7 @@ def create() -> dict[str, Any]:
                                elem_id="preset-name")
         c["description"] = gr.Textbox(label="Description", elem_id="preset-description")
     c["save"] = gr.Button("Save", variant="primary", elem_id="preset-save")
+    c["confirmed"] = gr.State("")  # the name a second Save replaces
     with gr.Row():
         c["import_file"] = gr.File(label="Import a preset file (.json)", file_types=[".json"],
                                    type="filepath", elem_id="preset-import")
@@ -47,22 +48,39 @@ def wire(c: dict[str, Any], form: SettingsForm) -> None:
             raise api.UserError("choose a preset to load")
         return [*form.show(api.load_preset(name)), f"loaded preset **{name}**"]
 
-    def on_save(name: str, description: str, *vals: Any) -> tuple[dict[str, Any], str]:
-        return save(name, description, form.read(vals))
+    def on_save(name: str, description: str, confirmed: str, *vals: Any) -> tuple[Any, ...]:
+        return save(name, description, form.read(vals), confirmed)
 
     listed = [c["list"], c["message"]]
     c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
-    c["save"].click(user_errors(on_save), [c["name"], c["description"], *form.inputs], listed,
-                    api_visibility="private")
+    c["list"].change(describe, c["list"], [c["name"], c["description"]], api_visibility="private")
+    c["save"].click(user_errors(on_save), [c["name"], c["description"], c["confirmed"], *form.inputs],
+                    [*listed, c["confirmed"]], api_visibility="private")
     c["delete"].click(user_errors(delete), c["list"], listed, api_visibility="private")
     c["import_file"].upload(user_errors(import_), c["import_file"], listed, api_visibility="private")
     c["export"].click(user_errors(export), c["list"], [c["export_file"], c["message"]],
                       api_visibility="private")
 
 
-def save(name: str, description: str, settings: api.Settings) -> tuple[dict[str, Any], str]:
+def describe(name: str | None) -> tuple[Any, Any]:
+    """Choosing a preset puts its name and description in the save boxes (so saving again keeps them)."""
+    found = [p for p in api.list_presets() if p.name == name]
+    if not found:
+        return gr.update(), gr.update()
+    return ("" if found[0].builtin else found[0].name), found[0].description
+
+
+def save(name: str, description: str, settings: api.Settings,
+         confirmed: str = "") -> tuple[dict[str, Any], str, str]:
+    """Save; a name that exists is only replaced by a second Save of the same name (the first one asks)."""
+    name = (name or "").strip()
+    if not name:
+        raise api.UserError("type a name for the preset first")
+    exists = any(p.name.lower() == name.lower() and not p.builtin for p in api.list_presets())
+    if exists and confirmed.lower() != name.lower():
+        return gr.update(), f"a preset named **{name}** exists: press Save again to replace it", name
     path = api.save_preset(name, settings, description or "")
-    return gr.update(choices=choices(), value=path.stem), f"saved preset **{path.stem}**"
+    return gr.update(choices=choices(), value=path.stem), f"saved preset **{path.stem}**", ""
 
 
 def delete(name: str | None) -> tuple[dict[str, Any], str]:

@@ -16,7 +16,7 @@ import gradio as gr
 
 from pipeline import api
 from webui.common import browser_message, user_errors
-from webui.controls import SettingsForm
+from webui.controls import MODEL_KEYS, SettingsForm, model_choice_updates
 
 
 def create() -> dict[str, Any]:
@@ -52,8 +52,10 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
     outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"]]
     gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last",
           concurrency_limit=1, concurrency_id="preview", show_progress="minimal", api_visibility="private")
-    c["fetch"].click(user_errors(fetch_missing), c["missing"], [c["status"], c["fetch"]],
-                     api_visibility="private").then(on_preview, inputs, outputs, api_visibility="private")
+    fetched = c["fetch"].click(user_errors(fetch_missing), c["missing"], [c["status"], c["fetch"]],
+                               api_visibility="private")
+    fetched = fetched.then(on_preview, inputs, outputs, api_visibility="private")
+    fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
 
 
 def problem(message: str) -> str:
