@@ -5,6 +5,7 @@ listed on every load."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -16,7 +17,7 @@ from pipeline import api  # noqa: E402
 from pipeline.jobs.store import JobStore  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from tests.photos import grace_hopper_path  # noqa: E402
-from webui import preview_panel, queue_tab  # noqa: E402
+from webui import controls, faces, models_tab, presets_tab, preview_panel, queue_tab, system_tab  # noqa: E402
 from webui.common import Ctx, UiConfig, browser_message  # noqa: E402
 
 
@@ -89,3 +90,129 @@ def test_messages_for_a_browser_user_have_no_shell_commands_or_server_paths() ->
     assert "facestation" not in shown and "/home" not in shown and "det_10g.onnx" in shown
 
 
+
+
+def test_a_preset_that_needs_seven_missing_things_gives_one_message_not_seven() -> None:
+    photo = str(grace_hopper_path())
+    outs = [preview_panel.render(_balanced(), [photo], photo, 0, False) for _ in range(7)]
+    assert all(o[0] is None for o in outs)  # the invalid state clears the preview
+    assert len({o[1] for o in outs}) == 1 and outs[0][1].count("⚠") == 1
+
+
+# ---------------------------------------------------------------- problem 3: models marked, sizes known
+
+
+def _made(keys: tuple[str, ...]) -> dict[str, Any]:
+    fields = api.settings_keys()
+    with gr.Blocks():
+        return {k: controls.make_control(k, fields[k], getattr(getattr(Settings(), k.split(".")[0]),
+                                                               k.split(".")[1])) for k in keys}
+
+
+def test_model_choices_are_marked_installed_or_missing_with_their_size() -> None:
+    made = _made(("swapper.model", "enhancer.model", "detector.model"))
+    labels = dict((v, label) for label, v in made["swapper.model"].choices)
+    assert labels["inswapper_128"] == "inswapper_128 (not installed, 529 MB)"
+    assert labels["classic"] == "classic" and labels["auto"] == "auto"
+    assert dict((v, label) for label, v in made["detector.model"].choices)["yunet"] == "yunet"
+    assert "not installed" in dict((v, label) for label, v in made["enhancer.model"].choices)["codeformer"]
+
+
+def test_the_catalog_knows_a_download_size_for_the_models_it_can_say() -> None:
+    from pipeline.models import catalog
+
+    known = {e.name for e in catalog.CATALOG.values() if catalog.download_size(e)}
+    assert {"yunet", "sface", "retinaface", "inswapper_128", "hyperswap_1a_256", "xseg", "2dfan4"} <= known
+    rows = {r[0]: r for r in models_tab.rows()}
+    assert rows["inswapper_128"][2] == "missing" and rows["inswapper_128"][3] == 529.0
+
+
+# ---------------------------------------------------------------- problem 6: labels, ranges, what works here
+
+
+def test_every_control_has_a_plain_label_and_one_line_help() -> None:
+    for key, info in api.settings_keys().items():
+        assert info.title and info.title[0].isupper(), key
+        assert info.description and "\n" not in info.description, key
+    made = _made(("tracker.min_cutoff", "execution.batch_size", "output.preset", "execution.providers",
+                  "output.encoder", "detector.nms"))
+    assert made["tracker.min_cutoff"].maximum <= 5 and made["tracker.min_cutoff"].label == "Steadiness (Hz)"
+    assert isinstance(made["execution.batch_size"], gr.Dropdown)
+    assert [v for _, v in made["execution.batch_size"].choices] == ["auto", "1", "2", "4", "8", "16"]
+    assert made["output.preset"].label == "Encoding speed"
+    assert made["detector.nms"].label != "nms"
+    providers = [v for _, v in made["execution.providers"].choices]
+    assert providers == list(api.usable_providers())
+    assert set(made["execution.providers"].value) <= set(providers)
+    encoders = [v for _, v in made["output.encoder"].choices]
+    assert encoders == list(api.usable_encoders())
+
+
+def test_without_a_gpu_neither_tensorrt_nor_cuda_nor_nvenc_is_offered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import machine
+
+    monkeypatch.setattr(machine, "cuda_devices", lambda: 0)
+    machine.usable_providers.cache_clear()
+    try:
+        assert machine.usable_providers() == ("cpu",)
+    finally:
+        machine.usable_providers.cache_clear()
+    monkeypatch.setattr("pipeline.video.encoders.trial_encode", lambda exe, name: (False, "no libcuda"))
+    machine.usable_encoders.cache_clear()
+    try:
+        assert not any(e.endswith("_nvenc") for e in machine.usable_encoders())
+        assert "does not open here" in system_tab.report() or "nvenc" not in system_tab.report()
+    finally:
+        machine.usable_encoders.cache_clear()
+
+
+def test_a_still_image_has_no_frame_slider_and_a_video_has_one(tmp_path: Path) -> None:
+    from tests.videos import make_clip
+
+    _, still = faces.describe_target(str(grace_hopper_path()))
+    assert still["visible"] is False
+    clip = make_clip(tmp_path / "c.mp4", seconds=0.5, size=(160, 120))
+    _, slider = faces.describe_target(str(clip))
+    assert slider["visible"] is True and slider["maximum"] > 1
+
+
+# ---------------------------------------------------------------- problems 1 and 2: presets, layout, queue
+
+
+def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path) -> None:
+    from webui import app as app_mod
+
+    built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
+    assert tuple(app_mod.TABS) == ("Swap", "Queue", "Presets", "Models", "System")
+    assert not any(isinstance(v, gr.Number) for v in built.components["queue"].values())
+    presets_tab.save("mine", "my look", Settings())
+    *_, listed = app_mod.on_page_load()
+    assert "mine" in [v for _, v in listed["choices"]]
+    _, message, pending = presets_tab.save("mine", "changed", Settings())
+    assert "exists" in message and pending == "mine"
+    assert api.list_presets()[[p.name for p in api.list_presets()].index("mine")].description == "my look"
+    _, message, pending = presets_tab.save("mine", "changed", Settings(), pending)
+    assert "saved" in message and pending == ""
+    assert presets_tab.describe("mine") == ("mine", "changed")
+
+
+def test_queue_row_selection_plays_a_done_job_and_shows_why_one_failed(ctx: Ctx, tmp_path: Path) -> None:
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    html = queue_tab.render_jobs(ctx.store.list(), selected=job.id)
+    assert f'<tr data-job="{job.id}" data-state="queued" class="fs-selected">' in html
+    assert queue_tab.show_job(ctx, None, None)[0] == "No job selected."
+    claimed = ctx.store.claim_next("w")
+    assert claimed is not None
+    ctx.store.finish(claimed.id, "failed", "BadMedia: the target could not be decoded")
+    shown = queue_tab.show_job(ctx, job.id, None)
+    assert "failed: BadMedia: the target could not be decoded" in shown[0]
+    job2 = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    claimed = ctx.store.claim_next("w")
+    assert claimed is not None and claimed.id == job2.id
+    cv2.imwrite(str(job2.output), cv2.imread(photo))
+    ctx.store.finish(job2.id, "done")
+    text, _, _, before, after, file = queue_tab.show_job(ctx, job2.id, None)
+    assert "done" in text and before["visible"] and after["visible"] and Path(file).is_file()
+    assert str(ctx.outputs) not in file
