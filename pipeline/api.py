@@ -16,7 +16,7 @@ from pipeline.errors import ModelMissing, UserError
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
 from pipeline.jobs.service import delete as delete_job
-from pipeline.jobs.service import open_store
+from pipeline.jobs.service import latest_frame, open_store
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread as start_worker
@@ -61,6 +61,7 @@ __all__ = [
     "outputs_dir", "stash", "output_path", "download_copy",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "delete_job", "start_worker",
+    "latest_frame",
     # presets
     "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",
     # models: installed or missing, download (with progress), import a local file

@@ -63,7 +63,7 @@ def resolved_swapper(settings: Settings) -> str:
 
 def required_models(settings: Settings) -> list[ModelEntry]:
     """Every catalog model a swap with ``settings`` loads (the landmark model is optional: not listed)."""
-    names = [settings.detector.model]
+    names: list[str] = [settings.detector.model]
     swapper = resolved_swapper(settings)
     if swapper != "classic":
         entry = catalog.get(swapper)

@@ -216,3 +216,19 @@ def test_queue_row_selection_plays_a_done_job_and_shows_why_one_failed(ctx: Ctx,
     text, _, _, before, after, file = queue_tab.show_job(ctx, job2.id, None)
     assert "done" in text and before["visible"] and after["visible"] and Path(file).is_file()
     assert str(ctx.outputs) not in file
+
+
+def test_a_running_job_shows_the_last_frame_of_its_newest_finished_segment(ctx: Ctx) -> None:
+    from pipeline.jobs.runner import work_dir
+    from tests.videos import make_clip
+
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    assert queue_tab.thumbnail(ctx, job.id, None)["visible"] is False  # queued: nothing to show yet
+    assert ctx.store.claim_next("w") is not None
+    assert api.latest_frame(job.id) is None
+    work = work_dir(job.id)
+    make_clip(work / "seg-00000000.mp4", seconds=0.5, size=(160, 120))
+    (work / "seg-00000015.mp4").write_bytes(b"\x00" * 100)  # the segment being written: not readable yet
+    shown = queue_tab.thumbnail(ctx, job.id, None)
+    assert shown["visible"] is True and shown["value"].shape == (120, 160, 3)

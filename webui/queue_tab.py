@@ -58,6 +58,8 @@ def create(ctx: Ctx) -> dict[str, Any]:
                                      visible=False)
         c["after_image"] = gr.Image(label="After (result)", interactive=False, elem_id="job-after-image",
                                     visible=False)
+    c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
+                          visible=False, height=240)
     c["file"] = gr.File(label="Download the result (your copy)", interactive=False, elem_id="job-file")
     c["timer"] = gr.Timer(ctx.config.poll_s)
     return c
@@ -97,6 +99,11 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
 
     shown = [c["selected"], c["before"], c["after"], c["before_image"], c["after_image"], c["file"]]
 
+    def on_tick_thumb(job_id: str, request: gr.Request) -> Any:
+        return thumbnail(ctx, _number(job_id), request)
+
+    c["timer"].tick(on_tick_thumb, c["job_id"], c["thumb"], show_progress="hidden", api_visibility="private")
+
     def on_select(job_id: str, request: gr.Request) -> list[Any]:
         return show_job(ctx, _number(job_id), request)
 
@@ -107,6 +114,18 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
 def _number(job_id: str | float | None) -> int | None:
     text = str(job_id or "").strip()
     return int(float(text)) if text.replace(".", "", 1).isdigit() else None
+
+
+def thumbnail(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> Any:
+    """While the selected job renders, the last frame of its newest finished segment; else hidden."""
+    if job_id is None:
+        return gr.update(visible=False)
+    try:
+        job = _own_job(ctx, job_id, request)
+    except api.UserError:
+        return gr.update(visible=False)
+    frame = api.latest_frame(job.id) if job.state == "running" else None
+    return gr.update(visible=frame is not None, value=frame)
 
 
 def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[Any]:
