@@ -53,6 +53,12 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path, record_property:
         assert page.locator("#frame").is_visible()  # a video has a frame slider
         screenshot(page, "creator-2-preview")
 
+        # the frame scrubber follows the arrow keys
+        page.locator("#frame input[type=range]").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        wait_until(lambda: "Preview of frame 2" in _status(page), 60, what="the preview of frame 2")
+
         # warm preview in the browser: toggle the overlay, wait for the next image
         times = []
         src = _src(page)
@@ -107,3 +113,18 @@ def test_a_refused_job_leaves_no_badge_no_job_and_a_still_image_has_no_frame_sli
         assert app.ctx.store.list() == []
         assert page.locator(".error, [class*=error-badge]").filter(has_text="Error").count() == 0
         screenshot(page, "creator-5-refused")
+
+        # a missing model: one message, the preview cleared, Fetch and Import offered in place
+        page.locator("#sources button[aria-label=Clear], #sources button[title=Clear]").first.click()
+        wait_until(lambda: "Add a source photo" in _status(page), 60, what="the sources cleared")
+        upload(page, "sources", grace_hopper_path())
+        wait_until(lambda: "ms" in _status(page) and _src(page), 60, what="a good preview")
+        box = page.locator("#set-enhancer-model input").first
+        box.click()
+        page.get_by_role("option", name="codeformer", exact=False).first.click()
+        wait_until(lambda: "not installed" in _status(page), 60, what="the missing-model message")
+        assert _status(page).count("not installed") == 1 and "facestation" not in _status(page)
+        wait_until(lambda: page.locator("#fetch-missing").is_visible(), 10, what="the Fetch button")
+        wait_until(lambda: page.locator("#import-missing").is_visible(), 10, what="the Import button")
+        assert _src(page) == ""
+        screenshot(page, "creator-6-missing-model")

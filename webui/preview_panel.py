@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -30,7 +31,10 @@ def create() -> dict[str, Any]:
     c["status"] = gr.Markdown("", elem_id="preview-status")
     c["notice"] = gr.Markdown("", elem_id="preview-notice")
     c["missing"] = gr.State([])
-    c["fetch"] = gr.Button("Fetch the missing models", visible=False, elem_id="fetch-missing", size="sm")
+    with gr.Row():
+        c["fetch"] = gr.Button("Fetch the missing models", visible=False, elem_id="fetch-missing", size="sm")
+        c["import"] = gr.UploadButton("Import a model file (.onnx)", file_types=[".onnx"], visible=False,
+                                      elem_id="import-missing", size="sm")
     return c
 
 
@@ -50,8 +54,20 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], *form.inputs]
     outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"]]
-    gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last",
-          concurrency_limit=1, concurrency_id="preview", show_progress="minimal", api_visibility="private")
+    shown = gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", concurrency_limit=1,
+                  concurrency_id="preview", show_progress="minimal", api_visibility="private")
+    shown.then(lambda missing: gr.update(visible=bool(missing)), c["missing"], c["import"],
+               api_visibility="private", show_progress="hidden")
+
+    def on_import(path: str | None) -> str:
+        if not path:
+            return ""
+        entry = api.import_model(Path(path))
+        return f"imported {entry.name}"
+
+    imported = c["import"].upload(user_errors(on_import), c["import"], c["status"], api_visibility="private")
+    imported = imported.then(on_preview, inputs, outputs, api_visibility="private")
+    imported.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
     fetched = c["fetch"].click(user_errors(fetch_missing), c["missing"], [c["status"], c["fetch"]],
                                api_visibility="private")
     fetched = fetched.then(on_preview, inputs, outputs, api_visibility="private")
@@ -77,7 +93,7 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
         started = time.perf_counter()
         image = api.preview(settings, list(sources), target, int(frame), overlay)
     except api.ModelsMissing as exc:
-        text = problem(f"{exc}. Fetch them here, or import files you have in the Models tab.")
+        text = problem(f"{exc}. Fetch it here, or import a file you already have.")
         return None, text, "", gr.update(visible=True), list(exc.names)
     except api.UserError as exc:
         return None, problem(str(exc)), "", hidden, []
