@@ -112,7 +112,7 @@ def _made(keys: tuple[str, ...]) -> dict[str, Any]:
 def test_model_choices_are_marked_installed_or_missing_with_their_size() -> None:
     made = _made(("swapper.model", "enhancer.model", "detector.model"))
     labels = dict((v, label) for label, v in made["swapper.model"].choices)
-    assert labels["inswapper_128"] == "inswapper_128 (not installed, 529 MB)"
+    assert labels["inswapper_128"] == "inswapper_128 (not installed, 554 MB)"
     assert labels["classic"] == "classic" and labels["auto"] == "auto"
     assert dict((v, label) for label, v in made["detector.model"].choices)["yunet"] == "yunet"
     assert "not installed" in dict((v, label) for label, v in made["enhancer.model"].choices)["codeformer"]
@@ -122,9 +122,10 @@ def test_the_catalog_knows_a_download_size_for_the_models_it_can_say() -> None:
     from pipeline.models import catalog
 
     known = {e.name for e in catalog.CATALOG.values() if catalog.download_size(e)}
-    assert {"yunet", "sface", "retinaface", "inswapper_128", "hyperswap_1a_256", "xseg", "2dfan4"} <= known
+    assert {"yunet", "sface", "retinaface", "inswapper_128", "hyperswap_1a_256", "xseg", "2dfan4",
+            "gfpgan_1.4"} <= known
     rows = {r[0]: r for r in models_tab.rows()}
-    assert rows["inswapper_128"][2] == "missing" and rows["inswapper_128"][3] == 529.0
+    assert rows["inswapper_128"][2] == "missing" and rows["inswapper_128"][3] == 554.0
 
 
 # ---------------------------------------------------------------- problem 6: labels, ranges, what works here

@@ -273,14 +273,15 @@ _add(ModelEntry(
     description="2DFAN4 68-point landmarks",
 ))
 
-# Download sizes (MB, approximate, for display only: never verified) of models without a pinned size, as
-# published alongside copies of the same files. Not known yet: scrfd, yolo_face, arcface_simswap,
-# arcface_ghost, simswap_256, simswap_512_unoff, ghost_1/2/3_256, gfpgan_1.4, codeformer,
+# Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
+# size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
+# inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
+# arcface_simswap, arcface_ghost, simswap_256, simswap_512_unoff, ghost_1/2/3_256, codeformer,
 # gpen_bfr_256/512/1024, restoreformer_plus_plus, occluder (shown as "size unknown" until measured).
 APPROX_MB: dict[str, float] = {
-    "retinaface": 16.9, "arcface_w600k_r50": 166, "inswapper_128": 529, "inswapper_128_fp16": 265,
-    "hyperswap_1a_256": 384, "hyperswap_1b_256": 384, "hyperswap_1c_256": 384, "xseg": 67, "2dfan4": 93,
-    "bisenet_resnet34": 89,
+    "retinaface": 16.9, "arcface_w600k_r50": 174, "inswapper_128": 554, "inswapper_128_fp16": 277,
+    "hyperswap_1a_256": 403, "hyperswap_1b_256": 403, "hyperswap_1c_256": 403, "xseg": 70, "2dfan4": 98,
+    "bisenet_resnet34": 93, "gfpgan_1.4": 340,
 }
 _ENTRIES = [replace(e, approx_mb=APPROX_MB.get(e.name)) for e in _ENTRIES]
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
