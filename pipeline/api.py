@@ -11,15 +11,17 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.bench import BackgroundBench
-from pipeline.errors import UserError
+from pipeline.checks import CLASSIC_IN_USE, ModelsMissing, SwapCheck, check_swap, choice_label, describe_size
+from pipeline.errors import ModelMissing, UserError
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
 from pipeline.jobs.service import delete as delete_job
-from pipeline.jobs.service import open_store
+from pipeline.jobs.service import latest_frame, open_store
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread as start_worker
+from pipeline.machine import usable_encoders, usable_providers
 from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
 from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
@@ -49,20 +51,24 @@ __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
     "Settings", "apply_overrides", "settings_keys",
     # errors: the one exception type whose message is shown to the user as it is
-    "UserError",
+    "UserError", "ModelMissing",
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
+    # checks: the one validation run before a preview and before a job is queued; model choice labels
+    "check_swap", "SwapCheck", "ModelsMissing", "CLASSIC_IN_USE", "choice_label", "describe_size",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
     "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "delete_job", "start_worker",
+    "latest_frame",
     # presets
     "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",
     # models: installed or missing, download (with progress), import a local file
     "model_status", "fetch_model", "import_model",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
+    "usable_providers", "usable_encoders",
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
     # render farm: what a `facestation queue run --ray` driver last wrote (nodes, GPUs, segments running)
     "farm_status",

@@ -40,29 +40,49 @@ class _Section(BaseModel):
 
 
 class DetectorSettings(_Section):
-    model: DetectorName = "yunet"
-    score: Unit = 0.5
-    size: int = Field(640, ge=160, le=1280, multiple_of=32, description="detector input size (px)")
-    nms: Unit = 0.4
+    model: DetectorName = Field("yunet", title="Face detector",
+                                description="the model that finds faces; yunet is built in")
+    score: Unit = Field(0.5, title="Detection confidence (0–1)",
+                        description="faces scored below this are ignored; lower finds more, and more "
+                        "mistakes")
+    size: int = Field(640, ge=160, le=1280, multiple_of=32, title="Detector resolution (px)",
+                      description="the frame is scaled to this size to find faces; larger finds smaller "
+                      "faces")
+    nms: Unit = Field(0.4, title="Overlap merge (0–1)",
+                      description="boxes overlapping more than this count as one face (non-maximum "
+                      "suppression)")
     interval: Literal["auto"] | Annotated[int, Field(ge=1, le=120)] = Field(
-        "auto", description="full detection every N frames, faces followed by optical flow in between "
-        "(1 = every frame; auto = about 6 times a second)")
+        "auto", title="Full detection every N frames",
+        description="faces are followed by optical flow in between (1 = every frame; auto = about 6 times "
+        "a second)")
 
 
 class SelectorSettings(_Section):
-    mode: SelectorMode = "many"
-    order: SelectorOrder = "large-small"
-    reference: str | None = Field(None, description="image of the person to replace (mode=reference)")
-    reference_distance: float = Field(0.6, ge=0.0, le=2.0, description="max cosine distance to the reference")
-    min_size: int = Field(0, ge=0, description="ignore faces whose box is smaller than this (px)")
-    mapping: tuple[str, ...] = Field((), description="face mapping: one reference image per source image, "
+    mode: SelectorMode = Field("many", title="Which faces to replace",
+                               description="one: the first face in the order below; many: every face; "
+                               "reference: only the person clicked in the faces gallery")
+    order: SelectorOrder = Field("large-small", title="Face order",
+                                 description="which face counts as the first one")
+    reference: str | None = Field(None, title="Chosen person",
+                                  description="image of the person to replace (mode=reference)")
+    reference_distance: float = Field(0.6, ge=0.0, le=2.0, title="Same-person tolerance (0–2)",
+                                      description="how different a face may look from the chosen person "
+                                      "and still be replaced (cosine distance)")
+    min_size: int = Field(0, ge=0, title="Smallest face (px)",
+                          description="ignore faces whose box is smaller than this (0 = keep all)")
+    mapping: tuple[str, ...] = Field((), title="Source → person mapping",
+                                     description="face mapping: one reference image per source image, "
                                      "in order; source i replaces the person in reference i (empty = off)")
 
 
 class SwapperSettings(_Section):
-    model: SwapperName = "auto"
-    pixel_boost: Literal[0, 128, 256, 512, 1024] = Field(0, description="0 = the model's own size")
-    poisson: bool = Field(False, description="classic swapper: Poisson-blend the edge")
+    model: SwapperName = Field("auto", title="Face swapper",
+                               description="auto: the best installed model, else the built-in classic one")
+    pixel_boost: Literal[0, 128, 256, 512, 1024] = Field(0, title="Swap resolution (px)",
+                                                         description="0 = the model's own size; larger "
+                                                         "is sharper and slower")
+    poisson: bool = Field(False, title="Seamless edge (classic swapper)",
+                          description="classic swapper: Poisson-blend the edge")
 
     @field_validator("pixel_boost", mode="before")
     @classmethod
@@ -72,22 +92,30 @@ class SwapperSettings(_Section):
 
 
 class EnhancerSettings(_Section):
-    model: EnhancerName = "none"
-    blend: int = Field(80, ge=0, le=100)
-    fidelity: Unit = Field(0.5, description="codeformer fidelity weight")
+    model: EnhancerName = Field("none", title="Face enhancer",
+                                description="restores detail on the swapped face (slower)")
+    blend: int = Field(80, ge=0, le=100, title="Enhancer strength (%)",
+                       description="how much of the enhanced face is mixed in")
+    fidelity: Unit = Field(0.5, title="CodeFormer fidelity (0–1)",
+                           description="codeformer only: higher keeps closer to the swapped face")
 
 
 class MaskSettings(_Section):
-    types: tuple[MaskType, ...] = ("box",)
-    blur: Unit = 0.3
-    padding: tuple[int, int, int, int] = Field((0, 0, 0, 0),
+    types: tuple[MaskType, ...] = Field(("box",), title="Mask shapes",
+                                        description="box: soft rectangle; occlusion: keep hands and hair "
+                                        "in front; region: only chosen face parts; mouth: keep the open "
+                                        "mouth")
+    blur: Unit = Field(0.3, title="Edge softness (0–1)", description="how softly the swapped face fades out")
+    padding: tuple[int, int, int, int] = Field((0, 0, 0, 0), title="Mask padding (%)",
                                                description="top, right, bottom, left in % of the crop")
-    occluder: OccluderName = "xseg"
-    parser: ParserName = "bisenet_resnet34"
-    regions: tuple[FaceRegion, ...] = (
+    occluder: OccluderName = Field("xseg", title="Occlusion model",
+                                   description="finds what covers the face (occlusion mask)")
+    parser: ParserName = Field("bisenet_resnet34", title="Face-parts model",
+                               description="finds the face parts (region mask)")
+    regions: tuple[FaceRegion, ...] = Field((
         "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
         "upper-lip", "lower-lip",
-    )
+    ), title="Face parts to replace", description="region mask only: the parts of the face that are swapped")
 
     @field_validator("padding")
     @classmethod
@@ -105,45 +133,68 @@ class MaskSettings(_Section):
 
 
 class ColorSettings(_Section):
-    method: ColorMethod = "reinhard"
-    strength: Unit = 1.0
+    method: ColorMethod = Field("reinhard", title="Colour matching",
+                                description="matches the swapped face's colours to the target's skin")
+    strength: Unit = Field(1.0, title="Colour matching strength (0–1)",
+                           description="0 = the swapper's own colours, 1 = fully matched")
 
 
 class LandmarkSettings(_Section):
-    model: LandmarkerName = "none"
+    model: LandmarkerName = Field("none", title="Landmark model",
+                                  description="68 face points for a steadier fit (optional)")
 
 
 class TrackerSettings(_Section):
-    enabled: bool = True
-    max_gap: int = Field(8, ge=0, le=120, description="frames a lost face is interpolated across")
-    min_cutoff: float = Field(0.3, gt=0.0, le=100.0, description="One-Euro filter (Hz): lower = smoother")
-    beta: float = Field(3.0, ge=0.0, le=100.0, description="One-Euro filter: speed response (face sizes/s)")
-    scene_cut: Unit = Field(0.35, description="histogram distance that starts a new scene")
+    enabled: bool = Field(True, title="Track faces across frames",
+                          description="videos: follow each face and smooth its position")
+    max_gap: int = Field(8, ge=0, le=120, title="Bridge lost faces (frames)",
+                         description="frames a lost face is interpolated across")
+    min_cutoff: float = Field(0.3, gt=0.0, le=100.0, title="Steadiness (Hz)",
+                              description="One-Euro filter (Hz): lower = smoother, higher = follows faster",
+                              json_schema_extra={"ui_range": [0.05, 5.0]})
+    beta: float = Field(3.0, ge=0.0, le=100.0, title="Follow fast motion",
+                        description="One-Euro filter: speed response (face sizes/s); higher lags less",
+                        json_schema_extra={"ui_range": [0.0, 20.0]})
+    scene_cut: Unit = Field(0.35, title="Scene-cut sensitivity (0–1)",
+                            description="histogram distance that starts a new scene; lower cuts more often")
 
 
 class VideoSettings(_Section):
-    start: float | None = Field(None, ge=0.0, description="trim start (s)")
-    end: float | None = Field(None, gt=0.0, description="trim end (s)")
-    keep_audio: bool = True
-    allow_damaged: bool = Field(False, description="render what can be read of a damaged video (a notice)")
+    start: float | None = Field(None, ge=0.0, title="Start at (s)",
+                                description="trim start (s); empty = beginning")
+    end: float | None = Field(None, gt=0.0, title="End at (s)", description="trim end (s); empty = the end")
+    keep_audio: bool = Field(True, title="Keep the sound",
+                             description="copy the target's audio into the result")
+    allow_damaged: bool = Field(False, title="Render a damaged video",
+                                description="render what can be read of a damaged video (a notice)")
 
 
 class OutputSettings(_Section):
-    encoder: Encoder = "auto"
-    quality: int = Field(80, ge=0, le=100, description="0 = smallest file, 100 = best")
-    preset: EncoderPreset = "medium"
-    image_quality: int = Field(95, ge=1, le=100, description="JPEG/WebP quality")
+    encoder: Encoder = Field("auto", title="Video encoder",
+                             description="auto: the GPU encoder where it works, else libx264")
+    quality: int = Field(80, ge=0, le=100, title="Video quality (%)",
+                         description="0 = smallest file, 100 = best")
+    preset: EncoderPreset = Field("medium", title="Encoding speed",
+                                  description="faster encodes make larger files at the same quality")
+    image_quality: int = Field(95, ge=1, le=100, title="Image quality (%)", description="JPEG/WebP quality")
 
 
 class ExecutionSettings(_Section):
-    providers: tuple[Provider, ...] = ("tensorrt", "cuda", "cpu")
-    batch_size: Literal["auto"] | Annotated[int, Field(ge=1, le=256)] = "auto"
-    threads: int = Field(0, ge=0, le=256, description="onnxruntime intra-op threads per session (0 = shared "
-                         "out by cost in a render: the heaviest stage gets what decode/encode leave)")
-    queue_size: int = Field(8, ge=1, le=256, description="frames in flight between stages")
+    providers: tuple[Provider, ...] = Field(("tensorrt", "cuda", "cpu"), title="Run models on",
+                                            description="tried in order; only what works here is offered")
+    batch_size: Literal["auto"] | Annotated[int, Field(ge=1, le=256)] = Field(
+        "auto", title="Frames per batch", description="auto picks for the device; more uses more memory")
+    threads: int = Field(0, ge=0, le=256, title="CPU threads",
+                         description="threads per model (0 = shared out by cost: the heaviest stage gets "
+                         "what the rest leave)",
+                         json_schema_extra={"ui_range": [0, 64]})
+    queue_size: int = Field(8, ge=1, le=256, title="Frames in flight",
+                            description="frames buffered between stages; more uses more memory",
+                            json_schema_extra={"ui_range": [1, 64]})
     model_memory: Literal["auto"] | Annotated[int, Field(ge=64, le=1 << 24)] = Field(
-        "auto", description="MB that loaded models may hold together; least recently used ones are dropped "
-                            "past it (auto: 3/4 of free RAM, or of free GPU memory for GPU sessions)")
+        "auto", title="Model memory (MB)",
+        description="loaded models may hold this much together; least recently used ones are dropped past "
+        "it (auto: 3/4 of free RAM, or of free GPU memory)")
 
     @field_validator("providers")
     @classmethod

@@ -21,8 +21,7 @@ from tests.photos import astronaut, grace_hopper_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-TABS = ("Faces", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output", "Queue", "Presets", "Models",
-        "System")
+TABS = ("Swap", "Queue", "Presets", "Models", "System")
 VIEWPORT = {"width": 1920, "height": 1080}
 HAS_WORKER = importlib.util.find_spec("pipeline.jobs.worker") is not None
 NO_WORKER = "pipeline/jobs/worker.py (background render worker) does not exist yet"
@@ -105,7 +104,7 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
             open_tab(page, tab)
             page.wait_for_timeout(300)
             screenshot(page, f"tab-{tab.split()[0].lower()}")
-        open_tab(page, "Faces")
+        open_tab(page, "Swap")
 
         page.click("#add-job")
         open_tab(page, "Queue")
@@ -114,7 +113,7 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         assert Path(job.output).parent.parent == app.ctx.outputs
 
         # preview latency in the browser for a 1080p frame, warm: toggle the overlay, wait for the new image
-        open_tab(page, "Faces")
+        open_tab(page, "Swap")
         upload(page, "target", hd_image)
         # the clip's preview is still showing until the 1080p one arrives: wait for that one, so each toggle
         # below is the only event in flight and its image is the next one shown
@@ -139,8 +138,7 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         wait_until(lambda: _job_rows(page) and _job_rows(page)[0][1] in ("done", "failed"), 120,
                    what="job end")
         assert _job_rows(page)[0][1:] == ["done", "100%"], app.ctx.store.get(job.id).error
-        page.locator("#job-id input[type=number]").first.fill(str(job.id))
-        page.click("#job-download")
+        page.locator(f"#jobs tr[data-job='{job.id}']").first.click()  # select the job: its file appears
         wait_until(lambda: page.locator("#job-file a[href]").count() > 0, 30, what="the download link")
         href = page.locator("#job-file a[href]").first.get_attribute("href")
         assert href and str(app.ctx.outputs) not in href  # a private copy, never the outputs folder
@@ -152,6 +150,16 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
 
         assert count_frames(out) == 30
         screenshot(page, "queue-done")
+
+
+def _open_detector(page: Any) -> None:
+    """The detector settings: Swap tab → Advanced settings → Detector (accordions opened once)."""
+    open_tab(page, "Swap")
+    if not page.locator("#set-detector-score").is_visible():
+        if not page.locator("#adv-detector").is_visible():
+            page.locator("#advanced button").first.click()
+        page.locator("#adv-detector button").first.click()
+        page.locator("#set-detector-score").wait_for(state="visible")
 
 
 def _set_number(page: Any, elem_id: str, value: str) -> None:
@@ -166,20 +174,20 @@ def test_preset_save_change_load_restores_controls() -> None:
     with running_app(worker=False) as (url, _app), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
-        open_tab(page, "Detector")
+        _open_detector(page)
         _set_number(page, "set-detector-score", "0.73")
         open_tab(page, "Presets")
         page.fill("#preset-name textarea, #preset-name input", "browser test")
         page.click("#preset-save")
         wait_until(lambda: "saved" in page.inner_text("#preset-message"), 20, what="preset saved")
         assert presets.load("browser test").detector.score == pytest.approx(0.73)
-        open_tab(page, "Detector")
+        _open_detector(page)
         _set_number(page, "set-detector-score", "0.2")
         page.wait_for_timeout(300)
         open_tab(page, "Presets")
         page.click("#preset-load")
         wait_until(lambda: "loaded" in page.inner_text("#preset-message"), 20, what="preset loaded")
-        open_tab(page, "Detector")
+        _open_detector(page)
         value = page.locator("#set-detector-score input[type=number]").first.input_value()
         assert float(value) == pytest.approx(0.73)
         open_tab(page, "Presets")

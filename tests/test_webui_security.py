@@ -67,6 +67,12 @@ def event(client: httpx.Client, app: Any, component: Any, data: list[Any], trigg
     raise AssertionError("the event stream ended without a result")
 
 
+def select(client: httpx.Client, app: Any, job_id: int) -> Any:
+    """Select a job as a click on its row does (its number into the hidden #job-id box): the outputs are
+    the selection's text, the before / after player and the download link."""
+    return event(client, app, app.components["queue"]["job_id"], [str(job_id)], "change")
+
+
 def settings_values(app: Any) -> list[Any]:
     return [c.value for c in app.components["settings"].values()]
 
@@ -75,6 +81,7 @@ def done_job(app: Any, owner: str, tmp_path: Path, content: bytes = b"alice's re
     out = app.ctx.outputs / owner / "holiday-swap.mp4"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(content)
+    (tmp_path / "t.mp4").write_bytes(b"the target")
     store = app.ctx.store
     job = store.add([str(grace_hopper_path())], str(tmp_path / "t.mp4"), str(out), Settings(), owner=owner)
     assert store.claim_next("w") is not None
@@ -99,8 +106,13 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     alice, bob, carol = (login(url, u, p) for u, p in USERS)
     anon = httpx.Client(base_url=url, timeout=30)
     q = app.components["queue"]
-    shown = event(alice, app, q["download"], [job.id])[0]
+    _, player, shown = select(alice, app, job.id)  # selecting a done job: before / after, and its link
     href = re.search(r'href="([^"]+)"', shown).group(1)  # type: ignore[union-attr]
+    before, after = re.findall(r'<video [^>]*src="([^"]+)"', player)
+    assert (alice.get(before).content, alice.get(after).content) == (b"the target", b"alice's result")
+    assert "inline" in alice.get(after).headers["content-disposition"]  # played in the page
+    for other in (bob, carol, anon):
+        assert other.get(before).status_code in (401, 404) and other.get(after).status_code in (401, 404)
     assert "/tmp/gradio" not in href and str(app.ctx.outputs) not in href
     assert alice.get(href).content == b"alice's result"
     assert "attachment" in alice.get(href).headers["content-disposition"]
@@ -112,8 +124,9 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     # the file never entered Gradio's shared cache: no file= path serves it to anyone
     for client in (alice, bob):
         assert client.get(f"/gradio_api/file={job.output}").status_code == 403
-    event(alice, app, q["delete"], [job.id])
+    event(alice, app, q["delete"], [str(job.id)])
     assert alice.get(href).status_code == 404  # the job was deleted: its links are revoked
+    assert alice.get(before).status_code == alice.get(after).status_code == 404  # the player's too
     actions = [(e["user"], e["action"], e.get("job")) for e in app.ctx.audit.entries()]
     assert ("alice", "login", None) in actions and ("alice", "download", job.id) in actions
     assert ("alice", "delete", job.id) in actions and all(e["time"] for e in app.ctx.audit.entries())
@@ -206,14 +219,14 @@ def test_a_missing_job_and_someone_elses_job_get_the_same_answer(studio: tuple[s
     job = done_job(app, "alice", tmp_path)
     bob, carol = login(url, *USERS[1]), login(url, *USERS[2])
     q = app.components["queue"]
-    for action in ("cancel", "retry", "up", "delete", "download"):
+    for action in ("cancel", "retry", "up", "delete", "select"):
         answers = []
         for job_id in (job.id, 999):
             with pytest.raises(UserError) as err:
-                event(bob, app, q[action], [job_id])
+                select(bob, app, job_id) if action == "select" else event(bob, app, q[action], [str(job_id)])
             answers.append(str(err.value).replace(str(job_id), "N"))
         assert answers[0] == answers[1] == "no job N of yours in the queue", action
-    assert "holiday-swap.mp4" in event(carol, app, q["download"], [job.id])[0]  # the admin may
+    assert "holiday-swap.mp4" in select(carol, app, job.id)[2]  # the admin may
 
 
 # ---------------------------------------------------------------- 2. presets per user
@@ -224,27 +237,27 @@ def test_presets_are_per_user_and_studio_presets_are_published_by_an_admin(studi
     alice, bob, carol = (login(url, u, p) for u, p in USERS)
     p = app.components["presets"]
     values = settings_values(app)
-    event(alice, app, p["save"], ["look", "alice's look", *values])
-    event(bob, app, p["save"], ["look", "bob's look", *values])  # bob's own, next to hers
+    event(alice, app, p["save"], ["look", "alice's look", "", *values])
+    event(bob, app, p["save"], ["look", "bob's look", "", *values])  # bob's own, next to hers
     assert presets.read("look", owner="alice").description == "alice's look"
     assert presets.read("look", owner="bob").description == "bob's look"
     event(bob, app, p["delete"], ["look"])
     assert presets.read("look", owner="alice").description == "alice's look"  # bob deleted his own only
-    event(alice, app, p["save"], ["alice only", "", *values])
+    event(alice, app, p["save"], ["alice only", "", "", *values])
     with pytest.raises(UserError, match="alice only"):  # not in bob's list, and not on his shelf
         event(bob, app, p["delete"], ["alice only"])
     with pytest.raises(UserError, match="no preset named 'alice only'"):
         presets.delete("alice only", owner="bob")
     assert presets.read("alice only", owner="alice")
     with pytest.raises(UserError, match="only an admin"):
-        event(bob, app, p["publish"], ["house look", "", *values])
-    event(carol, app, p["publish"], ["house look", "the studio's", *values])
+        event(bob, app, p["publish"], ["house look", "", "", *values])
+    event(carol, app, p["publish"], ["house look", "the studio's", "", *values])
     assert "house look" in [i.name for i in presets.list_presets("bob") if i.studio]
     event(bob, app, app.components["tabs"]["Presets"], [], "select")  # bob opens the tab: it is in his list
     with pytest.raises(UserError, match="only an admin can delete it"):
         event(bob, app, p["delete"], ["house look"])
     with pytest.raises(UserError, match="studio preset"):
-        event(bob, app, p["save"], ["house look", "", *values])  # a studio name means one thing
+        event(bob, app, p["save"], ["house look", "", "", *values])  # a studio name means one thing
     event(carol, app, p["delete"], ["house look"])
     assert "house look" not in [i.name for i in presets.list_presets("bob")]
     assert "look" not in [i.name for i in presets.list_presets()]  # the local (CLI) shelf is apart
@@ -387,8 +400,7 @@ def test_nothing_handed_out_survives_a_restart(tmp_path: Path) -> None:
         alice = login(url, *USERS[0])
         upload = {"files": ("me.jpg", b"alice" * 100, "image/jpeg")}
         path = alice.post("/gradio_api/upload", files=upload).json()[0]
-        href = re.search(r'href="([^"]+)"', event(alice, app, app.components["queue"]["download"],  # type: ignore[union-attr]
-                                                  [job.id])[0]).group(1)
+        href = re.search(r'href="([^"]+)"', select(alice, app, job.id)[2]).group(1)  # type: ignore[union-attr]
         assert alice.get(href).status_code == 200 and alice.get(f"/gradio_api/file={path}").status_code == 200
     with running_app(**config) as (url, app):
         for user, password in USERS:  # alice included: the links and cache entries of the last run are gone

@@ -27,8 +27,9 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 AUDIT_FILE = "audit.log"
 CACHE_CLEANING = (3600, 86400)
 
-TABS = ("Faces", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output", "Queue", "Presets", "Models",
-        "System")
+TABS = ("Swap", "Queue", "Presets", "Models", "System")
+# the advanced settings on the Swap tab, in labelled groups (see controls.SECTION_TABS)
+ADVANCED = ("Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
 CSS = """
 .fs-jobs { width: 100%; border-collapse: collapse; font-size: 0.9em; }
 .fs-jobs td, .fs-jobs th { padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); }
@@ -37,6 +38,15 @@ CSS = """
 .fs-updated { font-size: 0.75em; opacity: 0.6; }
 /* face thumbnails stay small: Gradio gives a gallery of one image a single full-width column */
 #faces .grid-container { grid-template-columns: repeat(auto-fill, minmax(110px, 140px)) !important; }
+.fs-problem { color: #c0392b; font-weight: 600; } .fs-notice { color: #8a6d00; display: block; }
+.fs-jobs tbody tr { cursor: pointer; } .fs-jobs tr.fs-selected { background: var(--color-accent-soft); }
+.fs-hidden { display: none !important; }
+/* the selected job's before / after, side by side, from private links */
+.fs-player { display: flex; gap: 12px; } .fs-pane { flex: 1; margin: 0; min-width: 0; }
+.fs-pane video, .fs-pane img { width: 100%; max-height: 360px; object-fit: contain; background: #000; }
+.fs-pane figcaption { font-size: 0.85em; opacity: 0.8; }
+/* the five tabs always fit: never an overflow menu */
+#tabs > .tab-wrapper .tab-container { flex-wrap: wrap; overflow: visible; }
 """
 
 
@@ -57,6 +67,8 @@ def build(config: UiConfig) -> App:
         gr.Markdown("# facestation", elem_id="title")
         parts, form = _create(ctx)
         _wire(ctx, parts, form, blocks)
+        blocks.load(on_page_load, None, [form[k] for k in controls.MODEL_KEYS], api_visibility="private",
+                    queue=False)
     parts["settings"] = form.controls
     return App(blocks, ctx, parts)
 
@@ -66,47 +78,60 @@ def create_app(config: UiConfig | None = None) -> gr.Blocks:
 
 
 def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]:
-    """The tabs on the left, the preview on the right; returns each part's components and the form."""
+    """Five tabs: Swap (inputs, preview, main and advanced settings), Queue, Presets, Models, System;
+    returns each part's components and the form of every settings control."""
     base = api.Settings()
     parts: dict[str, dict[str, Any]] = {}
     settings_controls: dict[str, Any] = {}
-    with gr.Row():
-        with gr.Column(scale=3), gr.Tabs(elem_id="tabs"):
-            parts["tabs"] = {}
-            for tab in TABS:
-                with gr.Tab(tab, id=tab, elem_id="tab-" + tab.split()[0].lower()) as parts["tabs"][tab]:
-                    settings_controls |= _create_tab(tab, ctx, base, parts)
-        with gr.Column(scale=2):
-            parts["preview"] = preview_panel.create()
+    parts["tabs"] = {}
+    with gr.Tabs(elem_id="tabs"):
+        with gr.Tab("Swap", id="Swap", elem_id="tab-swap") as parts["tabs"]["Swap"]:
+            settings_controls |= _create_swap(base, parts)
+        with gr.Tab("Queue", id="Queue", elem_id="tab-queue") as parts["tabs"]["Queue"]:
+            parts["queue"] = queue_tab.create(ctx)
+        with gr.Tab("Presets", id="Presets", elem_id="tab-presets") as parts["tabs"]["Presets"]:
+            parts["presets"] = presets_tab.create()
+        with gr.Tab("Models", id="Models", elem_id="tab-models") as parts["tabs"]["Models"]:
+            parts["models"] = models_tab.create()
+        with gr.Tab("System", id="System", elem_id="tab-system") as parts["tabs"]["System"]:
+            parts["system"] = system_tab.create()
     return parts, controls.SettingsForm(settings_controls)
 
 
-def _create_tab(tab: str, ctx: Ctx, base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Build one tab into ``parts``; returns the settings controls it shows."""
-    if tab == "Faces":
-        parts["faces"] = faces.create(base)
-        return dict(parts["faces"]["selector"])
-    if tab == "Queue":
-        parts["queue"] = queue_tab.create(ctx)
-    elif tab == "Presets":
-        parts["presets"] = presets_tab.create()
-    elif tab == "Models":
-        parts["models"] = models_tab.create()
-    elif tab == "System":
-        parts["system"] = system_tab.create()
-    else:
-        return controls.create_tab(tab, base)
-    return {}
+def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Source and target on the left, the preview on the right, the main settings under them and the
+    advanced ones grouped in a closed accordion; returns the settings controls."""
+    with gr.Row():
+        with gr.Column(scale=3):
+            parts["faces"] = faces.create(base)
+        with gr.Column(scale=2):
+            parts["preview"] = preview_panel.create()
+            main = controls.create_main(base)
+    shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
+    with gr.Accordion("Advanced settings", open=False, elem_id="advanced"):
+        for group in ADVANCED:
+            with gr.Accordion(group, open=False, elem_id="adv-" + group.split()[0].lower()):
+                shown |= controls.create_tab(group, base)
+    return shown
 
 
 def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsForm, blocks: gr.Blocks) -> None:
     f, p = parts["faces"], parts["preview"]
     faces.wire(f, form)
     preview_panel.wire(p, f, form)
-    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form)
+    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(parts["models"])
     system_tab.wire(ctx, parts["system"], form)
+    # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
+    models = [form[k] for k in controls.MODEL_KEYS]
+    parts["models"]["table"].change(controls.model_choice_updates, None, models, api_visibility="private")
+
+
+def on_page_load() -> list[Any]:
+    """Every page load lists the models there now (one just installed); the presets tab fetches the
+    caller's own presets itself (presets_tab.wire)."""
+    return controls.model_choice_updates()
 
 
 def launch_kwargs(app: App) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,18 @@ class Ctx:
         return not self.config.users or self.owner(request) in self.config.admins
 
 
+_SHELL_HINT = re.compile(r"[;:(]?\s*\(?(run|see|try):?\s+`?(facestation|pip|scripts/)[^)]*\)?", re.I)
+_PATH = re.compile(r"(?<![\w.])(/[\w.@+-]+)+/([\w.@+-]+)")
+
+
+def browser_message(text: str) -> str:
+    """An engine message as a browser user should read it: no shell commands, no server paths (a path is
+    cut to its file name)."""
+    text = _SHELL_HINT.sub("", text)
+    text = _PATH.sub(lambda m: m.group(2), text)
+    return " ".join(text.split()).rstrip(" ;,:")
+
+
 def user_errors(fn: F) -> F:
     """Turn the engine's UserError into a Gradio error toast the user can act on (and log it)."""
 
@@ -80,7 +93,7 @@ def user_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except api.UserError as exc:
             log.info("%s: %s", fn.__name__, exc)
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise gr.Error(browser_message(str(exc)), print_exception=False) from None
 
     return wrapper  # type: ignore[return-value]
 

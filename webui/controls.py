@@ -84,28 +84,64 @@ def _unwrap(annotation: Any) -> tuple[Any, FieldInfo | None]:
 
 
 def _label(key: str, info: FieldInfo) -> str:
-    name = key.split(".", 1)[1].replace("_", " ")
-    return name
+    """The field's title (plain words with the unit), else its key in words."""
+    return info.title or key.split(".", 1)[1].replace("_", " ").capitalize()
+
+
+def _ui_range(info: FieldInfo) -> dict[str, float]:
+    """A slider range narrower than the validation range, where the settings field gives one."""
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    low_high = extra.get("ui_range")
+    if isinstance(low_high, list | tuple) and len(low_high) == 2:
+        return {"min": float(low_high[0]), "max": float(low_high[1])}
+    return {}
+
+
+MODEL_KEYS = ("detector.model", "swapper.model", "enhancer.model", "mask.occluder", "mask.parser",
+              "landmarks.model")
+BATCH_CHOICES = ["auto", "1", "2", "4", "8", "16"]
+
+
+def choice_pairs(key: str, choices: Sequence[Any]) -> list[tuple[str, Any]]:
+    """(label, value) per choice: models marked "(not installed, 340 MB)", encoders limited to those that
+    really open here."""
+    if key == "output.encoder":
+        usable = api.usable_encoders()
+        choices = [c for c in choices if c in usable]
+    pairs = []
+    for c in choices:
+        label = "(none)" if c == "none" else api.choice_label(str(c)) if key in MODEL_KEYS else str(c)
+        pairs.append((label, NONE_VALUE if c == "none" else c))
+    return pairs
+
+
+def model_choice_updates() -> list[dict[str, Any]]:
+    """Fresh dropdown choices for every model setting (MODEL_KEYS order), after a model was installed."""
+    fields = api.settings_keys()
+    return [gr.update(choices=choice_pairs(k, _literal_choices(_unwrap(fields[k].annotation)[0]) or []))
+            for k in MODEL_KEYS]
 
 
 def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Component:
     """The widget for one settings key, with ``elem_id`` = ``set-section-key`` for tests and styling."""
     annotation, inner = _unwrap(info.annotation)
-    label = _label(key, info)
     elem_id = "set-" + key.replace(".", "-")
-    common: dict[str, Any] = {"label": label, "info": info.description, "elem_id": elem_id}
+    common: dict[str, Any] = {"label": _label(key, info), "info": info.description, "elem_id": elem_id}
     choices = _literal_choices(annotation)
     if choices is not None:
-        pairs = [("(none)", NONE_VALUE) if c == "none" else (str(c), c) for c in choices]
-        return gr.Dropdown(choices=pairs, value=NONE_VALUE if value == "none" else value, **common)
+        return gr.Dropdown(choices=choice_pairs(key, choices), value=NONE_VALUE if value == "none" else value,
+                           **common)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
+    if key == "execution.providers":  # only what really works here; what does not is dropped, not ticked
+        usable = list(api.usable_providers())
+        return gr.CheckboxGroup(choices=usable, value=[v for v in value if v in usable] or ["cpu"], **common)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis and _literal_choices(args[0]):
         return gr.CheckboxGroup(choices=_literal_choices(args[0]), value=list(value), **common)
     if annotation is bool:
         return gr.Checkbox(value=value, **common)
     if annotation in (int, float):
-        limits = _constraints(info) | (_constraints(inner) if inner else {})
+        limits = _constraints(info) | (_constraints(inner) if inner else {}) | _ui_range(info)
         if "min" in limits and "max" in limits:
             step = limits.get("step") or (1 if annotation is int else 0.01)
             return gr.Slider(limits["min"], limits["max"], value=value, step=step, **common)
@@ -117,16 +153,18 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
         return gr.Textbox(value="" if value is None else str(value), placeholder="none", **common)
     if origin is tuple:  # fixed tuple of ints (mask.padding) or a list of paths: "a, b, c"
         return gr.Textbox(value=", ".join(str(v) for v in value), interactive=key not in READ_ONLY, **common)
-    # unions such as Literal["auto"] | int (execution.batch_size): free text, validated by the model
+    if key == "execution.batch_size":  # "auto" or a number: a choice (a preset's other number still shows)
+        return gr.Dropdown(choices=BATCH_CHOICES, value=str(value), allow_custom_value=True, **common)
     return gr.Textbox(value=str(value), **common)
 
 
-def create_section(section: str, settings: api.Settings) -> dict[str, gr.components.Component]:
-    """Controls of one settings section, in declaration order, keyed ``section.key``."""
+def create_section(section: str, settings: api.Settings,
+                   skip: Sequence[str] = ()) -> dict[str, gr.components.Component]:
+    """Controls of one settings section, in declaration order, keyed ``section.key`` (but ``skip``)."""
     out: dict[str, gr.components.Component] = {}
     current = getattr(settings, section)
     for key, info in api.settings_keys().items():
-        if key.split(".", 1)[0] != section:
+        if key.split(".", 1)[0] != section or key in skip:
             continue
         out[key] = make_control(key, info, getattr(current, key.split(".", 1)[1]))
     return out
@@ -175,13 +213,36 @@ def values_of(keys: Sequence[str], settings: api.Settings) -> list[Any]:
     return out
 
 
+# the settings that matter most, shown on the main screen beside the preview; the rest are "advanced"
+MAIN_KEYS = ("swapper.model", "swapper.pixel_boost", "enhancer.model", "mask.types")
+SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
+                  "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
+                  "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
+                  "selector": "Which faces"}
+
+
+def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:
+    """The main settings (MAIN_KEYS), two by two."""
+    fields = api.settings_keys()
+    out: dict[str, gr.components.Component] = {}
+    with gr.Group(elem_id="main-settings"):
+        for pair in (MAIN_KEYS[:2], MAIN_KEYS[2:]):
+            with gr.Row():
+                for key in pair:
+                    section, name = key.split(".", 1)
+                    out[key] = make_control(key, fields[key], getattr(getattr(settings, section), name))
+    return out
+
+
 def create_tab(tab: str, settings: api.Settings) -> dict[str, gr.components.Component]:
-    """A settings tab: one open accordion per settings section shown on ``tab`` (see SECTION_TABS)."""
+    """A group of advanced settings: one labelled accordion per settings section shown on ``tab`` (see
+    SECTION_TABS), without the main settings (shown on the main screen)."""
     out: dict[str, gr.components.Component] = {}
     for section, where in SECTION_TABS.items():
         if where == tab:
-            with gr.Accordion(section.capitalize(), open=True):
-                out |= create_section(section, settings)
+            with gr.Accordion(SECTION_TITLES.get(section, section.capitalize()), open=True):
+                made = create_section(section, settings, skip=MAIN_KEYS)
+                out |= made
     return out
 
 
@@ -215,5 +276,12 @@ class SettingsForm:
         return settings
 
     def show(self, settings: api.Settings) -> list[Any]:
-        """Control values showing ``settings``, in the order of ``inputs``."""
-        return values_of(self.keys, settings)
+        """Control values showing ``settings``, in the order of ``inputs``; a provider or an encoder that
+        does not work on this machine is not shown (the controls do not offer it)."""
+        values = values_of(self.keys, settings)
+        for i, key in enumerate(self.keys):
+            if key == "execution.providers":
+                values[i] = [p for p in values[i] if p in api.usable_providers()] or ["cpu"]
+            elif key == "output.encoder" and values[i] not in api.usable_encoders():
+                values[i] = "auto"
+        return values

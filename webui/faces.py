@@ -12,7 +12,7 @@ import gradio as gr
 
 from pipeline import api
 from webui import controls
-from webui.common import user_errors
+from webui.common import browser_message, user_errors
 
 PICK_ONLY = "replace only this person"
 PICK_MAP = "map the next source photo to this person"
@@ -27,21 +27,21 @@ def create(settings: api.Settings) -> dict[str, Any]:
         c["target"] = gr.File(label="Target image or video", file_count="single", file_types=target_types,
                               type="filepath", elem_id="target")
     c["target_info"] = gr.Markdown("No target yet.", elem_id="target-info")
-    c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame", elem_id="frame", interactive=False)
+    c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame (drag, or arrow keys)", elem_id="frame",
+                           interactive=False, visible=False)
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6,
                             preview=False, object_fit="contain", height=180, allow_preview=False,
                             elem_id="faces", interactive=False)
     c["pick"] = gr.Radio([PICK_ONLY, PICK_MAP], value=PICK_ONLY, label="Clicking a face will", elem_id="pick")
-    with gr.Group():
+    with gr.Accordion("Which faces to replace", open=False, elem_id="which-faces"):
         c["selector"] = controls.create_section("selector", settings)
         c["clear_reference"] = gr.Button("Forget the chosen people", size="sm", elem_id="clear-reference")
-    c["mapping"] = gr.Markdown(
-        "**Source → target:** with no mapping, the source photos describe one person, put on the faces "
-        "chosen by the selector. To swap several people, upload one source photo per person and click, in "
-        "the same order, the face each one replaces with *map the next source photo* selected (fills "
-        "`mapping`).",
-        elem_id="mapping",
-    )
+        c["mapping"] = gr.Markdown(
+            "**Source → target:** with no mapping, the source photos describe one person, put on the faces "
+            "chosen by the selector. To swap several people, upload one source photo per person and click, "
+            "in the same order, the face each one replaces with *map the next source photo* selected.",
+            elem_id="mapping",
+        )
     return c
 
 
@@ -49,10 +49,14 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     """Target and frame fill the gallery; a click on a face picks that person (or maps the next source)."""
 
     def on_target(target: str | None, frame: int, *vals: Any) -> tuple[Any, ...]:
-        info, slider = describe_target(target)
-        return info, slider, gallery(target, 0, form.read(vals))
+        try:
+            info, slider = describe_target(target)
+            return info, slider, gallery(target, 0, form.read(vals))
+        except api.UserError as exc:  # shown in place of the description: no error badge left behind
+            shown = f'<span class="fs-problem">⚠ {browser_message(str(exc))}</span>'
+            return shown, gr.update(visible=False), []
 
-    c["target"].change(user_errors(on_target), [c["target"], c["frame"], *form.inputs],
+    c["target"].change(on_target, [c["target"], c["frame"], *form.inputs],
                        [c["target_info"], c["frame"], c["faces"]], api_visibility="private")
 
     def on_frame(target: str | None, frame: int, *vals: Any) -> Any:
@@ -81,14 +85,18 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
 def describe_target(target: str | None) -> tuple[str, dict[str, Any]]:
     """Markdown line and frame-slider update for a newly chosen target."""
     if not target:
-        return "No target yet.", gr.update(maximum=1, value=0, interactive=False)
+        return "No target yet.", gr.update(maximum=1, value=0, interactive=False, visible=False)
     info = api.check_media(target)
-    last = max(0, info.frames - 1)
-    return f"Target: {info.describe()}", gr.update(maximum=max(1, last), value=0, interactive=last > 0)
+    last = max(0, info.frames - 1)  # a still image has no frame slider
+    return f"Target: {info.describe()}", gr.update(maximum=max(1, last), value=0, interactive=last > 0,
+                                                   visible=last > 0)
 
 
 def gallery(target: str | None, frame: int, settings: api.Settings) -> list[tuple[Any, str]]:
     if not target:
         return []
-    found = api.faces_in(target, int(frame), settings)
+    try:
+        found = api.faces_in(target, int(frame), settings)
+    except api.ModelMissing:
+        return []  # the preview says which models are missing, once
     return [(f.crop, f"face {i + 1} ({f.score:.2f})") for i, f in enumerate(found)]

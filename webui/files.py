@@ -1,10 +1,11 @@
 """Results handed out by link: a random token per user, session and job, checked on every response.
 
 The outputs folder is never served and results never pass through Gradio's shared file cache. Download
+(and the Queue tab's before / after player, with inline links to the job's output and target)
 mints a token (:meth:`ResultLinks.issue`) bound to the signed-in user, the login session and the job;
 ``GET /facestation/result/<token>/<name>`` (:func:`route`) answers the file only when the same user in
-the same session asks, the link has not expired and the job is still there, done, with that output.
-Deleting a job revokes its links. Every other case gets the same 404, so a link tells nothing to
+the same session asks, the link has not expired and the job is still there, done, with that output (or
+target). Deleting a job revokes its links. Every other case gets the same 404, so a link tells nothing to
 anyone else.
 """
 
@@ -35,6 +36,7 @@ class Link:
     job_id: int
     path: Path
     expires: float
+    inline: bool = False  # shown in the page (the before / after player), not saved as a download
 
 
 class ResultLinks:
@@ -46,14 +48,15 @@ class ResultLinks:
         self._links: dict[str, Link] = {}
         self._lock = threading.Lock()
 
-    def issue(self, user: str, session: str, job_id: int, path: Path) -> str:
-        """A fresh link (a path on this server) to ``path`` for this user and session."""
+    def issue(self, user: str, session: str, job_id: int, path: Path, inline: bool = False) -> str:
+        """A fresh link (a path on this server) to ``path`` for this user and session; ``inline`` links
+        are served for playing in the page, the others as a download."""
         token = secrets.token_urlsafe(24)
         with self._lock:
             now = self._clock()
             for old in [t for t, link in self._links.items() if link.expires < now]:
                 del self._links[old]
-            self._links[token] = Link(user, session, job_id, Path(path), now + self.ttl_s)
+            self._links[token] = Link(user, session, job_id, Path(path), now + self.ttl_s, inline)
         return f"{PREFIX}/{token}/{quote(Path(path).name)}"
 
     def resolve(self, token: str, user: str, session: str) -> Link | None:
@@ -64,7 +67,7 @@ class ResultLinks:
         return link
 
     def revoke_job(self, job_id: int) -> int:
-        """Forget every link to ``job_id``'s output; returns how many there were."""
+        """Forget every link to ``job_id``'s files (output and target); returns how many there were."""
         with self._lock:
             gone = [t for t, link in self._links.items() if link.job_id == job_id]
             for token in gone:
@@ -82,7 +85,8 @@ def route(links: ResultLinks, still_valid: Callable[[Link], bool]) -> Route:
         if link is None or not still_valid(link) or not link.path.is_file():
             return JSONResponse({"detail": "no such file"}, status_code=404,
                                 headers={"cache-control": "no-store"})
-        return FileResponse(link.path, filename=link.path.name, content_disposition_type="attachment",
+        disposition = "inline" if link.inline else "attachment"
+        return FileResponse(link.path, filename=link.path.name, content_disposition_type=disposition,
                             headers={"cache-control": "private, no-store"})
 
     return Route(PREFIX + "/{token}/{name}", result, methods=["GET", "HEAD"])

@@ -17,7 +17,7 @@ def rows() -> list[list[Any]]:
     out = []
     for r in api.model_status():
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
-        out.append([r.name, r.role, state, round(r.size / 1e6, 1) if r.size else None, r.licence])
+        out.append([r.name, r.role, state, round(r.size / 1e6, 1) if r.size else "unknown", r.licence])
     return out
 
 

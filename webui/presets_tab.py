@@ -37,6 +37,7 @@ def create() -> dict[str, Any]:
     with gr.Row():
         c["save"] = gr.Button("Save (yours only)", variant="primary", elem_id="preset-save")
         c["publish"] = gr.Button("Publish to the studio (admins)", elem_id="preset-publish")
+    c["confirmed"] = gr.State("")  # the name a second Save (or Publish) replaces
     with gr.Row():
         c["import_file"] = gr.File(label="Import a preset file (.json)", file_types=[".json"],
                                    type="filepath", elem_id="preset-import")
@@ -55,12 +56,16 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> N
             raise api.UserError("choose a preset to load")
         return [*form.show(api.load_preset(name, ctx.owner(request))), f"loaded preset **{name}**"]
 
-    def on_save(request: gr.Request, name: str, description: str, *vals: Any) -> tuple[dict[str, Any], str]:
-        return save(ctx, request, name, description, form.read(vals))
+    def on_save(request: gr.Request, name: str, description: str, confirmed: str,
+                *vals: Any) -> tuple[Any, ...]:
+        return save(ctx, request, name, description, form.read(vals), confirmed)
 
-    def on_publish(request: gr.Request, name: str, description: str,
-                   *vals: Any) -> tuple[dict[str, Any], str]:
-        return save(ctx, request, name, description, form.read(vals), studio=True)
+    def on_publish(request: gr.Request, name: str, description: str, confirmed: str,
+                   *vals: Any) -> tuple[Any, ...]:
+        return save(ctx, request, name, description, form.read(vals), confirmed, studio=True)
+
+    def on_describe(name: str | None, request: gr.Request) -> tuple[Any, Any]:
+        return describe(name, ctx.owner(request), ctx.is_admin(request))
 
     def on_delete(name: str | None, request: gr.Request) -> tuple[dict[str, Any], str]:
         return delete(ctx, request, name)
@@ -77,26 +82,45 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> N
     listed = [c["list"], c["message"]]
     gr.on(shown, refresh, None, c["list"], api_visibility="private", queue=False, show_progress="hidden")
     c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
-    c["save"].click(user_errors(on_save), [c["name"], c["description"], *form.inputs], listed,
-                    api_visibility="private")
-    c["publish"].click(user_errors(on_publish), [c["name"], c["description"], *form.inputs], listed,
-                       api_visibility="private")
+    c["list"].change(on_describe, c["list"], [c["name"], c["description"]], api_visibility="private")
+    asked = [c["name"], c["description"], c["confirmed"], *form.inputs]
+    c["save"].click(user_errors(on_save), asked, [*listed, c["confirmed"]], api_visibility="private")
+    c["publish"].click(user_errors(on_publish), asked, [*listed, c["confirmed"]], api_visibility="private")
     c["delete"].click(user_errors(on_delete), c["list"], listed, api_visibility="private")
     c["import_file"].upload(user_errors(on_import), c["import_file"], listed, api_visibility="private")
     c["export"].click(user_errors(on_export), c["list"], [c["export_file"], c["message"]],
                       api_visibility="private")
 
 
+def describe(name: str | None, owner: str | None = None, admin: bool = False) -> tuple[Any, Any]:
+    """Choosing a preset puts its name and description in the save boxes (so saving again keeps them);
+    a name the caller cannot save under (built-in; studio, unless an admin) is left out."""
+    found = [p for p in api.list_presets(owner) if p.name == name]
+    if not found:
+        return gr.update(), gr.update()
+    keep = not found[0].builtin and (admin or not found[0].studio)
+    return (found[0].name if keep else ""), found[0].description
+
+
 def save(ctx: Ctx, request: gr.Request | None, name: str, description: str, settings: api.Settings,
-         studio: bool = False) -> tuple[dict[str, Any], str]:
-    """Save on the caller's shelf, or publish on the studio's (admins only)."""
+         confirmed: str = "", studio: bool = False) -> tuple[dict[str, Any], str, str]:
+    """Save on the caller's shelf, or publish on the studio's (admins only); a name already on that shelf
+    is only replaced by a second Save of the same name (the first one asks)."""
     owner = ctx.owner(request)
     if studio and not ctx.is_admin(request):
         raise api.UserError("only an admin can publish studio presets")
+    name = (name or "").strip()
+    if not name:
+        raise api.UserError("type a name for the preset first")
+    shelf = [p for p in api.list_presets(owner) if not p.builtin and p.studio == studio]
+    exists = any(p.name.lower() == name.lower() for p in shelf)
+    if exists and confirmed.lower() != name.lower():
+        again = "Publish" if studio else "Save"
+        return gr.update(), f"a preset named **{name}** exists: press {again} again to replace it", name
     path = api.save_preset(name, settings, description or "", owner=owner, studio=studio)
     ctx.audit.record(owner, "publish preset" if studio else "save preset", preset=path.stem)
     where = "published studio preset" if studio else "saved preset"
-    return gr.update(choices=choices(owner), value=path.stem), f"{where} **{path.stem}**"
+    return gr.update(choices=choices(owner), value=path.stem), f"{where} **{path.stem}**", ""
 
 
 def delete(ctx: Ctx, request: gr.Request | None, name: str | None) -> tuple[dict[str, Any], str]:

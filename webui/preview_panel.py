@@ -1,20 +1,23 @@
 """The preview panel: the chosen frame processed with the current settings, with a face-debugger overlay.
 
 The preview is rendered again on any change of the sources, the target, the frame, the overlay or a
-setting; only the last pending request runs.
+setting; only the last pending request runs. Before it renders, the same check as "Add to queue" runs
+(``api.check_swap``): a problem clears the preview and is shown once, under it, in plain words; missing
+models can be fetched from here.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from pipeline import api
-from webui.common import user_errors
-from webui.controls import SettingsForm
+from webui.common import browser_message, user_errors
+from webui.controls import MODEL_KEYS, SettingsForm, model_choice_updates
 
 
 def create() -> dict[str, Any]:
@@ -26,6 +29,12 @@ def create() -> dict[str, Any]:
                                    elem_id="overlay")
         c["add_job"] = gr.Button("Add to queue", variant="primary", elem_id="add-job")
     c["status"] = gr.Markdown("", elem_id="preview-status")
+    c["notice"] = gr.Markdown("", elem_id="preview-notice")
+    c["missing"] = gr.State([])
+    with gr.Row():
+        c["fetch"] = gr.Button("Fetch the missing models", visible=False, elem_id="fetch-missing", size="sm")
+        c["import"] = gr.UploadButton("Import a model file (.onnx)", file_types=[".onnx"], visible=False,
+                                      elem_id="import-missing", size="sm")
     return c
 
 
@@ -33,23 +42,72 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
     """Re-render on any change of the Faces tab's inputs (``faces``), the overlay or a setting."""
 
     def on_preview(sources: list[str] | None, target: str | None, frame: int, overlay: bool,
-                   *vals: Any) -> Any:
-        return render(form.read(vals), sources, target, frame, overlay)
+                   *vals: Any) -> tuple[Any, ...]:
+        try:
+            settings = form.read(vals)
+        except api.UserError as exc:
+            return None, problem(str(exc)), "", gr.update(visible=False), []
+        return render(settings, sources, target, frame, overlay)
 
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].release, c["overlay"].change]
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].release,
+                faces["frame"].input, c["overlay"].change]
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], *form.inputs]
-    gr.on(triggers, user_errors(on_preview), inputs, [c["image"], c["status"]], trigger_mode="always_last",
-          concurrency_limit=1, concurrency_id="preview", show_progress="minimal", api_visibility="private")
+    outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"]]
+    shown = gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", concurrency_limit=1,
+                  concurrency_id="preview", show_progress="minimal", api_visibility="private")
+    shown.then(lambda missing: gr.update(visible=bool(missing)), c["missing"], c["import"],
+               api_visibility="private", show_progress="hidden")
+
+    def on_import(path: str | None) -> str:
+        if not path:
+            return ""
+        entry = api.import_model(Path(path))
+        return f"imported {entry.name}"
+
+    imported = c["import"].upload(user_errors(on_import), c["import"], c["status"], api_visibility="private")
+    imported = imported.then(on_preview, inputs, outputs, api_visibility="private")
+    imported.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
+    fetched = c["fetch"].click(user_errors(fetch_missing), c["missing"], [c["status"], c["fetch"]],
+                               api_visibility="private")
+    fetched = fetched.then(on_preview, inputs, outputs, api_visibility="private")
+    fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
+
+
+def problem(message: str) -> str:
+    return f'<span class="fs-problem">⚠ {browser_message(message)}</span>'
 
 
 def render(settings: api.Settings, sources: Sequence[str] | None, target: str | None, frame: int,
-           overlay: bool) -> tuple[Any, str]:
+           overlay: bool) -> tuple[Any, str, str, Any, list[str]]:
+    """(preview image or None, status, notice, fetch-button update, missing model names)."""
+    hidden = gr.update(visible=False)
     if not target:
-        return None, "Add a target image or video to see a preview."
-    if not sources:
-        return api.read_frame(target, int(frame))[:, :, ::-1], "Add a source photo to see the swap."
-    started = time.perf_counter()
-    image = api.preview(settings, list(sources), target, int(frame), overlay)
+        return None, "Add a target image or video to see a preview.", "", hidden, []
+    try:
+        if not sources:
+            api.check_media(target)
+            return api.read_frame(target, int(frame))[:, :, ::-1], "Add a source photo to see the swap.", \
+                "", hidden, []
+        checked = api.check_swap(settings, list(sources), target)
+        started = time.perf_counter()
+        image = api.preview(settings, list(sources), target, int(frame), overlay)
+    except api.ModelsMissing as exc:
+        text = problem(f"{exc}. Fetch it here, or import a file you already have.")
+        return None, text, "", gr.update(visible=True), list(exc.names)
+    except api.UserError as exc:
+        return None, problem(str(exc)), "", hidden, []
     ms = (time.perf_counter() - started) * 1000
-    return image, f"Preview of frame {int(frame)}: {ms:.0f} ms"
+    notice = "".join(f'<span class="fs-notice">ⓘ {n}</span>' for n in checked.notices)
+    return image, f"Preview of frame {int(frame)}: {ms:.0f} ms", notice, hidden, []
+
+
+def fetch_missing(names: list[str], progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:  # noqa: B008
+    """Download the models the current settings need, one after the other, with a progress bar."""
+    for i, name in enumerate(names):
+        def report(done: int, total: int, name: str = name, i: int = i) -> None:
+            progress(done / total if total else None,
+                     desc=f"{name} ({i + 1} of {len(names)}): {done / 1e6:.1f} MB")
+
+        api.fetch_model(name, progress=report)
+    return f"installed {', '.join(names)}", gr.update(visible=False)

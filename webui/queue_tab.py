@@ -16,60 +16,149 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import Ctx, user_errors
+from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 from webui.files import Link
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
 
+# a click on a row selects its job: the number goes into the hidden #job-id box, which the actions read
+SELECT_ROW_JS = """
+element.addEventListener('click', (e) => {
+  const row = e.target.closest('tr[data-job]');
+  if (!row) return;
+  const box = document.querySelector('#job-id textarea, #job-id input');
+  box.value = row.dataset.job;
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+  box.dispatchEvent(new Event('change', {bubbles: true}));
+  box.dispatchEvent(new KeyboardEvent('keypress', {key: 'Enter', bubbles: true}));
+  element.querySelectorAll('tr.fs-selected').forEach((r) => r.classList.remove('fs-selected'));
+  row.classList.add('fs-selected');
+});
+"""
+
+
 def create(ctx: Ctx) -> dict[str, Any]:
     c: dict[str, Any] = {}
-    c["table"] = gr.HTML(render_jobs([]), elem_id="jobs")
+    gr.Markdown("Click a job to select it; the buttons act on the selected job.", elem_id="queue-help")
+    c["table"] = gr.HTML(render_jobs([]), elem_id="jobs", js_on_load=SELECT_ROW_JS)
+    c["job_id"] = gr.Textbox("", elem_id="job-id", elem_classes=["fs-hidden"], show_label=False,
+                             container=False)
     with gr.Row():
-        c["job_id"] = gr.Number(label="Job", precision=0, minimum=1, elem_id="job-id", scale=1)
+        c["selected"] = gr.Markdown("No job selected.", elem_id="job-selected")
         for action in ACTIONS:
             c[action] = gr.Button(action.capitalize(), size="sm", elem_id=f"job-{action}", scale=0,
                                   min_width=80)
-        c["download"] = gr.Button("Download", size="sm", variant="primary", elem_id="job-download", scale=0,
-                                  min_width=100)
     c["message"] = gr.Markdown("", elem_id="queue-message")
+    # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
+    c["player"] = gr.HTML("", elem_id="job-player")
+    c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
+                          visible=False, height=240)
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
     c["timer"] = gr.Timer(ctx.config.poll_s)
     return c
 
 
-def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm) -> None:
+def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,
+         status: Any | None = None) -> None:
     """The add button under the preview (``add_job``) queues the Faces tab's inputs (``faces``) with the
-    settings; the table polls the store; the buttons act on the job whose number is typed under Job."""
+    settings; the table polls the store; the buttons act on the selected row's job."""
 
     def on_add(request: gr.Request, sources: list[str] | None, target: str | None,
-               *vals: Any) -> tuple[str, str]:
-        job = submit(ctx, form.read(vals), sources, target, request)
+               *vals: Any) -> tuple[str, str, Any]:
+        try:
+            job = submit(ctx, form.read(vals), sources, target, request)
+        except api.UserError as exc:  # shown once, beside the button; no job is created
+            return gr.update(), render_jobs(visible_jobs(ctx, request)), refused(str(exc))
         gr.Info(f"queued job {job.id}")
-        return f"queued job {job.id} → {job.output}", render_jobs(visible_jobs(ctx, request))
+        return f"queued job {job.id}: {Path(job.output).name}", render_jobs(visible_jobs(ctx, request)), \
+            f"queued job {job.id}: follow it in the Queue tab"
 
     # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
-    add_job.click(user_errors(on_add), [faces["sources"], faces["target"], *form.inputs],
-                  [c["message"], c["table"]], api_visibility="private", trigger_mode="multiple")
+    add_job.click(on_add, [faces["sources"], faces["target"], *form.inputs],
+                  [c["message"], c["table"], status if status is not None else c["message"]],
+                  api_visibility="private", trigger_mode="multiple")
 
-    def refresh(request: gr.Request) -> str:
+    def refresh(job_id: str, request: gr.Request) -> str:
         show_owner = bool(ctx.config.users) and ctx.is_admin(request)
-        return render_jobs(visible_jobs(ctx, request), show_owner=show_owner)
+        return render_jobs(visible_jobs(ctx, request), show_owner=show_owner, selected=_number(job_id))
 
-    c["timer"].tick(refresh, None, c["table"], show_progress="hidden", api_visibility="private", queue=False)
+    c["timer"].tick(refresh, c["job_id"], c["table"], show_progress="hidden", api_visibility="private",
+                    queue=False)
     for action in ACTIONS:
-        def act(job_id: float | None, request: gr.Request, action: str = action) -> tuple[str, str]:
-            return job_action(ctx, action, job_id, request), refresh(request)
+        def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
+            return job_action(ctx, action, _number(job_id), request), refresh(job_id, request)
 
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
 
-    def fetch(job_id: float | None, request: gr.Request) -> tuple[str, str]:
-        link = download(ctx, job_id, request)
-        name = html.escape(link.rsplit("/", 1)[-1])
-        return f'<a href="{html.escape(link)}" download>⤓ {name}</a> (a link for you only, this session)', ""
+    shown = [c["selected"], c["player"], c["file"]]
 
-    c["download"].click(user_errors(fetch), c["job_id"], [c["file"], c["message"]], api_visibility="private")
+    def on_tick_thumb(job_id: str, request: gr.Request) -> Any:
+        return thumbnail(ctx, _number(job_id), request)
+
+    c["timer"].tick(on_tick_thumb, c["job_id"], c["thumb"], show_progress="hidden", api_visibility="private")
+
+    def on_select(job_id: str, request: gr.Request) -> list[Any]:
+        return show_job(ctx, _number(job_id), request)
+
+    gr.on([c["job_id"].change, c["job_id"].submit], user_errors(on_select), c["job_id"], shown,
+          api_visibility="private", trigger_mode="always_last")
+
+
+def _number(job_id: str | float | None) -> int | None:
+    text = str(job_id or "").strip()
+    return int(float(text)) if text.replace(".", "", 1).isdigit() else None
+
+
+def thumbnail(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> Any:
+    """While the selected job renders, the last frame of its newest finished segment; else hidden."""
+    if job_id is None:
+        return gr.update(visible=False)
+    try:
+        job = _own_job(ctx, job_id, request)
+    except api.UserError:
+        return gr.update(visible=False)
+    frame = api.latest_frame(job.id) if job.state == "running" else None
+    return gr.update(visible=frame is not None, value=frame)
+
+
+def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[Any]:
+    """The selected job: its state; a done job plays beside its target (before / after) and is offered
+    for download, all by private links; a failed job says why."""
+    if job_id is None:
+        return ["No job selected.", "", ""]
+    job = _own_job(ctx, job_id, request)
+    name = html.escape(Path(job.target).name.split("-", 1)[-1])
+    if job.state == "failed":
+        reason = html.escape(browser_message(job.error or "no reason recorded"))
+        return [f'**Job {job.id}** ({name}): <span class="fs-error">failed: {reason}</span>', "", ""]
+    if job.state != "done":
+        return [f"**Job {job.id}** ({name}): {job.state}", "", ""]
+    link = download(ctx, job.id, request)
+    user, session = ctx.owner(request), ctx.session(request)
+    before = ctx.links.issue(user, session, job.id, Path(job.target), inline=True)
+    after = ctx.links.issue(user, session, job.id, Path(job.output), inline=True)
+    return [f"**Job {job.id}** ({name}): done", player(before, after), download_html(link)]
+
+
+def player(before: str, after: str) -> str:
+    """Before and after side by side: two videos, or two images, each from its own private link."""
+    video = Path(after).suffix.lower() in api.VIDEO_SUFFIXES
+
+    def pane(which: str, title: str, link: str) -> str:
+        src = html.escape(link)
+        shown = (f'<video controls preload="metadata" src="{src}"></video>' if video
+                 else f'<img src="{src}" alt="{title}">')
+        return f'<figure id="job-{which}" class="fs-pane"><figcaption>{title}</figcaption>{shown}</figure>'
+
+    return (f'<div class="fs-player">{pane("before", "Before (target)", before)}'
+            f'{pane("after", "After (result)", after)}</div>')
+
+
+def download_html(link: str) -> str:
+    name = html.escape(link.rsplit("/", 1)[-1])
+    return f'<a href="{html.escape(link)}" download>⤓ {name}</a> (a link for you only, this session)'
 
 
 def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
@@ -80,10 +169,7 @@ def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
 def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, target: str | None,
            request: gr.Request | None) -> api.Job:
     """Check and stash the inputs, then queue a render with these settings (nothing renders here)."""
-    if not sources:
-        raise api.UserError("add a source photo (the face to put in) before queueing")
-    if not target:
-        raise api.UserError("add a target image or video before queueing")
+    api.check_swap(settings, sources, target, ctx.outputs)  # what the preview checks, and the output folder
     stashed = [api.stash(s, ("image",)) for s in sources]
     kept_target = api.stash(target)
     owner = ctx.owner(request)
@@ -93,6 +179,10 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     return job
 
 
+def refused(message: str) -> str:
+    return f'<span class="fs-problem">⚠ not queued: {browser_message(message)}</span>'
+
+
 def no_such_job(job_id: int) -> str:
     """The one answer for a job that does not exist and a job of someone else (ids cannot be probed)."""
     return f"no job {job_id} of yours in the queue"
@@ -100,7 +190,7 @@ def no_such_job(job_id: int) -> str:
 
 def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.Job:
     if job_id is None:
-        raise api.UserError("type the number of a job first")
+        raise api.UserError("select a job first: click its row")
     try:
         job = ctx.store.get(int(job_id))
     except api.UserError:
@@ -123,12 +213,13 @@ def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> str:
 
 
 def link_valid(ctx: Ctx, link: Link) -> bool:
-    """Is a result link's job still there, done, with the same output? (asked on every download)"""
+    """Is a link's job still there, done, with the same output (or target, for the before pane)?
+    (asked on every response)"""
     try:
         job = ctx.store.get(link.job_id)
     except api.UserError:
         return False
-    return job.state == "done" and Path(job.output) == link.path
+    return job.state == "done" and link.path in (Path(job.output), Path(job.target))
 
 
 def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request | None) -> str:
@@ -160,7 +251,7 @@ def _eta(seconds: float | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
+def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False, selected: int | None = None) -> str:
     """The jobs as an HTML table with a progress bar per job and a download link once done."""
     if not jobs:
         return '<p class="fs-empty">No jobs yet: set up a swap and press "Add to queue".</p>'
@@ -176,8 +267,8 @@ def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
             frames += f' <span class="fs-farm">· {p.stage["running"]} at once</span>'
         out = Path(job.output)
         if job.state == "done" and out.is_file():
-            link = f'<span class="fs-download" title="type {job.id} under Job and press Download">' \
-                   f"{html.escape(out.name)} ⤓</span>"
+            link = f'<span class="fs-download" title="click the row to play and download it">' \
+                   f"{html.escape(out.name)} ▶</span>"
         elif job.state == "failed":
             link = f'<span class="fs-error">{html.escape(job.error or "failed")}</span>'
         else:
@@ -196,7 +287,8 @@ def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False) -> str:
             link,
         ]
         row = "".join(f"<td>{x}</td>" for x in cells)
-        rows.append(f'<tr data-job="{job.id}" data-state="{job.state}">{row}</tr>')
+        mark = ' class="fs-selected"' if job.id == selected else ""
+        rows.append(f'<tr data-job="{job.id}" data-state="{job.state}"{mark}>{row}</tr>')
     stamp = time.strftime("%H:%M:%S")
     return (f'<table class="fs-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<p class="fs-updated">updated {stamp}</p>')

@@ -15,7 +15,8 @@ from webui.controls import SettingsForm
 def report() -> str:
     lines = ["### Inference"]
     try:
-        lines.append(f"- providers available: {', '.join(api.available_providers())}")
+        lines.append(f"- models can run on: {', '.join(api.usable_providers())} "
+                     f"(onnxruntime was built with {', '.join(api.available_providers())})")
         loaded = api.loaded_sessions()
         if loaded:
             lines += [f"- loaded: `{m['model']}` on {', '.join(m['providers'])}" for m in loaded]
@@ -29,9 +30,11 @@ def report() -> str:
         lines.append(f"- ffmpeg: `{tools.ffmpeg}`")
         lines.append(f"- ffprobe: `{tools.ffprobe or 'not found (PyAV probes instead)'}`")
         have = api.ffmpeg_encoders(tools.ffmpeg)
+        works = api.usable_encoders()
         known = [e for e in get_args(api.Encoder) if e != "auto"]
-        lines.append("- encoders: " + ", ".join(f"{e} {'✓' if e in have else '✗'}" for e in known)
-                     + " (NVENC is confirmed by a trial encode when a render starts)")
+        marks = [f"{e} ✓" if e in works else f"{e} ✗ (listed, does not open here)" if e in have else f"{e} ✗"
+                 for e in known]
+        lines.append("- encoders: " + ", ".join(marks) + " (NVENC confirmed by a one-frame trial encode)")
     except Exception as exc:  # noqa: BLE001 - shown to the user, e.g. FFmpegMissing
         lines.append(f"- ffmpeg not usable: {exc}")
     return "\n".join(lines + farm_lines(api.farm_status()))

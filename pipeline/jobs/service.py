@@ -86,3 +86,28 @@ def delete(store: JobStore, job_id: int) -> Job:
     store.delete(job_id)
     discard(job.id, job.output)
     return job
+
+
+_latest: dict[int, tuple[str, Any]] = {}  # job id -> (segment name, its last frame as RGB)
+
+
+def latest_frame(job_id: int) -> Any | None:
+    """The last frame of a running job's newest finished segment, as RGB (None before the first one).
+
+    Decoded once per segment: polling it costs nothing until the next segment is done."""
+    from pipeline.jobs.runner import work_dir
+    from pipeline.media import check_media
+    from pipeline.preview import read_frame
+
+    for segment in sorted(work_dir(job_id).glob("seg-*"), reverse=True):
+        cached = _latest.get(job_id)
+        if cached and cached[0] == segment.name:
+            return cached[1]
+        try:
+            info = check_media(segment, ("video",))
+            frame = read_frame(segment, max(0, info.frames - 1))[:, :, ::-1].copy()
+        except UserError:  # the segment being written: not readable yet
+            continue
+        _latest[job_id] = (segment.name, frame)
+        return frame
+    return None

