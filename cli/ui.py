@@ -103,6 +103,19 @@ def _tls_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"self_signed": bool(args.listen and not args.insecure), "insecure": bool(args.insecure)}
 
 
+def urls(scheme: str, host: str, port: int) -> list[str]:
+    """The addresses a colleague can open: every IPv4 address of this machine when bound to all of them
+    (loopback last), else the one bound."""
+    if host not in ("0.0.0.0", "::", ""):
+        return [f"{scheme}://{host}:{port}"]
+    import psutil
+
+    found = {a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+             if a.family.name == "AF_INET" and a.address}
+    lan = sorted(a for a in found if not a.startswith("127."))
+    return [f"{scheme}://{a}:{port}" for a in [*lan, "127.0.0.1"]]
+
+
 def config_from_args(args: argparse.Namespace) -> Any:
     from webui.common import UiConfig
 
@@ -139,8 +152,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
     config = config_from_args(args)  # refuse bad options before importing Gradio (slow)
     from webui.app import serve
 
+    scheme = "https" if config.tls else "http"
     where = "the network" if args.listen else "this machine only"
-    log.warning("facestation UI on %s://%s:%d (%s)", "https" if config.tls else "http",
-                "127.0.0.1" if not args.listen else "<this host>", config.port, where)
+    for url in urls(scheme, config.host, config.port):
+        log.warning("facestation UI on %s (%s)", url, where)
     serve(config, block=True)
     return 0

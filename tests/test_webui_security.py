@@ -407,3 +407,40 @@ def test_nothing_handed_out_survives_a_restart(tmp_path: Path) -> None:
             client = login(url, user, password)
             assert client.get(href).status_code == 404
             assert client.get(f"/gradio_api/file={path}").status_code == 403
+
+
+def test_the_page_says_who_is_signed_in_and_offers_a_log_out() -> None:
+    from types import SimpleNamespace
+
+    from webui.app import build, signed_in
+    from webui.common import UiConfig
+
+    cfg = UiConfig(users=(("alice", "a"), ("carol", "c")), admins=frozenset({"carol"}), worker=False)
+    app = build(cfg)
+    ctx = app.ctx
+    assert signed_in(ctx, SimpleNamespace(username="alice")) == "signed in as **alice**"  # type: ignore[arg-type]
+    assert "admin" in signed_in(ctx, SimpleNamespace(username="carol"))  # type: ignore[arg-type]
+    buttons = [b for b in app.blocks.blocks.values() if getattr(b, "elem_id", None) == "logout"]
+    assert len(buttons) == 1 and buttons[0].link == "/logout" and buttons[0].visible
+    local = build(UiConfig(worker=False))
+    assert signed_in(local.ctx, None) == ""
+    assert not [b for b in local.blocks.blocks.values() if getattr(b, "elem_id", None) == "logout"][0].visible
+
+
+def test_start_up_names_the_machines_real_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    from types import SimpleNamespace
+
+    import psutil
+
+    from cli.ui import urls
+
+    def addr(family: socket.AddressFamily, address: str) -> SimpleNamespace:
+        return SimpleNamespace(family=family, address=address)
+
+    fake = {"lo": [addr(socket.AF_INET, "127.0.0.1")],
+            "eth0": [addr(socket.AF_INET, "192.168.1.23"), addr(socket.AF_INET6, "fe80::1")]}
+    monkeypatch.setattr(psutil, "net_if_addrs", lambda: fake)
+    assert urls("https", "0.0.0.0", 7860) == ["https://192.168.1.23:7860", "https://127.0.0.1:7860"]
+    assert urls("http", "127.0.0.1", 7861) == ["http://127.0.0.1:7861"]
+    assert not any("<this host>" in u for u in urls("https", "0.0.0.0", 1))

@@ -64,11 +64,20 @@ def build(config: UiConfig) -> App:
               guard=Guard(frozenset(u for u, _ in config.users), audit))
     # Gradio's cache (uploads, previews) is emptied every hour of what is a day old, and at shutdown
     with gr.Blocks(title="facestation", delete_cache=CACHE_CLEANING) as blocks:
-        gr.Markdown("# facestation", elem_id="title")
+        with gr.Row(equal_height=True):
+            gr.Markdown("# facestation", elem_id="title")
+            who = gr.Markdown("", elem_id="whoami")
+            gr.Button("Log out", link="/logout", size="sm", scale=0, min_width=90, elem_id="logout",
+                      visible=bool(config.users))
         parts, form = _create(ctx)
         _wire(ctx, parts, form, blocks)
         blocks.load(on_page_load, None, [form[k] for k in controls.MODEL_KEYS], api_visibility="private",
                     queue=False)
+
+        def whoami(request: gr.Request) -> str:
+            return signed_in(ctx, request)
+
+        blocks.load(whoami, None, who, api_visibility="private", queue=False)
     parts["settings"] = form.controls
     return App(blocks, ctx, parts)
 
@@ -126,6 +135,14 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
     models = [form[k] for k in controls.MODEL_KEYS]
     parts["models"]["table"].change(controls.model_choice_updates, None, models, api_visibility="private")
+
+
+def signed_in(ctx: Ctx, request: gr.Request | None) -> str:
+    """Who is signed in, shown beside the Log out button ("" without a login)."""
+    user = ctx.owner(request)
+    if not ctx.config.users or not user:
+        return ""
+    return f"signed in as **{user}**" + (" (admin: sees every job)" if user in ctx.config.admins else "")
 
 
 def on_page_load() -> list[Any]:
