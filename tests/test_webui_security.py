@@ -444,3 +444,11 @@ def test_start_up_names_the_machines_real_addresses(monkeypatch: pytest.MonkeyPa
     assert urls("https", "0.0.0.0", 7860) == ["https://192.168.1.23:7860", "https://127.0.0.1:7860"]
     assert urls("http", "127.0.0.1", 7861) == ["http://127.0.0.1:7861"]
     assert not any("<this host>" in u for u in urls("https", "0.0.0.0", 1))
+
+
+def test_log_out_ends_the_session(studio: tuple[str, Any]) -> None:
+    url, _app = studio
+    alice = login(url, *USERS[0])
+    assert alice.get("/config").status_code == 200
+    alice.get("/logout")
+    assert alice.get("/config").status_code == 401
