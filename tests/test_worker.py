@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import time
 from pathlib import Path
@@ -90,20 +91,25 @@ def test_an_internal_error_is_retried_a_users_error_is_not(tmp_path: Path,
     """Errors the job raises count towards max_attempts: an internal one is retried (from its segments), a
     user's fails the job at once; the worker counts the jobs that failed."""
     store = JobStore(tmp_path / "q.sqlite3", max_attempts=3)
-    flaky = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "a.png", FAST)
-    bad = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "b.png", FAST)
+    flaky, bad, locked = (store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path),
+                                    tmp_path / f"{name}.png", FAST) for name in ("a", "b", "c"))
     calls: list[int] = []
 
     def execute(job, ctx):  # type: ignore[no-untyped-def]
         calls.append(job.id)
         if job.id == bad.id:
             raise UserError("the source face is too small")
+        if job.id == locked.id:  # a folder that refuses the file is the user's to fix too
+            raise PermissionError(errno.EACCES, "Permission denied", "/x/locked/.c.job3.partial.png")
         raise RuntimeError("CUDA error: unspecified launch failure")
 
     monkeypatch.setattr(runner, "execute", execute)
     worker = Worker(store, "w")
-    assert worker.run(once=True) == 0 and worker.jobs_failed == 2
-    assert calls == [flaky.id] * 3 + [bad.id]
+    assert worker.run(once=True) == 0 and worker.jobs_failed == 3
+    assert calls == [flaky.id] * 3 + [bad.id, locked.id]
+    c = store.get(locked.id)
+    assert c.state == "failed" and c.failures == 1
+    assert c.error == "cannot write in /x/locked: permission denied (.c.job3.partial.png)"
     a, b = store.get(flaky.id), store.get(bad.id)
     assert a.state == "failed" and (a.attempts, a.failures) == (3, 3)
     assert a.error == "RuntimeError: CUDA error: unspecified launch failure"

@@ -283,20 +283,23 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
         rc = process.wait()
         if process.cancelled or (cancel is not None and cancel.is_set()):
             raise Cancelled("joining cancelled")
-        if rc != 0:
+        # ffmpeg exits 0 when the disk fills while it writes the trailer: read what it said, too
+        said = process.tail(lines=30)
+        refused = next((r for r in _UNWRITABLE if r.lower() in said.lower()), None)
+        if rc != 0 or refused or "Error writing trailer" in said or "Error closing file" in said:
             reason = process.last_error()
-            refused = next((r for r in _UNWRITABLE if r.lower() in reason.lower()), None)
             if refused:
                 raise OutputNotWritable(f"cannot write {output}: {refused.lower()} in {output.parent}; "
                                         "make room or choose another folder, then retry the job")
             raise ConcatError(f"joining the segments of {output.name} failed: {reason}")
+        process.close()
+        with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
+            os.fsync(fh.fileno())
     except BaseException:
         process.close()
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only folder: there is nothing to remove
+            partial.unlink(missing_ok=True)
         raise
-    process.close()
-    with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
-        os.fsync(fh.fileno())
     os.replace(partial, output)
     with contextlib.suppress(OSError):
         dir_fd = os.open(output.parent, os.O_RDONLY)

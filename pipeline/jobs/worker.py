@@ -20,6 +20,7 @@ a worker that is killed, or a machine that reboots, shows as stale and the job i
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -86,7 +87,18 @@ def worker_lock(store: JobStore, worker_id: str) -> Iterator[None]:
         fh.close()
 
 
+# a file system that refuses to write (read-only, full, no permission): the user's to fix, not worth a retry
+_REFUSED = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM})
+
+
+def _users_fault(exc: BaseException) -> bool:
+    return isinstance(exc, UserError) or (isinstance(exc, OSError) and exc.errno in _REFUSED)
+
+
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno in _REFUSED and exc.filename:
+        where = Path(str(exc.filename))
+        return f"cannot write in {where.parent}: {(exc.strerror or 'refused').lower()} ({where.name})"
     text = str(exc).strip().splitlines()
     message = text[0] if text else ""
     return message if isinstance(exc, UserError) else f"{type(exc).__name__}: {message}".rstrip(": ")
@@ -216,7 +228,7 @@ class Worker:
         """The job raised ``exc``: a user's error fails it at once; another is retried (from its finished
         segments) until it has happened ``max_attempts`` times."""
         message = _one_line(exc)
-        users = isinstance(exc, UserError)
+        users = _users_fault(exc)
         if not users:
             tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-LOG_TAIL_LINES:]
             self._log(job.id, "\n".join(tail))
