@@ -233,7 +233,8 @@ class Worker:
             tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-LOG_TAIL_LINES:]
             self._log(job.id, "\n".join(tail))
         # a half-joined file goes; finished segments stay for a retry
-        runner.segments.remove_temp_outputs(Path(job.output), job.id)
+        with contextlib.suppress(OSError):  # a folder that refuses writes may refuse this too
+            runner.segments.remove_temp_outputs(Path(job.output), job.id)
         try:
             final = self.store.fail(job.id, message, retry=not users, worker_id=self.worker_id)
         except ClaimLost:
