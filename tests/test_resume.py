@@ -132,6 +132,22 @@ def test_uneven_segments_join_frame_exact_without_drift(tmp_path: Path) -> None:
     assert abs(_duration(out, "audio") - _duration(clip, "audio")) <= 0.05
 
 
+def test_a_frame_count_or_nothing_ends_segments_too(tmp_path: Path) -> None:
+    """A planned segment (a farm task's range) is cut by frame count; with no rule the sink writes one."""
+    clip = make_clip(tmp_path / "src.mp4", seconds=25 / 30, size=(64, 48), audio=False)
+    info = probe(clip)
+    frames = list(read_frames(clip))
+    for cap, lengths in ((10, [10, 10, 5]), (None, [25])):
+        recorded: list[segments.Segment] = []
+        writer = segments.SegmentWriter(tmp_path / str(len(lengths)), first_frame=100, source=info,
+                                        settings=FAST, size=(64, 48), on_segment=recorded.append,
+                                        segment_frames=cap)
+        for frame in frames:
+            writer.write(frame)
+        writer.close()
+        assert [(s.start, s.frames) for s in recorded] == list(zip([100, 110, 120], lengths, strict=False))
+
+
 def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Path) -> None:
     """Stop the in-thread worker mid-job (it re-queues the job), start another: the job resumes,
     frames exact.

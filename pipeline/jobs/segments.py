@@ -152,20 +152,22 @@ def clear_work(work: Path, keep: list[Segment] | None = None) -> None:
 
 
 class SegmentWriter:
-    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment as ``pace`` says, each
+    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment as ``pace`` says (by
+    wall time) or after ``segment_frames`` frames, whichever comes first (neither: one segment), each
     encoded like a one-piece render of ``source`` with ``settings`` (:func:`encoder_for`), without audio.
 
     ``on_segment(segment)`` is called (from the encode thread) as soon as each segment file is complete
     and on disk.
     """
 
-    def __init__(self, work: Path, *, first_frame: int, pace: Pace, source: VideoInfo,
-                 settings: Settings, size: tuple[int, int], on_segment: Callable[[Segment], None],
-                 cancel: threading.Event | None = None,
+    def __init__(self, work: Path, *, first_frame: int, source: VideoInfo, settings: Settings,
+                 size: tuple[int, int], on_segment: Callable[[Segment], None], pace: Pace | None = None,
+                 segment_frames: int | None = None, cancel: threading.Event | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.work = work
         self.next_start = first_frame
         self.pace = pace
+        self.segment_frames = segment_frames
         self.source, self.settings, self.size, self.cancel = source, settings, size, cancel
         self.on_segment = on_segment
         self._clock = clock
@@ -185,8 +187,14 @@ class SegmentWriter:
             self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
             self._opened = self._clock()
         self._current.write(frame)
-        if self.pace.ends(self._clock() - self._opened, first=self._segments == 0):
+        if self._segment_ends(self._current.frames):
             self._finish_segment()
+
+    def _segment_ends(self, frames: int) -> bool:
+        if self.segment_frames is not None and frames >= self.segment_frames:
+            return True
+        elapsed = self._clock() - self._opened
+        return self.pace is not None and self.pace.ends(elapsed, first=self._segments == 0)
 
     def _finish_segment(self) -> None:
         assert self._current is not None
