@@ -47,13 +47,14 @@ def _row(job: Job, store: JobStore) -> dict[str, Any]:
     }
 
 
-def _progress_text(job: Job) -> str:
-    """``42.0% 126/300`` while it runs or once done; nothing for a failed or cancelled job (its reason is
-    what counts, not how far it got)."""
+def _progress_text(job: Job, gone: bool) -> str:
+    """``42.0% 126/300`` while it runs or once done (the frames it keeps when its worker is gone); nothing
+    for a failed or cancelled job (its reason is what counts, not how far it got)."""
     p = job.progress
-    if job.state in ("failed", "cancelled") or p.fraction is None:
+    if job.state in ("failed", "cancelled") or not p.frames_total:
         return ""
-    return f"{p.fraction * 100:5.1f}% {p.frames_done}/{p.frames_total}"
+    done = job.kept_frames if gone else p.frames_done
+    return f"{min(1.0, done / p.frames_total) * 100:5.1f}% {done}/{p.frames_total}"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -67,11 +68,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print(f"{'id':>4}  {'state':9}  {'progress':>14}  target -> output")
     for job in jobs:
-        prog = _progress_text(job)
+        gone = store.holder_gone(job)
+        prog = _progress_text(job, gone)
         line = f"{job.id:>4}  {job.state:9}  {prog:>14}  {Path(job.target).name} -> {job.output}"
         if job.state == "failed":
             line += f"  [failed: {job.error}]"
-        elif store.holder_gone(job):
+        elif gone:
             line += f"  [its worker {job.worker_id} is gone: it resumes when a worker starts; cancel or " \
                     "delete it at once]"
         print(line)

@@ -253,10 +253,12 @@ def test_worker_deaths_never_fail_a_job(tmp_path: Path) -> None:
         if death % 3 == 0:
             store.set_resume(a, {"segments": [{"file": f"s{death}", "start": 0, "frames": 5}]},
                              worker_id=f"w{death}")
+        store.update_progress(a, Progress(40, 300), worker_id=f"w{death}")  # rendered, not all kept
         clock.now += 11
         assert store.reclaim_stale() == [a]
         job = store.get(a)
         assert job.state == "queued" and job.error is None and job.failures == 0
+        assert job.progress.frames_done == 5  # what the next run keeps
     assert store.get(a).log.count("re-queued") == 12
     store.claim_next("w-last")
     assert store.release_worker("w-last") == [a]  # a restart under the same id: back in the queue too

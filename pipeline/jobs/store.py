@@ -374,11 +374,11 @@ class JobStore:
         """A dead or stopping worker's job: queued again at its place (cancelled if that was asked). A
         worker's death is not the job's fault: it never fails the job."""
         state = "cancelled" if job.cancel_requested else "queued"
-        con.execute(
+        con.execute(  # its progress: what the next run keeps, not what the dead one had rendered
             "UPDATE jobs SET state = ?, worker_id = NULL, worker_host = NULL, worker_pid = NULL, "
-            "heartbeat_at = NULL, fps = NULL, eta_s = NULL, "
+            "heartbeat_at = NULL, frames_done = ?, fps = NULL, eta_s = NULL, "
             "finished_at = CASE WHEN ? = 'queued' THEN NULL ELSE ? END WHERE id = ?",
-            (state, state, now, job.id),
+            (state, job.kept_frames, state, now, job.id),
         )
         self._log(con, job.id, f"{why}: job {'re-queued' if state == 'queued' else state}")
         log.warning("job %d: %s -> %s", job.id, why, state)
