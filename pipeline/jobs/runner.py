@@ -61,17 +61,20 @@ def work_dir(job_id: int) -> Path:
     return paths.data_dir() / "work" / f"job-{job_id}"
 
 
-def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
-    """Run ``job`` to completion; returns a summary (``output``, ``kind``, ``frames``, ...).
-
-    The output is checked first (:func:`pipeline.media.check_output`: it may have become unwritable or
-    its disk full since the job was queued), so such a job fails before it renders anything."""
+def check_start(job: Job) -> None:
+    """What the worker checks before any executor starts ``job``: its output
+    (:func:`pipeline.media.check_output`: it may have become unwritable, or its disk full, since the job was
+    queued), so such a job fails before it renders anything."""
     from pipeline.media import check_output
 
+    check_output(Path(job.output), [Path(job.target), *(Path(s) for s in job.sources)])
+
+
+def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
+    """Run ``job`` to completion; returns a summary (``output``, ``kind``, ``frames``, ...)."""
     settings = job.settings
     sources = [Path(s) for s in job.sources]
     target, output = Path(job.target), Path(job.output)
-    check_output(output, [target, *sources])
     if is_image_path(target):
         return _image(settings, sources, target, output, ctx)
     return VideoJob(job, ctx).run()

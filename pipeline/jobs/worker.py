@@ -171,6 +171,7 @@ class Worker:
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
+            runner.check_start(job)  # the output may have become unwritable since it was queued
             summary = self.execute(job, ctx)
         except Cancelled:
             return self._stopped(job, control.reason or "cancel")
