@@ -135,16 +135,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if args.once and worker.jobs_failed else 0
 
 
-def show_row(job: Job) -> dict[str, Any]:
+def show_row(job: Job, store: JobStore) -> dict[str, Any]:
     """A job with its segments: for each, where it was rendered (node, worker pid) and how long it took."""
     keys = ("file", "start", "frames", "node", "node_id", "pid", "seconds")
     segs = sorted(job.resume.get("segments", []), key=lambda s: int(s.get("start", 0)))
-    return {**_row(job), "sources": list(job.sources), "log": job.log.splitlines(),
+    return {**_row(job, store), "sources": list(job.sources), "log": job.log.splitlines(),
             "segments": [{k: s.get(k) for k in keys} for s in segs]}
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    row = show_row(service.open_store().get(args.id))
+    store = service.open_store()
+    row = show_row(store.get(args.id), store)
     if args.json:
         print(json.dumps(row, indent=2))
         return 0
