@@ -7,7 +7,8 @@
     facestation queue show ID [--json]
 
 Inputs and settings are checked before a job is queued (a bad one exits 2 with one line), so the
-queue only holds jobs that can start.
+queue only holds jobs that can start; a second job writing the same output is refused.
+`run --once` exits 1 when a job it ran failed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pipeline import presets
 from pipeline.errors import UserError
 from pipeline.jobs import service
 from pipeline.jobs.model import Job
+from pipeline.jobs.store import JobStore
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -33,32 +35,47 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _row(job: Job) -> dict[str, Any]:
+def _row(job: Job, store: JobStore) -> dict[str, Any]:
     p = job.progress
     return {
         "id": job.id, "state": job.state, "owner": job.owner, "target": job.target, "output": job.output,
         "frames_done": p.frames_done, "frames_total": p.frames_total, "fraction": p.fraction, "fps": p.fps,
-        "eta_s": p.eta_s, "attempts": job.attempts, "worker": job.worker_id, "error": job.error,
+        "eta_s": p.eta_s, "attempts": job.attempts, "failures": job.failures, "worker": job.worker_id,
+        "worker_gone": store.holder_gone(job), "error": job.error,
         "created_at": job.created_at, "started_at": job.started_at, "finished_at": job.finished_at,
-        "resumable_frames": sum(int(s.get("frames", 0)) for s in job.resume.get("segments", [])),
+        "resumable_frames": job.kept_frames,
     }
 
 
+def _progress_text(job: Job, gone: bool) -> str:
+    """``42.0% 126/300`` while it runs or once done (the frames it keeps when its worker is gone); nothing
+    for a failed or cancelled job (its reason is what counts, not how far it got)."""
+    p = job.progress
+    if job.state in ("failed", "cancelled") or not p.frames_total:
+        return ""
+    done = job.kept_frames if gone else p.frames_done
+    return f"{min(1.0, done / p.frames_total) * 100:5.1f}% {done}/{p.frames_total}"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    jobs = service.open_store().list(states=args.state or None)
+    store = service.open_store()
+    jobs = store.list(states=args.state or None)
     if args.json:
-        print(json.dumps([_row(j) for j in jobs], indent=2))
+        print(json.dumps([_row(j, store) for j in jobs], indent=2))
         return 0
     if not jobs:
         print("the queue is empty")
         return 0
     print(f"{'id':>4}  {'state':9}  {'progress':>14}  target -> output")
     for job in jobs:
-        p = job.progress
-        prog = f"{p.fraction * 100:5.1f}% {p.frames_done}/{p.frames_total}" if p.fraction is not None else ""
+        gone = store.holder_gone(job)
+        prog = _progress_text(job, gone)
         line = f"{job.id:>4}  {job.state:9}  {prog:>14}  {Path(job.target).name} -> {job.output}"
-        if job.error:
-            line += f"  [{job.error}]"
+        if job.state == "failed":
+            line += f"  [failed: {job.error}]"
+        elif gone:
+            line += f"  [its worker {job.worker_id} is gone: it resumes when a worker starts; cancel or " \
+                    "delete it at once]"
         print(line)
     return 0
 
@@ -89,7 +106,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.jobs.worker import default_worker_id, run  # loads the render engine
+    from pipeline.jobs.worker import Worker, default_worker_id  # loads the render engine
 
     farm = None
     if args.ray:  # the worker becomes the driver of a Ray render farm (exit 2 without the farm extra)
@@ -102,32 +119,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():  # SIGTERM (systemd, docker stop): requeue, exit
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    kwargs: dict[str, Any] = {"segment_seconds": args.segment_seconds} if args.segment_seconds else {}
-    if farm is not None:
-        kwargs["execute"] = farm.execute
+    kwargs: dict[str, Any] = {"execute": farm.execute} if farm is not None else {}
+    worker = Worker(service.open_store(), args.worker_id or (default_worker_id("ray") if farm else None),
+                    checkpoint_seconds=args.checkpoint_seconds, **kwargs)
     try:
-        done = run(service.open_store(), args.worker_id or (default_worker_id("ray") if farm else None),
-                   once=args.once, stop_event=stop, **kwargs)
+        done = worker.run(once=args.once, stop_event=stop)
     except KeyboardInterrupt:  # Ctrl-C: the running job was left running; the next start resumes it
         stop.set()
         raise
     finally:
         if farm is not None:
             farm.close()
-    print(f"worker finished: {done} job(s) done")
-    return 0
+    failed = f", {worker.jobs_failed} failed (see `facestation queue list`)" if worker.jobs_failed else ""
+    print(f"worker finished: {done} job(s) done{failed}")
+    return 1 if args.once and worker.jobs_failed else 0
 
 
-def show_row(job: Job) -> dict[str, Any]:
+def show_row(job: Job, store: JobStore) -> dict[str, Any]:
     """A job with its segments: for each, where it was rendered (node, worker pid) and how long it took."""
     keys = ("file", "start", "frames", "node", "node_id", "pid", "seconds")
     segs = sorted(job.resume.get("segments", []), key=lambda s: int(s.get("start", 0)))
-    return {**_row(job), "sources": list(job.sources), "log": job.log.splitlines(),
+    return {**_row(job, store), "sources": list(job.sources), "log": job.log.splitlines(),
             "segments": [{k: s.get(k) for k in keys} for s in segs]}
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    row = show_row(service.open_store().get(args.id))
+    store = service.open_store()
+    row = show_row(store.get(args.id), store)
     if args.json:
         print(json.dumps(row, indent=2))
         return 0
@@ -186,7 +204,9 @@ def register(sub: Any) -> None:
     run.add_argument("--once", action="store_true", help="stop when no job can be claimed "
                      "(a dead worker's job counts only once it is stale)")
     run.add_argument("--worker-id", help="worker name (default host/device; must be unique)")
-    run.add_argument("--segment-seconds", type=float, help="video segment length (resume granularity)")
+    run.add_argument("--checkpoint-seconds", type=float, metavar="S",
+                     help="wall time between two checkpoints of a video job (default 3, or "
+                          "$FACESTATION_QUEUE_CHECKPOINT_SECONDS): a crash loses at most this much work")
     run.add_argument("--ray", metavar="local|auto|HOST:PORT",
                      help="render each video's segments in parallel on a Ray cluster: local starts one "
                           "here, auto joins the one `ray start` made, HOST:PORT joins that head "

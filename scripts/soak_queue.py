@@ -54,7 +54,8 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp_s:
         tmp = Path(tmp_s)
-        env = {**os.environ, "FACESTATION_DATA": str(tmp / "data"), "FACESTATION_SEGMENT_SECONDS": "0.25",
+        env = {**os.environ, "FACESTATION_DATA": str(tmp / "data"),
+               "FACESTATION_QUEUE_CHECKPOINT_SECONDS": "0.25",
                "PYTHONPATH": str(REPO)}
         os.environ["FACESTATION_DATA"] = env["FACESTATION_DATA"]
         clip = make_clip(tmp / "face.mp4", seconds=args.seconds, size=(160, 120),

@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.errors import UserError
 from pipeline.jobs import runner, service
+from pipeline.jobs.model import OutputTaken
 from pipeline.settings import Settings
 from tests import photos
 
@@ -59,3 +60,16 @@ def test_cancel_retry_delete(tmp_path: Path) -> None:
         service.delete(store, 999)
     assert service.delete(store, job.id).id == job.id
     assert store.list() == [] and not work.exists()
+
+
+def test_one_output_per_job_whatever_its_spelling(tmp_path: Path) -> None:
+    store = service.open_store(tmp_path / "q.sqlite3")
+    target = photos.astronaut_path(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    job = service.add(store, [photos.grace_hopper_path()], target, tmp_path / "real" / "o.png", Settings())
+    for spelling in (tmp_path / "link" / "o.png", tmp_path / "real" / ".." / "real" / "o.png"):
+        with pytest.raises(OutputTaken, match=f"job {job.id} \\(queued\\) already writes"):
+            service.add(store, [photos.grace_hopper_path()], target, spelling, Settings())
+    service.cancel(store, job.id)
+    assert service.add(store, [photos.grace_hopper_path()], target, tmp_path / "link" / "o.png", Settings())

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -11,8 +14,8 @@ import pytest
 
 from pipeline import paths
 from pipeline.errors import UserError
-from pipeline.jobs.model import IllegalTransition, JobNotFound
-from pipeline.jobs.store import SCHEMA_VERSION, ClaimLost, JobStore
+from pipeline.jobs.model import IllegalTransition, JobNotFound, OutputTaken
+from pipeline.jobs.store import _SCHEMA_V1, SCHEMA_VERSION, ClaimLost, JobStore
 from pipeline.progress import Progress
 from pipeline.settings import Settings, validate
 
@@ -32,9 +35,13 @@ def _settings() -> Settings:
     return validate(data)
 
 
+_OUTPUTS = itertools.count()
+
+
 def _add(store: JobStore, n: int = 1, owner: str = "ann") -> list[int]:
     return [
-        store.add([f"/in/src{i}.jpg"], f"/in/clip{i}.mp4", f"/out/o{i}.mp4", _settings(), owner).id
+        store.add([f"/in/src{i}.jpg"], f"/in/clip{i}.mp4", f"/out/o{next(_OUTPUTS)}.mp4", _settings(),
+                  owner).id
         for i in range(n)
     ]
 
@@ -211,17 +218,18 @@ def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
     clock = FakeClock()
     store = JobStore(tmp_path / "q.db", stale_after=60, max_attempts=2, clock=clock)
     a, b = _add(store, 2)
-    store.claim_next("dead")
+    store.claim_next("dead", host="elsewhere")  # another host: only its heartbeat tells
     store.set_resume(a, {"segments": ["s0", "s1"]}, worker_id="dead")
     clock.now += 50
     store.heartbeat(a, "dead")
     clock.now += 59  # 59 s since the last heartbeat: still alive
-    assert store.claim_next("w2").id == b  # type: ignore[union-attr]
+    assert store.claim_next("w2", host="elsewhere").id == b  # type: ignore[union-attr]
     store.heartbeat(b, "w2")
     clock.now += 2  # a: 61 s silent
     assert store.reclaim_stale() == [a]
     job = store.get(a)
     assert job.state == "queued" and job.worker_id is None and job.resume == {"segments": ["s0", "s1"]}
+    assert job.worker_pid is None and job.worker_host is None
     assert "worker dead silent for 61 s" in job.log
     assert store.get(b).state == "running"
     with pytest.raises(ClaimLost):  # the zombie wakes up: it must stop, and cannot end the job
@@ -232,11 +240,121 @@ def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
         store.set_resume(a, {}, worker_id="dead")
     again = store.claim_next("w3")
     assert again is not None and again.id == a and again.attempts == 2 and again.worker_id == "w3"
-    clock.now += 61  # w3 dies too; b's worker (w2) went silent as well
-    assert store.claim_next("w4") is not None  # reclaims both, then claims b again
-    a_job, b_job = store.get(a), store.get(b)
-    assert a_job.state == "failed" and "gave up after 2 attempts" in (a_job.error or "")
-    assert b_job.state == "running" and b_job.worker_id == "w4" and b_job.attempts == 2
+
+
+def test_worker_deaths_never_fail_a_job(tmp_path: Path) -> None:
+    """However many times its worker dies (with or without progress), the job goes back to the queue."""
+    clock = FakeClock()
+    store = JobStore(tmp_path / "q.db", stale_after=10, max_attempts=2, clock=clock)
+    (a,) = _add(store)
+    for death in range(12):
+        job = store.claim_next(f"w{death}", host="elsewhere")
+        assert job is not None and job.id == a and job.attempts == death + 1
+        if death % 3 == 0:
+            store.set_resume(a, {"segments": [{"file": f"s{death}", "start": 0, "frames": 5}]},
+                             worker_id=f"w{death}")
+        store.update_progress(a, Progress(40, 300), worker_id=f"w{death}")  # rendered, not all kept
+        clock.now += 11
+        assert store.reclaim_stale() == [a]
+        job = store.get(a)
+        assert job.state == "queued" and job.error is None and job.failures == 0
+        assert job.progress.frames_done == 5  # what the next run keeps
+    assert store.get(a).log.count("re-queued") == 12
+    store.claim_next("w-last")
+    assert store.release_worker("w-last") == [a]  # a restart under the same id: back in the queue too
+    assert store.get(a).state == "queued"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_dead_local_worker_is_seen_at_once(tmp_path: Path) -> None:
+    """A worker of this host whose process has ended is gone without waiting for ``stale_after``: its job is
+    put back by the next claim, and can be cancelled or deleted at once."""
+    store = JobStore(tmp_path / "q.db", stale_after=3600)
+    a, b, c = _add(store, 3)
+    dead = _dead_pid()
+    assert store.claim_next("killed", pid=dead).id == a  # type: ignore[union-attr]
+    assert store.holder_gone(store.get(a))
+    job = store.claim_next("next")  # puts a back at its place first, then takes it
+    assert job is not None and job.id == a and job.attempts == 2
+    assert f"worker killed (pid {dead}) is gone: job re-queued" in job.log
+    assert not store.holder_gone(job)  # this process holds it now
+    with pytest.raises(IllegalTransition, match="cancel it first"):
+        store.delete(a)
+    # another host's pid cannot be checked from here: only the heartbeat tells
+    assert store.claim_next("remote", pid=dead, host="elsewhere").id == b  # type: ignore[union-attr]
+    assert not store.holder_gone(store.get(b))
+    # cancel and delete of a job whose worker died: at once, no worker needed
+    store.finish(a, "done")
+    store.claim_next("killed-too", pid=dead)
+    cancelled = store.request_cancel(c)
+    assert cancelled.state == "cancelled" and cancelled.worker_id is None and not cancelled.cancel_requested
+    assert "is gone" in cancelled.log
+    store.retry(c)
+    store.claim_next("killed-again", pid=dead)
+    assert store.delete(c).id == c
+    assert [j.id for j in store.list()] == [a, b]
+
+
+def test_errors_count_towards_max_attempts(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db", max_attempts=3)
+    a, b = _add(store, 2)
+    store.claim_next("w")
+    store.set_resume(a, {"segments": [{"file": "s0", "start": 0, "frames": 30}]}, worker_id="w")
+    store.update_progress(a, Progress(120, 300, 20.0, 9.0), worker_id="w")
+    for n in (1, 2):  # an error that may pass: queued again at its place, with its segments
+        again = store.fail(a, "EncodeError: broken pipe", retry=True, worker_id="w")
+        assert again.state == "queued" and again.failures == n and again.error is None
+        assert again.resume["segments"] and _queued(store) == [a, b]
+        assert f"error {n} of at most 3: EncodeError: broken pipe" in again.log
+        assert store.claim_next("w").id == a  # type: ignore[union-attr]
+    failed = store.fail(a, "EncodeError: broken pipe", retry=True, worker_id="w")
+    assert failed.state == "failed" and failed.failures == 3 and failed.error == "EncodeError: broken pipe"
+    # its progress says what a retry keeps, not how far the failed run got
+    p = failed.progress
+    assert (p.frames_done, p.frames_total, p.fps, p.eta_s) == (30, 300, None, None)
+    assert p.stage == {"step": "failed", "segments": 1}
+    store.claim_next("w")
+    user = store.fail(b, "the folder of --output does not exist: /x", worker_id="w")  # the user's: at once
+    assert user.state == "failed" and user.failures == 1 and user.progress.frames_done == 0
+    assert store.retry(a).failures == 0
+
+
+def test_one_output_per_job(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db")
+    first = store.add(["/s.jpg"], "/t1.mp4", "/out/o.mp4", Settings())
+    with pytest.raises(OutputTaken, match=f"job {first.id} \\(queued\\) already writes /out/o.mp4"):
+        store.add(["/s.jpg"], "/t2.mp4", "/out/o.mp4", Settings())
+    store.claim_next("w")
+    with pytest.raises(OutputTaken, match="running"):
+        store.add(["/s.jpg"], "/t2.mp4", "/out/o.mp4", Settings())
+    store.fail(first.id, "boom")
+    second = store.add(["/s.jpg"], "/t2.mp4", "/out/o.mp4", Settings())  # the first one ended
+    with pytest.raises(OutputTaken, match=f"job {second.id}"):
+        store.retry(first.id)  # would write it again
+    store.request_cancel(second.id)
+    assert store.retry(first.id).state == "queued"
+    assert len(store.list()) == 2
+
+
+def test_a_version_1_queue_is_migrated(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    con = sqlite3.connect(db)
+    con.executescript(_SCHEMA_V1)
+    con.execute("INSERT INTO jobs (sources, target, output, settings, state, position, created_at, attempts) "
+                "VALUES ('[\"/s.jpg\"]', '/t.mp4', '/o.mp4', ?, 'queued', 1, 0, 2)",
+                (Settings().model_dump_json(),))
+    con.execute("PRAGMA user_version = 1")
+    con.commit()
+    con.close()
+    store = JobStore(db)
+    (job,) = store.list()
+    assert (job.attempts, job.failures, job.worker_pid) == (2, 0, None)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
 
 
 def test_stale_job_with_cancel_requested_ends_cancelled(tmp_path: Path) -> None:
@@ -341,24 +459,3 @@ def test_threads_share_one_store(tmp_path: Path) -> None:
         t.join()
     assert len(store.list()) == 100
     assert len(taken) == len(set(taken)) == len(store.list(states=["done"]))
-
-
-def test_crashes_after_progress_do_not_count_against_max_attempts(tmp_path: Path) -> None:
-    clock = FakeClock()
-    store = JobStore(tmp_path / "q.db", stale_after=10, max_attempts=3, clock=clock)
-    (a,) = _add(store, 1)
-    for crash in range(5):  # each attempt finishes one more segment, then dies
-        job = store.claim_next(f"w{crash}")
-        assert job is not None and job.id == a
-        store.set_resume(a, {"segments": [f"s{i}" for i in range(crash + 1)]}, worker_id=f"w{crash}")
-        clock.now += 11
-        store.reclaim_stale()
-        assert store.get(a).state == "queued"
-    store.claim_next("w-last")  # dies without progress: attempt 2 of 3 since the last segment
-    clock.now += 11
-    store.reclaim_stale()
-    assert store.get(a).state == "queued"
-    assert store.claim_next("w-final") is not None  # attempt 3, no progress either
-    clock.now += 11
-    store.reclaim_stale()
-    assert store.get(a).state == "failed"

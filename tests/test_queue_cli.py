@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,55 @@ def test_add_list_move_cancel_retry_delete_run(files: dict[str, Path],
     store = open_store()
     assert {j.id for j in store.list(states=["done"])} == {ids[0], ids[2]}
     assert all(Path(j.output).stat().st_size > 0 for j in store.list())
+
+
+def test_one_output_per_job(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_add(files, "same.png")) == 0
+    first = int(capsys.readouterr().out)
+    # the same file, spelled another way
+    other = _add(files, "same.png")
+    other[other.index("--output") + 1] = str(files["dir"] / "." / "same.png")
+    assert main(other) == 2
+    err = capsys.readouterr().err
+    assert f"job {first} (queued) already writes {files['dir'] / 'same.png'}" in err and err.count("\n") == 1
+    assert len(open_store().list()) == 1
+
+
+def test_failed_jobs_show_their_reason_and_run_once_exits_1(files: dict[str, Path],
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    folder = files["dir"] / "later"
+    folder.mkdir()
+    assert main(_add(files, "later/out.png")) == 0
+    assert main(_add(files, "ok.png", "--set", "selector.mode=one")) == 0
+    folder.rmdir()  # gone by the time the job runs
+    capsys.readouterr()
+    assert main(["queue", "run", "--once"]) == 1
+    assert "1 job(s) done, 1 failed" in capsys.readouterr().out
+    assert main(["queue", "list"]) == 0
+    failed, done = capsys.readouterr().out.strip().splitlines()[1:]
+    assert " failed " in failed and "%" not in failed and "[failed: the folder of --output" in failed
+    assert " done " in done and "100.0% 1/1" in done
+    assert main(["queue", "run", "--once"]) == 0  # nothing left to run: nothing failed
+
+
+def test_a_job_whose_worker_died_is_cancelled_and_deleted_at_once(files: dict[str, Path],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.jobs.runner import work_dir
+
+    ids = []
+    for name in ("a.png", "b.png"):
+        assert main(_add(files, name)) == 0
+        ids.append(int(capsys.readouterr().out))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    store = open_store()
+    for job_id in ids:
+        store.claim_next(f"killed-{job_id}", pid=dead.pid)  # as if its worker had been killed with -9
+    work_dir(ids[0]).mkdir(parents=True)
+    assert main(["queue", "list"]) == 0
+    assert "is gone" in capsys.readouterr().out
+    assert main(["queue", "cancel", str(ids[0])]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[0]}: cancelled"
+    assert store.get(ids[0]).state == "cancelled" and not work_dir(ids[0]).exists()
+    assert main(["queue", "delete", str(ids[1])]) == 0
+    assert [j.id for j in store.list()] == [ids[0]]

@@ -1,5 +1,5 @@
-"""Resumable video jobs: frame-exact ranges, segment bookkeeping, and a worker killed with SIGKILL
-five times.
+"""Resumable video jobs: frame-exact ranges, wall-time checkpoints, a join that never drifts, and a worker
+killed with SIGKILL twenty times at random moments.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import signal
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import psutil
@@ -21,7 +21,9 @@ from pipeline.jobs import runner, segments
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread
 from pipeline.settings import Settings, apply_overrides
+from pipeline.video import ffmpeg
 from pipeline.video.decode import read_frames
+from pipeline.video.probe import probe
 from tests import photos
 from tests.videos import count_frames, make_clip, stream_info
 
@@ -38,6 +40,15 @@ def face_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _duration(path: Path, kind: str) -> float:
     stream = next(s for s in stream_info(path)["streams"] if s["codec_type"] == kind)
     return float(stream["duration"])
+
+
+def _frame_times(path: Path) -> list[float]:
+    """Presentation times of the video frames, in order."""
+    tools = ffmpeg.find_tools()
+    assert tools.ffprobe, "needs ffprobe"
+    out = subprocess.run([tools.ffprobe, "-v", "error", "-select_streams", "v:0", "-show_entries",
+                          "packet=pts_time", "-of", "csv=p=0", str(path)], capture_output=True, check=True)
+    return sorted(float(line) for line in out.stdout.decode().split())
 
 
 def test_frame_range_is_exact_by_index(tmp_path: Path) -> None:
@@ -59,16 +70,82 @@ def test_frame_range_is_exact_by_index(tmp_path: Path) -> None:
 def test_usable_segments_drops_anything_that_does_not_match(tmp_path: Path, face_clip: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    segs = [segments.Segment(segments.segment_name(i * 10), i * 10, 10) for i in range(3)]
+    lengths = [7, 31, 12]  # a segment is as long as the render got in its wall time
+    starts = [0, 7, 38]
+    segs = [segments.Segment(segments.segment_name(a), a, n) for a, n in zip(starts, lengths, strict=True)]
     for s in segs:
         (work / s.file).write_bytes(b"x")
-    record = segments.resume_record(work, 10, face_clip, FAST, segs)
-    assert segments.usable_segments(record, work, 10, face_clip, FAST) == segs
-    assert segments.usable_segments(record, work, 12, face_clip, FAST) == []  # other segment length
+    record = segments.resume_record(work, face_clip, FAST, segs)
+    assert segments.usable_segments(record, work, face_clip, FAST) == segs
     other = apply_overrides(FAST, ["output.quality=50"])
-    assert segments.usable_segments(record, work, 10, face_clip, other) == []  # other settings
+    assert segments.usable_segments(record, work, face_clip, other) == []  # other settings
+    assert segments.usable_segments({**record, "v": 1}, work, face_clip, FAST) == []  # an older record
+    holed = {**record, "segments": [record["segments"][0], record["segments"][2]]}
+    assert segments.usable_segments(holed, work, face_clip, FAST) == segs[:1]  # frames 7..37 missing
     (work / segs[1].file).unlink()
-    assert segments.usable_segments(record, work, 10, face_clip, FAST) == segs[:1]  # a gap ends the run
+    assert segments.usable_segments(record, work, face_clip, FAST) == segs[:1]  # a gap ends the run
+
+
+def test_pace_checkpoints_by_wall_time() -> None:
+    pace = segments.Pace.every(3.0)
+    assert (pace.first_s, pace.every_s) == (1.0, 3.0)
+    assert not pace.ends(0.9, first=True) and pace.ends(1.0, first=True)  # the first one of a run sooner
+    assert not pace.ends(2.9, first=False) and pace.ends(3.0, first=False)
+
+
+def test_concat_list_gives_exact_durations(tmp_path: Path) -> None:
+    segs = [segments.Segment("a.mkv", 0, 7), segments.Segment("b.mkv", 7, 13),
+            segments.Segment("c.mkv", 20, 1)]
+    text = segments.concat_list(segs, tmp_path, Fraction(30000, 1001))
+    durations = [float(line.split()[1]) for line in text.splitlines() if line.startswith("duration")]
+    assert text.splitlines()[0] == f"file '{tmp_path / 'a.mkv'}'"
+    assert durations == [0.233567, 0.433766, 0.033367]
+    assert sum(durations) == pytest.approx(21 * 1001 / 30000, abs=1e-6)  # the rounding never adds up
+
+
+def test_uneven_segments_join_frame_exact_without_drift(tmp_path: Path) -> None:
+    """Segments ended by a (fake) wall clock have any length; joined by stream copy, every frame keeps its
+    exact time (29.97 fps: frame durations are not whole milliseconds) and the audio its length."""
+    clip = make_clip(tmp_path / "src.mp4", seconds=4, size=(96, 64), fps="30000/1001")
+    info = probe(clip)
+    now = [0.0]
+    rng = random.Random(3)
+    steps = iter(rng.choice([0.05, 0.2, 0.4, 1.1]) for _ in range(1000))
+    recorded: list[segments.Segment] = []
+    work = tmp_path / "work"
+    writer = segments.SegmentWriter(work, first_frame=0, pace=segments.Pace.every(1.5), source=info,
+                                    settings=FAST, size=(96, 64), on_segment=recorded.append,
+                                    clock=lambda: now[0])
+    for frame in read_frames(clip):
+        writer.write(frame)
+        now[0] += next(steps)
+    writer.close()
+    lengths = [s.frames for s in recorded]
+    assert sum(lengths) == count_frames(clip) == 120 and len(set(lengths)) > 3, lengths
+    assert [s.start for s in recorded] == [sum(lengths[:i]) for i in range(len(lengths))]
+    out = tmp_path / "joined.mp4"
+    segments.join_segments(recorded, work, out, job_id=1, source=info, settings=FAST, models=[])
+    assert count_frames(out) == 120
+    times = _frame_times(out)
+    drift = max(abs(t - times[0] - i * 1001 / 30000) for i, t in enumerate(times))
+    assert drift < 0.002, drift
+    assert abs(_duration(out, "audio") - _duration(clip, "audio")) <= 0.05
+
+
+def test_a_frame_count_or_nothing_ends_segments_too(tmp_path: Path) -> None:
+    """A planned segment (a farm task's range) is cut by frame count; with no rule the sink writes one."""
+    clip = make_clip(tmp_path / "src.mp4", seconds=25 / 30, size=(64, 48), audio=False)
+    info = probe(clip)
+    frames = list(read_frames(clip))
+    for cap, lengths in ((10, [10, 10, 5]), (None, [25])):
+        recorded: list[segments.Segment] = []
+        writer = segments.SegmentWriter(tmp_path / str(len(lengths)), first_frame=100, source=info,
+                                        settings=FAST, size=(64, 48), on_segment=recorded.append,
+                                        segment_frames=cap)
+        for frame in frames:
+            writer.write(frame)
+        writer.close()
+        assert [(s.start, s.frames) for s in recorded] == list(zip([100, 110, 120], lengths, strict=False))
 
 
 def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Path) -> None:
@@ -78,120 +155,113 @@ def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Pat
     store = JobStore(tmp_path / "q.sqlite3")
     out = tmp_path / "out.mkv"
     job = store.add([photos.grace_hopper_path()], face_clip, out, FAST)
-    handle = start_in_thread(store, "w1", segment_seconds=0.5)
-    deadline = time.time() + 60
+    handle = start_in_thread(store, "w1", checkpoint_seconds=0.5)
+    deadline = time.time() + 90
     while len(store.get(job.id).resume.get("segments", [])) < 3:
         assert time.time() < deadline and handle.alive, store.get(job.id).log
         time.sleep(0.05)
     assert handle.stop(timeout=10)
     back = store.get(job.id)
     assert back.state == "queued" and not out.exists()
-    kept = len(back.resume["segments"])
-    handle = start_in_thread(store, "w1", segment_seconds=0.5)
+    kept = back.kept_frames
+    handle = start_in_thread(store, "w1", checkpoint_seconds=0.5)
     while not store.get(job.id).finished:
         assert time.time() < deadline, store.get(job.id).log
         time.sleep(0.1)
     handle.stop()
     done = store.get(job.id)
     assert done.state == "done", done.error
-    assert f"resuming at frame {kept * 15}" in done.log
+    assert f"resuming at frame {kept} " in done.log
     assert count_frames(out) == count_frames(face_clip) == 180
     assert {s["codec_type"] for s in stream_info(out)["streams"]} == {"video", "audio"}
     assert not runner.work_dir(job.id).exists()
 
 
-def _worker(env: dict[str, str], worker_id: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "cli", "queue", "run", "--worker-id", worker_id],
+# ---------------------------------------------------------------- twenty kill -9
+
+
+@pytest.fixture(scope="module")
+def clip_720p(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_clip(tmp_path_factory.mktemp("clips") / "face720.mp4", seconds=10, size=(1280, 720),
+                     face_image=photos.astronaut())
+
+
+def _worker(env: dict[str, str], worker_id: str, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "cli", "queue", "run", "--worker-id", worker_id, *extra],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _no_done_job_without_its_file(store: JobStore) -> None:
-    for job in store.list(states=["done"]):
-        out = Path(job.output)
-        assert out.is_file() and out.stat().st_size > 0, f"job {job.id} is done but {out} is missing"
-        assert count_frames(out) == job.progress.frames_total, f"job {job.id}: {out} is truncated"
+def _kill_with_children(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """SIGKILL the worker; returns the child processes it had (frozen first, so none starts meanwhile)."""
+    proc.send_signal(signal.SIGSTOP)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return children
 
 
-def _check_final(store: JobStore, job: Any, out: Path, face_clip: Path, kills: list[tuple[int, float]],
-                 total_s: float) -> None:
-    final = store.get(job.id)
+def _wait_gone(children: list[psutil.Process], timeout: float = 60.0) -> list[str]:
+    """Wait for orphaned children (ffmpeg ends once its pipe to the dead worker closes); the ones left."""
+    _, alive = psutil.wait_procs(children, timeout=timeout)
+    return [f"{p.pid} {p.name()}" for p in alive]
+
+
+def _check_done(store: JobStore, job_id: int, out: Path, clip: Path) -> None:
+    final = store.get(job_id)
     assert final.state == "done", (final.error, final.log)
-    # five or six runs (the last kill may land after "done"); resumed runs do not count against max_attempts
-    assert final.log.count(" on worker ") in (5, 6) and final.log.count("resuming at frame") >= 4, final.log
-    assert final.attempts <= 2, final.log
-    assert "worker w-a restarted" in final.log and "worker w-a silent" in final.log, final.log
-    _no_done_job_without_its_file(store)
-    n_in = count_frames(face_clip)
-    assert count_frames(out) == n_in == 180
-    assert abs(_duration(out, "video") - _duration(face_clip, "video")) <= 1 / 30 + 1e-3
-    assert abs(_duration(out, "audio") - _duration(face_clip, "audio")) <= 0.05
+    assert final.failures == 0 and "failed" not in final.log, final.log
+    assert count_frames(out) == count_frames(clip) == 300
+    times = _frame_times(out)
+    assert max(abs(t - times[0] - i / 30) for i, t in enumerate(times)) < 0.002
+    assert abs(_duration(out, "video") - _duration(clip, "video")) <= 1 / 30 + 1e-3
+    assert abs(_duration(out, "audio") - _duration(clip, "audio")) <= 0.05
     assert "synthetic" in stream_info(out)["format"]["tags"].get("comment", "")
     leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
     assert leftovers == [], leftovers
-    assert not runner.work_dir(job.id).exists()
-    print(f"kills (segments recorded, s since start): {kills}; total {total_s:.1f} s")
+    assert not runner.work_dir(job_id).exists()
 
 
 @pytest.mark.slow
-def test_sigkill_five_times_then_done_with_exact_frames_and_audio(tmp_path: Path, face_clip: Path) -> None:
-    env = {**os.environ, "FACESTATION_SEGMENT_SECONDS": "0.5", "FACESTATION_QUEUE_STALE_AFTER": "1.5",
+def test_twenty_kills_at_random_moments_then_done_frame_exact_with_audio(tmp_path: Path,
+                                                                         clip_720p: Path) -> None:
+    """A 10 s 720p job; its worker is killed with SIGKILL 20 times, each 1 to 8 s after it started (by then
+    it may be loading, rendering, between segments or joining). Workers take turns under the same id (the
+    next one puts back its own job at start) and under another id (it sees the dead pid; the heartbeat is
+    never stale here). The job never fails, ends frame-exact with its audio, and no ffmpeg outlives its
+    worker."""
+    env = {**os.environ, "FACESTATION_QUEUE_STALE_AFTER": "3600", "FACESTATION_QUEUE_CHECKPOINT_SECONDS": "2",
            "PYTHONPATH": str(REPO)}
-    store = JobStore(stale_after=1.5)  # default max_attempts; FACESTATION_DATA is this test's own folder
+    store = JobStore()  # FACESTATION_DATA is this test's own folder
     out = tmp_path / "out.mp4"
-    job = store.add([photos.grace_hopper_path()], face_clip, out, FAST)
-    rng = random.Random(5)
+    job = store.add([photos.grace_hopper_path()], clip_720p, out, FAST)
+    rng = random.Random(20)
+    history: list[tuple[float, str, int]] = []
     started = time.perf_counter()
-    kills: list[tuple[int, float]] = []
-    for attempt in range(5):
-        # the same id again (it puts back its own job at start-up) or another id (takes it once stale)
-        worker_id = ("w-a", "w-a", "w-b", "w-b", "w-a")[attempt]
-        proc = _worker(env, worker_id)
-        deadline = time.time() + 40
-        before = len(store.get(job.id).resume.get("segments", []))
-        # wait until this worker has finished one more segment, then kill it at a random point of the next
-        while len((j := store.get(job.id)).resume.get("segments", [])) <= before:
-            if time.time() > deadline or proc.poll() is not None or j.finished:
-                proc.kill()
-                stderr = proc.communicate()[1].decode()[-3000:]
-                raise AssertionError(f"{worker_id} made no segment: {j}\n{stderr}")
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0.0, 0.6))  # inside the next segment, at its boundary, or later
+    for kill in range(20):
+        proc = _worker(env, ("w-a", "w-b")[kill % 3 == 2])
+        delay = rng.uniform(1.0, 8.0)
+        time.sleep(delay)
         assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
-        children = psutil.Process(proc.pid).children(recursive=True)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        for child in children:  # orphaned ffmpeg (they end on their own when their pipe closes)
-            if child.is_running():
-                child.kill()
-        segments = len(store.get(job.id).resume.get("segments", []))
-        kills.append((segments, round(time.perf_counter() - started, 1)))
-        _no_done_job_without_its_file(store)
-        # killed between the final rename and marking the job done: the file is already whole
-        assert not out.exists() or count_frames(out) == 180
-    proc = _worker(env, "w-a")
-    deadline = time.time() + 60
-    while not store.get(job.id).finished and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
+        children = _kill_with_children(proc)
+        now = store.get(job.id)
+        history.append((round(delay, 1), now.state, now.kept_frames))
+        assert now.state in ("queued", "running", "done") and now.failures == 0, (now.error, now.log)
+        assert not out.exists() or now.state == "done" or count_frames(out) == 300  # whole, or not there
+        left = _wait_gone(children)
+        assert left == [], f"children of the killed worker still running: {left}"
+    proc = _worker(env, "w-a", "--once")
+    try:
+        _, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err.decode()[-3000:]
     total_s = time.perf_counter() - started
-    try:
-        _check_final(store, job, out, face_clip, kills, total_s)
-    except BaseException:
-        proc.kill()
-        raise
-    # the last kill may have landed after the job was done: wait until this worker is up (its lock names it,
-    # and its SIGTERM handler is set before it takes the lock) before stopping it
-    lock = store.path.parent / "workers" / "w-a.lock"
-    wait_until = time.time() + 60
-    while (proc.poll() is None and time.time() < wait_until
-           and not (lock.exists() and lock.read_text() == str(proc.pid))):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)  # a graceful stop: the worker is idle, it just exits
-    try:
-        _, err = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        job_now = store.get(job.id)
-        raise AssertionError(f"worker ignored SIGTERM for 60 s; job {job_now.state}\n{job_now.log}\n"
-                             f"{err.decode()[-3000:]}") from None
-    assert proc.returncode == 0, err.decode()[-2000:]
+    _check_done(store, job.id, out, clip_720p)
+    kept = [k for _, _, k in history]
+    assert kept == sorted(kept), history  # a death never loses a finished segment
+    log = store.get(job.id).log
+    resumed = log.count("resuming at frame")
+    if kept[-1] and history[-1][1] != "done":  # the last run went on from the segments it found
+        assert f"resuming at frame {kept[-1]} " in log, log
+    print(f"kills (delay s, state, frames kept): {history}; {log.count(' on worker ')} runs, {resumed} "
+          f"resumed; total {total_s:.0f} s")

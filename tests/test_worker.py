@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import time
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pipeline.errors import UserError
 from pipeline.jobs import runner
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import Worker, WorkerBusy, run, start_in_thread, worker_lock
@@ -65,7 +67,7 @@ def test_cancel_of_a_running_video_job(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "face.mp4", seconds=6, size=(320, 240), face_image=photos.astronaut())
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip, out, FAST)
-    handle = start_in_thread(store, "w", segment_seconds=0.5)
+    handle = start_in_thread(store, "w", checkpoint_seconds=0.5)
     try:
         _wait(lambda: (store.get(job.id).resume.get("segments")
                        and store.get(job.id).progress.frames_done > 20))
@@ -82,6 +84,60 @@ def test_cancel_of_a_running_video_job(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert not runner.work_dir(job.id).exists()
     _wait(lambda: not _ffmpeg_children(), timeout=3)
+
+
+def test_an_internal_error_is_retried_a_users_error_is_not(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Errors the job raises count towards max_attempts: an internal one is retried (from its segments), a
+    user's fails the job at once; the worker counts the jobs that failed."""
+    store = JobStore(tmp_path / "q.sqlite3", max_attempts=3)
+    flaky, bad, locked = (store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path),
+                                    tmp_path / f"{name}.png", FAST) for name in ("a", "b", "c"))
+    calls: list[int] = []
+
+    def execute(job, ctx):  # type: ignore[no-untyped-def]
+        calls.append(job.id)
+        if job.id == bad.id:
+            raise UserError("the source face is too small")
+        if job.id == locked.id:  # a folder that refuses the file is the user's to fix too
+            raise PermissionError(errno.EACCES, "Permission denied", "/x/locked/.c.job3.partial.png")
+        raise RuntimeError("CUDA error: unspecified launch failure")
+
+    monkeypatch.setattr(runner, "execute", execute)
+    worker = Worker(store, "w")
+    assert worker.run(once=True) == 0 and worker.jobs_failed == 3
+    assert calls == [flaky.id] * 3 + [bad.id, locked.id]
+    c = store.get(locked.id)
+    assert c.state == "failed" and c.failures == 1
+    assert c.error == "cannot write in /x/locked: permission denied (.c.job3.partial.png)"
+    a, b = store.get(flaky.id), store.get(bad.id)
+    assert a.state == "failed" and (a.attempts, a.failures) == (3, 3)
+    assert a.error == "RuntimeError: CUDA error: unspecified launch failure"
+    assert "error 2 of at most 3: RuntimeError" in a.log and "Traceback" in a.log
+    assert b.state == "failed" and (b.attempts, b.failures) == (1, 1)
+    assert b.error == "the source face is too small"
+
+
+def test_the_output_is_checked_when_the_job_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Valid when queued, unwritable when its turn comes: the job fails with the reason before rendering."""
+    from pipeline.render import Render
+
+    def no_render(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("rendered before the output was checked")
+
+    monkeypatch.setattr(Render, "run", no_render)
+    store = JobStore(tmp_path / "q.sqlite3")
+    clip = make_clip(tmp_path / "c.mp4", seconds=0.5, audio=False)
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    job = store.add([photos.grace_hopper_path()], clip, folder / "out.mp4", FAST)
+    folder.rmdir()
+    worker = Worker(store, "w")
+    worker.run(once=True)
+    final = store.get(job.id)
+    assert final.state == "failed" and final.failures == 1 and worker.jobs_failed == 1
+    assert final.error and str(folder) in final.error and "\n" not in final.error
+    assert final.progress.frames_done == 0 and not runner.work_dir(job.id).exists()
 
 
 def test_a_second_worker_with_the_same_id_is_refused(tmp_path: Path) -> None:

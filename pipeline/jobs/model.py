@@ -3,9 +3,13 @@
 ::
 
     queued ──claim──► running ──finish──► done | failed | cancelled
-      │  ▲              │  (stale heartbeat / worker restart: back to queued, keeps its place)
-      │  └──────────────┘
+      │  ▲              │  (its worker died, or the job raised an error it may retry: back to queued,
+      │  └──────────────┘   keeping its place and its finished segments)
       └──cancel──► cancelled          failed | cancelled ──retry──► queued (at the end)
+
+A worker's death never counts against the job: only errors the job itself raised do (``failures``, up to
+the store's ``max_attempts``). A running job whose worker is gone (see :mod:`pipeline.jobs.holder`) can be
+cancelled or deleted at once.
 """
 
 from __future__ import annotations
@@ -40,12 +44,16 @@ _HINTS: dict[Action, str] = {
     "finish": "only a running job can be finished",
     "retry": "only failed or cancelled jobs can be retried",
     "move": "only queued jobs can move",
-    "delete": "cancel it first",
+    "delete": "cancel it first; a job whose worker is gone can be deleted at once",
 }
 
 
 class JobNotFound(UserError):
     """No job with that id (deleted, or never existed)."""
+
+
+class OutputTaken(UserError):
+    """Another queued or running job already writes that output file."""
 
 
 class IllegalTransition(UserError):
@@ -81,11 +89,14 @@ class Job:
     progress: Progress  # pipeline.progress.Progress, kept in the columns frames_done .. eta_s and stage
     log: str
     error: str | None
-    attempts: int
+    attempts: int  # runs started (claims), whatever their end
     worker_id: str | None
     heartbeat_at: float | None
     cancel_requested: bool
     resume: dict[str, Any]
+    failures: int  # runs that ended with an error the job raised (worker deaths do not count)
+    worker_host: str | None  # where the worker holding it runs, and its process id
+    worker_pid: int | None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:
@@ -109,3 +120,8 @@ class Job:
     @property
     def finished(self) -> bool:
         return self.state in FINAL_STATES
+
+    @property
+    def kept_frames(self) -> int:
+        """Frames in the finished segments a resumed run keeps (0 for an image job or a fresh one)."""
+        return sum(int(s.get("frames", 0)) for s in self.resume.get("segments", []) if isinstance(s, dict))

@@ -30,17 +30,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SEGMENT_SECONDS = 3.0
+CHECKPOINT_VAR = "FACESTATION_QUEUE_CHECKPOINT_SECONDS"
 
 
-def segment_seconds() -> float:
-    """Segment length: ``FACESTATION_SEGMENT_SECONDS`` or 3 s (a crash loses at most this much work)."""
-    value = os.environ.get("FACESTATION_SEGMENT_SECONDS")
+def checkpoint_seconds() -> float:
+    """Wall time between two checkpoints (finished segments) of a video job:
+    ``$FACESTATION_QUEUE_CHECKPOINT_SECONDS`` or 3 s. A crash loses at most this much work, whatever the
+    machine's speed."""
+    value = os.environ.get(CHECKPOINT_VAR)
     try:
-        return max(0.05, float(value)) if value else DEFAULT_SEGMENT_SECONDS
+        return max(0.05, float(value)) if value else segments.DEFAULT_CHECKPOINT_SECONDS
     except ValueError:
-        log.warning("ignoring FACESTATION_SEGMENT_SECONDS=%r (not a number)", value)
-        return DEFAULT_SEGMENT_SECONDS
+        log.warning("ignoring %s=%r (not a number)", CHECKPOINT_VAR, value)
+        return segments.DEFAULT_CHECKPOINT_SECONDS
 
 
 @dataclass
@@ -51,12 +53,21 @@ class JobContext:
     control: RunControl  # cancel, its reason, and where progress goes
     save_resume: Callable[[dict[str, Any]], None]
     log: Callable[[str], None]
-    segment_seconds: float = DEFAULT_SEGMENT_SECONDS
+    pace: segments.Pace = segments.Pace()
 
 
 def work_dir(job_id: int) -> Path:
     """The per-job folder holding finished segments (under the data folder, next to the queue)."""
     return paths.data_dir() / "work" / f"job-{job_id}"
+
+
+def check_start(job: Job) -> None:
+    """What the worker checks before any executor starts ``job``: its output
+    (:func:`pipeline.media.check_output`: it may have become unwritable, or its disk full, since the job was
+    queued), so such a job fails before it renders anything."""
+    from pipeline.media import check_output
+
+    check_output(Path(job.output), [Path(job.target), *(Path(s) for s in job.sources)])
 
 
 def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
@@ -98,10 +109,8 @@ class VideoJob:
         self.started = time.perf_counter()
         self.info: VideoInfo = probe(self.target)
         self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
-        self.segment_frames = segments.segment_frames_for(self.info.fps, ctx.segment_seconds)
         self.work = work_dir(job.id)
-        self.done = segments.usable_segments(job.resume, self.work, self.segment_frames, self.target,
-                                             self.settings)
+        self.done = segments.usable_segments(job.resume, self.work, self.target, self.settings)
         segments.clear_work(self.work, keep=self.done)  # stale or unrecorded files from an earlier attempt
         segments.remove_temp_outputs(self.output, job.id)
         recorded = job.resume.get("segments", [])
@@ -161,7 +170,7 @@ class VideoJob:
 
     def _segment_writer(self, width: int, height: int) -> segments.SegmentWriter:
         return segments.SegmentWriter(self.work, first_frame=self.next_frame,
-                                      segment_frames=self.segment_frames, source=self.info,
+                                      pace=self.ctx.pace, source=self.info,
                                       settings=self.settings, size=(width, height),
                                       on_segment=self._on_segment, cancel=self.ctx.control.cancel)
 
@@ -171,7 +180,7 @@ class VideoJob:
             self._record()
 
     def _record(self, extra: dict[str, Any] | None = None) -> None:
-        data = segments.resume_record(self.work, self.segment_frames, self.target, self.settings, self.done)
+        data = segments.resume_record(self.work, self.target, self.settings, self.done)
         self.ctx.save_resume({**data, **(extra or {})})
 
 

@@ -1,19 +1,22 @@
 """Segmented video output, so that a render interrupted at any moment resumes where it stopped.
 
-A video job is encoded as a series of SEGMENTS of ``segment_frames`` frames each: every segment is a
-separate, video-only Matroska file written by its own encoder (so it starts on a keyframe and decodes
-on its own), with the same encoder settings as a one-piece render. A segment only appears under its
+A video job is encoded as a series of SEGMENTS: every segment is a separate, video-only Matroska file
+written by its own encoder (so it starts on a keyframe and decodes on its own), with the same encoder
+settings as a one-piece render. A segment ends after a few seconds of WALL time (:class:`Pace`: the
+first one of a run sooner), so a crash loses at most that much work however fast or slow the machine
+renders; its length in frames is whatever was rendered meanwhile. A segment only appears under its
 name once complete (the encoder writes a temp name and renames), and the job records it through
 ``JobStore.set_resume`` right after. A restarted job skips the recorded frames (decoding by frame
 INDEX, so the frame count stays exact) and writes the remaining segments. At the end the segments
-are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``), the source's audio is muxed in
+are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``, each file's exact duration given
+so that timestamps do not drift however many segments there are), the source's audio is muxed in
 (trimmed like the video) with the provenance tag, and the result is renamed to the output name.
 
 The resume record (JSON, in the job row)::
 
-    {"v": 1, "work": "/.../job-7", "segment_frames": 72, "target": {"size": .., "mtime_ns": ..},
+    {"v": 2, "work": "/.../job-7", "target": {"size": .., "mtime_ns": ..},
      "settings": "<sha1 of the settings JSON>",
-     "segments": [{"file": "seg-000000.mkv", "start": 0, "frames": 72}, ...]}
+     "segments": [{"file": "seg-00000000.mkv", "start": 0, "frames": 41}, ...]}
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -32,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import Cancelled, FacestationError
+from pipeline.errors import Cancelled, FacestationError, UserError
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.video import builders, ffmpeg
@@ -42,12 +46,38 @@ from pipeline.video.process import FFmpegProcess
 
 log = logging.getLogger(__name__)
 
-RESUME_VERSION = 1
+RESUME_VERSION = 2
 SEGMENT_SUFFIX = ".mkv"  # Matroska takes every codec the encoders produce
+DEFAULT_CHECKPOINT_SECONDS = 3.0
+
+# what ffmpeg says when the output's file system refuses the write: the user's to fix, not worth a retry
+_UNWRITABLE = ("No space left on device", "Read-only file system", "Permission denied",
+               "Operation not permitted", "Disk quota exceeded")
 
 
 class ConcatError(FacestationError):
-    """ffmpeg could not join the segments (disk full, a damaged segment...)."""
+    """ffmpeg could not join the segments (a damaged segment...)."""
+
+
+class OutputNotWritable(UserError):
+    """The output's folder refused the joined file (disk full, read-only, no permission)."""
+
+
+@dataclass(frozen=True)
+class Pace:
+    """When a segment ends: ``every_s`` seconds of wall time after its first frame, the first segment of a
+    run after ``first_s`` (a run killed soon after it started still leaves one behind)."""
+
+    every_s: float = DEFAULT_CHECKPOINT_SECONDS
+    first_s: float = DEFAULT_CHECKPOINT_SECONDS / 3
+
+    @classmethod
+    def every(cls, seconds: float) -> Pace:
+        seconds = max(0.05, seconds)
+        return cls(seconds, seconds / 3)
+
+    def ends(self, elapsed_s: float, first: bool) -> bool:
+        return elapsed_s >= (self.first_s if first else self.every_s)
 
 
 @dataclass(frozen=True)
@@ -75,22 +105,18 @@ def segment_name(start: int) -> str:
     return f"seg-{start:08d}{SEGMENT_SUFFIX}"
 
 
-def resume_record(work: Path, segment_frames: int, target: Path, settings: Settings,
-                  segments: list[Segment]) -> dict[str, Any]:
-    return {"v": RESUME_VERSION, "work": str(work), "segment_frames": segment_frames,
-            "target": fingerprint(target), "settings": settings_digest(settings),
-            "segments": [asdict(s) for s in segments]}
+def resume_record(work: Path, target: Path, settings: Settings, segments: list[Segment]) -> dict[str, Any]:
+    return {"v": RESUME_VERSION, "work": str(work), "target": fingerprint(target),
+            "settings": settings_digest(settings), "segments": [asdict(s) for s in segments]}
 
 
-def usable_segments(record: dict[str, Any], work: Path, segment_frames: int, target: Path,
-                    settings: Settings) -> list[Segment]:
+def usable_segments(record: dict[str, Any], work: Path, target: Path, settings: Settings) -> list[Segment]:
     """The finished segments of ``record`` that a resumed run can keep (a gap-free run from frame 0).
 
-    Anything that does not match this run (another target file or settings, another segment
-    length, a missing or emptied file) drops the segment and everything after it.
+    Anything that does not match this run (another target file or settings, a missing or emptied
+    file) drops the segment and everything after it.
     """
     if (record.get("v") != RESUME_VERSION or record.get("work") != str(work)
-            or record.get("segment_frames") != segment_frames
             or record.get("settings") != settings_digest(settings)):
         return []
     try:
@@ -126,22 +152,29 @@ def clear_work(work: Path, keep: list[Segment] | None = None) -> None:
 
 
 class SegmentWriter:
-    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment every N frames, each
+    """A frame sink for :class:`pipeline.render.Render` that rotates to a new segment as ``pace`` says (by
+    wall time) or after ``segment_frames`` frames, whichever comes first (neither: one segment), each
     encoded like a one-piece render of ``source`` with ``settings`` (:func:`encoder_for`), without audio.
 
-    ``on_segment(segment)`` is called (from the encode thread) as soon as each segment file is complete.
+    ``on_segment(segment)`` is called (from the encode thread) as soon as each segment file is complete
+    and on disk.
     """
 
-    def __init__(self, work: Path, *, first_frame: int, segment_frames: int, source: VideoInfo,
-                 settings: Settings, size: tuple[int, int], on_segment: Callable[[Segment], None],
-                 cancel: threading.Event | None = None) -> None:
+    def __init__(self, work: Path, *, first_frame: int, source: VideoInfo, settings: Settings,
+                 size: tuple[int, int], on_segment: Callable[[Segment], None], pace: Pace | None = None,
+                 segment_frames: int | None = None, cancel: threading.Event | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.work = work
         self.next_start = first_frame
+        self.pace = pace
         self.segment_frames = segment_frames
         self.source, self.settings, self.size, self.cancel = source, settings, size, cancel
         self.on_segment = on_segment
+        self._clock = clock
         self._current: Encoder | None = None
         self._start = first_frame
+        self._opened = 0.0
+        self._segments = 0  # finished by this writer (this run)
         self.encoder = ""
         self.encoder_reason = ""
         work.mkdir(parents=True, exist_ok=True)
@@ -152,16 +185,26 @@ class SegmentWriter:
             self._current = encoder_for(self.work / segment_name(self._start), self.source, self.settings,
                                         size=self.size, audio=False, cancel=self.cancel)
             self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
+            self._opened = self._clock()
         self._current.write(frame)
-        if self._current.frames >= self.segment_frames:
+        if self._segment_ends(self._current.frames):
             self._finish_segment()
+
+    def _segment_ends(self, frames: int) -> bool:
+        if self.segment_frames is not None and frames >= self.segment_frames:
+            return True
+        elapsed = self._clock() - self._opened
+        return self.pace is not None and self.pace.ends(elapsed, first=self._segments == 0)
 
     def _finish_segment(self) -> None:
         assert self._current is not None
         encoder, self._current = self._current, None
         path = encoder.close()
+        with open(path, "rb") as fh:  # on disk before it is recorded as finished
+            os.fsync(fh.fileno())
         segment = Segment(path.name, self._start, encoder.frames)
         self.next_start = self._start + encoder.frames
+        self._segments += 1
         self.on_segment(segment)
 
     def close(self) -> Path:
@@ -201,9 +244,16 @@ def concat_cmd(exe: str, list_file: Path, output: Path, *, audio_source: Path | 
     return cmd
 
 
-def _list_line(path: Path) -> str:
-    quoted = str(path.absolute()).replace("'", "'\\''")
-    return f"file '{quoted}'\n"
+def concat_list(segments: list[Segment], work: Path, fps: Fraction | float) -> str:
+    """The concat demuxer's list: each file with its exact duration (frames / fps, rounded so that the
+    durations add up to the exact end times), so that timestamps do not drift over many segments."""
+    lines = []
+    for s in segments:
+        quoted = str((work / s.file).absolute()).replace("'", "'\\''")
+        start = round(float(Fraction(s.start) / Fraction(fps)), 6)
+        end = round(float(Fraction(s.start + s.frames) / Fraction(fps)), 6)
+        lines.append(f"file '{quoted}'\nduration {end - start:.6f}\n")
+    return "".join(lines)
 
 
 def temp_output(output: Path, job_id: int) -> Path:
@@ -224,7 +274,7 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
     if not segments:
         raise ConcatError("no finished segments to join")
     list_file = work / "segments.txt"
-    list_file.write_text("".join(_list_line(work / s.file) for s in segments), encoding="utf-8")
+    list_file.write_text(concat_list(segments, work, source.fps), encoding="utf-8")
     start, end = settings.video.start, settings.video.end
     audio = source if settings.video.keep_audio and source.has_audio else None
     trimmed = audio is not None and end is not None and end < audio.duration
@@ -241,15 +291,23 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
         rc = process.wait()
         if process.cancelled or (cancel is not None and cancel.is_set()):
             raise Cancelled("joining cancelled")
-        if rc != 0:
-            raise ConcatError(f"joining the segments of {output.name} failed: {process.last_error()}")
+        # ffmpeg exits 0 when the disk fills while it writes the trailer: read what it said, too
+        said = process.tail(lines=30)
+        refused = next((r for r in _UNWRITABLE if r.lower() in said.lower()), None)
+        if rc != 0 or refused or "Error writing trailer" in said or "Error closing file" in said:
+            reason = process.last_error()
+            if refused:
+                raise OutputNotWritable(f"cannot write {output}: {refused.lower()} in {output.parent}; "
+                                        "make room or choose another folder, then retry the job")
+            raise ConcatError(f"joining the segments of {output.name} failed: {reason}")
+        process.close()
+        with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
+            os.fsync(fh.fileno())
     except BaseException:
         process.close()
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only folder: there is nothing to remove
+            partial.unlink(missing_ok=True)
         raise
-    process.close()
-    with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
-        os.fsync(fh.fileno())
     os.replace(partial, output)
     with contextlib.suppress(OSError):
         dir_fd = os.open(output.parent, os.O_RDONLY)

@@ -3,7 +3,8 @@
 The command line and the web UI both call these rather than the store's primitives, so the queue is
 opened with the same settings (``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS``),
 a job's inputs are checked the same way wherever it is queued (the queue only holds jobs that can
-start), and a deleted job's finished segments go with it.
+start, and no two of them write the same output), and a deleted or cancelled job's finished segments
+go with it.
 """
 
 from __future__ import annotations
@@ -58,16 +59,23 @@ def validate(sources: Sequence[Path], target: Path, output: Path) -> MediaKind:
 
 def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, output: str | Path,
         settings: Settings, owner: str = "") -> Job:
-    """Check the inputs (:func:`validate`), then queue the job with absolute paths."""
+    """Check the inputs (:func:`validate`), then queue the job with absolute paths (the output's folder
+    resolved, so that one file has one name: a second job writing it is refused)."""
     paths = [Path(s).absolute() for s in sources]
     target, output = Path(target).absolute(), Path(output).absolute()
+    output = Path(os.path.realpath(output.parent)) / output.name
     validate(paths, target, output)
     return store.add(paths, target, output, settings, owner=owner)
 
 
 def cancel(store: JobStore, job_id: int) -> Job:
-    """Cancel a queued job at once; a running one stops within a second (its state says which)."""
-    return store.request_cancel(job_id)
+    """Cancel a queued job, or a running one whose worker is gone, at once; a running one stops within a
+    second (its state says which)."""
+    was = store.get(job_id).state
+    job = store.request_cancel(job_id)
+    if was == "running" and job.state == "cancelled":  # its worker is gone: nobody else cleans up
+        discard(job.id, job.output)
+    return job
 
 
 def retry(store: JobStore, job_id: int) -> Job:
@@ -81,9 +89,9 @@ def move(store: JobStore, job_id: int, to: Move | int) -> Job:
 
 
 def delete(store: JobStore, job_id: int) -> Job:
-    """Forget a job that is not running, with its finished segments (its output file is left alone)."""
-    job = store.get(job_id)
-    store.delete(job_id)
+    """Forget a job that is not running (or whose worker is gone), with its finished segments (its output
+    file is left alone)."""
+    job = store.delete(job_id)
     discard(job.id, job.output)
     return job
 

@@ -7,9 +7,10 @@ mode, so readers (a UI polling progress) never block the worker.
 
 A worker claims with :meth:`JobStore.claim_next`, then reports through :meth:`heartbeat` /
 :meth:`update_progress` (both answer "was cancel requested?"), :meth:`set_resume` (finished
-segments) and :meth:`finish`. A ``running`` job whose heartbeat is older than ``stale_after``
-seconds belongs to a worker that died: the next claim puts it back in the queue at its old place
-(keeping its resume data) or fails it after ``max_attempts`` tries.
+segments), and :meth:`finish` or :meth:`fail`. A ``running`` job whose worker is gone (its heartbeat is
+older than ``stale_after`` seconds, or its process on this host has ended: :mod:`pipeline.jobs.holder`)
+goes back in the queue at its old place with its resume data, whatever the number of deaths; only errors
+the job raises count towards ``max_attempts``. Such a job can also be cancelled or deleted at once.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from typing import Any, Literal
 
 from pipeline import paths
 from pipeline.errors import FacestationError, UserError
+from pipeline.jobs import holder
 from pipeline.jobs.model import (
     FINAL_STATES,
     STATES,
     Job,
     JobNotFound,
     JobState,
+    OutputTaken,
     check,
 )
 from pipeline.progress import Progress
@@ -41,7 +44,7 @@ from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "queue.sqlite3"
 Move = Literal["up", "down", "top", "bottom"]
 
@@ -75,8 +78,15 @@ CREATE INDEX IF NOT EXISTS jobs_state_position ON jobs (state, position);
 CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner);
 """
 
+_V2 = """
+ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN worker_host TEXT;
+ALTER TABLE jobs ADD COLUMN worker_pid INTEGER;
+CREATE INDEX IF NOT EXISTS jobs_output ON jobs (output);
+"""
+
 # _MIGRATIONS[n] brings a database at user_version n to n + 1.
-_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1}
+_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2}
 
 
 class ClaimLost(FacestationError):
@@ -207,6 +217,7 @@ class JobStore:
         if not isinstance(settings, Settings):
             raise TypeError(f"add() needs a validated Settings object, got {type(settings).__name__}")
         with self._write() as con:
+            self._check_output_free(con, str(output))
             row = (owner, json.dumps([str(s) for s in sources]), str(target), str(output))
             cur = con.execute(
                 "INSERT INTO jobs (owner, sources, target, output, settings, state, position, created_at) "
@@ -217,17 +228,40 @@ class JobStore:
         log.info("queued job %d (%s -> %s)", job.id, job.target, job.output)
         return job
 
+    @classmethod
+    def _check_output_free(cls, con: sqlite3.Connection, output: str, job_id: int | None = None) -> None:
+        """One output per job: refuse ``output`` while another queued or running job writes it."""
+        row = con.execute(
+            "SELECT id, state FROM jobs WHERE output = ? AND state IN ('queued', 'running') AND id IS NOT ? "
+            "ORDER BY id LIMIT 1", (output, job_id),
+        ).fetchone()
+        if row is not None:
+            raise OutputTaken(f"job {row['id']} ({row['state']}) already writes {output}; choose another "
+                              f"output, or cancel job {row['id']} first")
+
+    def holder_gone(self, job: Job) -> bool:
+        """Whether a running job's worker is gone: silent for ``stale_after`` s, or its process on this
+        host has ended."""
+        if job.state != "running":
+            return False
+        stale = job.heartbeat_at is None or job.heartbeat_at < self._clock() - self.stale_after
+        return stale or holder.process_gone(job.worker_host, job.worker_pid)
+
     def request_cancel(self, job_id: int) -> Job:
-        """A queued job is cancelled at once; a running one is flagged and its worker stops at the next
-        report."""
+        """A queued job, or a running one whose worker is gone, is cancelled at once; a running one is
+        flagged and its worker stops at the next report."""
         with self._write() as con:
             job = self._fetch(con, job_id)
             check("cancel", job_id, job.state)
-            if job.state == "queued":
+            if job.state == "queued" or self.holder_gone(job):
                 con.execute(
-                    "UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE id = ?",
+                    "UPDATE jobs SET state = 'cancelled', finished_at = ?, fps = NULL, eta_s = NULL, "
+                    "worker_id = NULL, heartbeat_at = NULL, worker_host = NULL, worker_pid = NULL "
+                    "WHERE id = ?",
                     (self._clock(), job_id),
                 )
+                if job.state == "running":
+                    self._log(con, job_id, f"cancelled; its worker {job.worker_id} is gone")
             else:
                 con.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
             return self._fetch(con, job_id)
@@ -237,9 +271,11 @@ class JobStore:
         with self._write() as con:
             job = self._fetch(con, job_id)
             check("retry", job_id, job.state)
+            self._check_output_free(con, job.output, job_id)
             con.execute(
                 "UPDATE jobs SET state = 'queued', position = (SELECT MAX(position) + 1 FROM jobs), "
-                "error = NULL, finished_at = NULL, cancel_requested = 0, attempts = 0, worker_id = NULL, "
+                "error = NULL, finished_at = NULL, cancel_requested = 0, attempts = 0, failures = 0, "
+                "worker_id = NULL, worker_host = NULL, worker_pid = NULL, "
                 "heartbeat_at = NULL, fps = NULL, eta_s = NULL WHERE id = ?",
                 (job_id,),
             )
@@ -271,17 +307,21 @@ class JobStore:
             con.executemany("UPDATE jobs SET position = ? WHERE id = ?", list(zip(slots, order, strict=True)))
             return self._fetch(con, job_id)
 
-    def delete(self, job_id: int) -> None:
-        """Forget a job that is not running (its files are left alone)."""
+    def delete(self, job_id: int) -> Job:
+        """Forget a job that is not running, or whose worker is gone (its files are left alone); returns
+        it as it was."""
         with self._write() as con:
             job = self._fetch(con, job_id)
-            check("delete", job_id, job.state)
+            if not self.holder_gone(job):
+                check("delete", job_id, job.state)
             con.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+            return job
 
     # ------------------------------------------------------------ worker side
 
-    def claim_next(self, worker_id: str) -> Job | None:
-        """Take the first queued job (after putting back jobs of dead workers), or None if there is none."""
+    def claim_next(self, worker_id: str, *, pid: int | None = None, host: str | None = None) -> Job | None:
+        """Take the first queued job (after putting back jobs of dead workers), or None if there is none.
+        ``pid`` and ``host``: the worker's process (default: this one), so that its death is seen at once."""
         with self._write() as con:
             now = self._clock()
             self._reclaim(con, now)
@@ -291,16 +331,18 @@ class JobStore:
             if row is None:
                 return None
             con.execute(
-                "UPDATE jobs SET state = 'running', worker_id = ?, heartbeat_at = ?, started_at = ?, "
-                "attempts = attempts + 1, cancel_requested = 0 WHERE id = ? AND state = 'queued'",
-                (worker_id, now, now, row["id"]),
+                "UPDATE jobs SET state = 'running', worker_id = ?, worker_host = ?, worker_pid = ?, "
+                "heartbeat_at = ?, started_at = ?, attempts = attempts + 1, cancel_requested = 0 "
+                "WHERE id = ? AND state = 'queued'",
+                (worker_id, host or holder.this_host(), pid if pid is not None else holder.this_process(),
+                 now, now, row["id"]),
             )
             job = self._fetch(con, row["id"])
         log.info("worker %s claimed job %d (attempt %d)", worker_id, job.id, job.attempts)
         return job
 
     def reclaim_stale(self) -> builtins.list[int]:
-        """Put back (or fail) running jobs whose worker stopped sending heartbeats. Returns their ids."""
+        """Put back running jobs whose worker is gone (silent, or its process ended). Returns their ids."""
         with self._write() as con:
             return self._reclaim(con, self._clock())
 
@@ -315,27 +357,28 @@ class JobStore:
             return [r["id"] for r in rows]
 
     def _reclaim(self, con: sqlite3.Connection, now: float) -> builtins.list[int]:
-        rows = con.execute(
-            "SELECT * FROM jobs WHERE state = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < ?)",
-            (now - self.stale_after,),
-        ).fetchall()
-        for row in rows:
+        gone = []
+        for row in con.execute("SELECT * FROM jobs WHERE state = 'running'").fetchall():
             job = self._to_job(row)
             silent = now - (job.heartbeat_at or 0.0)
-            self._put_back(con, job, now, f"worker {job.worker_id} silent for {silent:.0f} s")
-        return [r["id"] for r in rows]
+            if job.heartbeat_at is None or silent > self.stale_after:
+                self._put_back(con, job, now, f"worker {job.worker_id} silent for {silent:.0f} s")
+            elif holder.process_gone(job.worker_host, job.worker_pid):
+                self._put_back(con, job, now, f"worker {job.worker_id} (pid {job.worker_pid}) is gone")
+            else:
+                continue
+            gone.append(job.id)
+        return gone
 
     def _put_back(self, con: sqlite3.Connection, job: Job, now: float, why: str) -> None:
-        if job.cancel_requested:
-            state, error = "cancelled", None
-        elif job.attempts >= self.max_attempts:
-            state, error = "failed", f"{why}; gave up after {job.attempts} attempts"
-        else:
-            state, error = "queued", None
-        con.execute(
-            "UPDATE jobs SET state = ?, error = ?, worker_id = NULL, heartbeat_at = NULL, "
+        """A dead or stopping worker's job: queued again at its place (cancelled if that was asked). A
+        worker's death is not the job's fault: it never fails the job."""
+        state = "cancelled" if job.cancel_requested else "queued"
+        con.execute(  # its progress: what the next run keeps, not what the dead one had rendered
+            "UPDATE jobs SET state = ?, worker_id = NULL, worker_host = NULL, worker_pid = NULL, "
+            "heartbeat_at = NULL, frames_done = ?, fps = NULL, eta_s = NULL, "
             "finished_at = CASE WHEN ? = 'queued' THEN NULL ELSE ? END WHERE id = ?",
-            (state, error, state, now, job.id),
+            (state, job.kept_frames, state, now, job.id),
         )
         self._log(con, job.id, f"{why}: job {'re-queued' if state == 'queued' else state}")
         log.warning("job %d: %s -> %s", job.id, why, state)
@@ -379,10 +422,7 @@ class JobStore:
     def set_resume(self, job_id: int, data: dict[str, Any], *, worker_id: str | None = None) -> None:
         """Store what a resumed run needs (e.g. ``{"segments": [...finished segment files...]}``)."""
         with self._write() as con:
-            # progress was made: earlier crashes no longer count against max_attempts (only
-            # attempts that die without finishing a segment do)
-            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, attempts = 1",
-                         (json.dumps(data),))
+            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?", (json.dumps(data),))
 
     def append_log(self, job_id: int, text: str) -> None:
         """Append to the job's log; only the last ``log_limit`` characters are kept."""
@@ -401,17 +441,48 @@ class JobStore:
         if state not in FINAL_STATES:
             raise ValueError(f"finish() takes done, failed or cancelled, not {state!r}")
         with self._write() as con:
-            job = self._fetch(con, job_id)
-            if worker_id is not None and (job.state != "running" or job.worker_id != worker_id):
-                raise ClaimLost(
-                    f"job {job_id} is {job.state} and held by {job.worker_id or 'no worker'}, not {worker_id}"
+            job = self._held(con, job_id, worker_id)
+            if state == "failed":
+                self._record_failure(con, job, error or "failed without a message")
+            else:
+                con.execute(
+                    "UPDATE jobs SET state = ?, error = NULL, finished_at = ?, heartbeat_at = NULL, "
+                    "eta_s = NULL WHERE id = ?",
+                    (state, self._clock(), job_id),
                 )
-            check("finish", job_id, job.state)
-            if state == "failed" and not error:
-                error = "failed without a message"
-            con.execute(
-                "UPDATE jobs SET state = ?, error = ?, finished_at = ?, heartbeat_at = NULL, eta_s = NULL "
-                "WHERE id = ?",
-                (state, error if state == "failed" else None, self._clock(), job_id),
-            )
             return self._fetch(con, job_id)
+
+    def fail(self, job_id: int, error: str, *, retry: bool = False, worker_id: str | None = None) -> Job:
+        """A running job raised ``error``. With ``retry`` (an error that may pass: not the user's input) it
+        is queued again at its place, keeping its segments, until it has failed ``max_attempts`` times;
+        otherwise, or then, it ends failed. Returns the job as it is now."""
+        with self._write() as con:
+            job = self._held(con, job_id, worker_id)
+            failures = job.failures + 1
+            if retry and failures < self.max_attempts and not job.cancel_requested:
+                con.execute("UPDATE jobs SET failures = ? WHERE id = ?", (failures, job_id))
+                self._put_back(con, job, self._clock(),
+                               f"error {failures} of at most {self.max_attempts}: {error}")
+            else:
+                self._record_failure(con, job, error)
+            return self._fetch(con, job_id)
+
+    def _held(self, con: sqlite3.Connection, job_id: int, worker_id: str | None) -> Job:
+        """The running job, checked to be held by ``worker_id`` (if given) before it is ended."""
+        job = self._fetch(con, job_id)
+        if worker_id is not None and (job.state != "running" or job.worker_id != worker_id):
+            raise ClaimLost(
+                f"job {job_id} is {job.state} and held by {job.worker_id or 'no worker'}, not {worker_id}"
+            )
+        check("finish", job_id, job.state)
+        return job
+
+    def _record_failure(self, con: sqlite3.Connection, job: Job, error: str) -> None:
+        """End ``job`` failed with ``error``; its progress says what a retry keeps (the frames of its
+        finished segments), not how far the failed run got."""
+        stage = json.dumps({"step": "failed", "segments": len(job.resume.get("segments", []))})
+        con.execute(
+            "UPDATE jobs SET state = 'failed', error = ?, failures = ?, finished_at = ?, "
+            "heartbeat_at = NULL, frames_done = ?, fps = NULL, eta_s = NULL, stage = ? WHERE id = ?",
+            (error, job.failures + 1, self._clock(), job.kept_frames, stage, job.id),
+        )

@@ -4,6 +4,9 @@ One worker per device. A worker id names the machine and device (``host/cpu``, `
 stays the same across restarts, so a restarted worker first puts back whatever it held when it died
 (``release_worker``) and the job resumes from its last finished segment. A lock file per worker id
 keeps a second worker with the same id (the UI's and a terminal's) from releasing a live worker's job.
+A claim also records the worker's pid, so a worker of another id on this host puts back a killed
+worker's job at once rather than after ``stale_after``. Dying is never held against a job; an error it
+raises fails it (a user's error at once, others after ``max_attempts``).
 
 While a job runs, a monitor thread polls the job row every ``poll_cancel`` s (a cancel stops the render
 within a second) and sends a heartbeat every ``heartbeat_every`` s (a quarter of ``stale_after``), so
@@ -17,6 +20,7 @@ a worker that is killed, or a machine that reboots, shows as stale and the job i
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -83,7 +87,18 @@ def worker_lock(store: JobStore, worker_id: str) -> Iterator[None]:
         fh.close()
 
 
+# a file system that refuses to write (read-only, full, no permission): the user's to fix, not worth a retry
+_REFUSED = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM})
+
+
+def _users_fault(exc: BaseException) -> bool:
+    return isinstance(exc, UserError) or (isinstance(exc, OSError) and exc.errno in _REFUSED)
+
+
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno in _REFUSED and exc.filename:
+        where = Path(str(exc.filename))
+        return f"cannot write in {where.parent}: {(exc.strerror or 'refused').lower()} ({where.name})"
     text = str(exc).strip().splitlines()
     message = text[0] if text else ""
     return message if isinstance(exc, UserError) else f"{type(exc).__name__}: {message}".rstrip(": ")
@@ -92,7 +107,7 @@ def _one_line(exc: BaseException) -> str:
 class Worker:
     def __init__(self, store: JobStore, worker_id: str | None = None, *, poll: float = 1.0,
                  poll_cancel: float = 0.25, heartbeat_every: float | None = None,
-                 segment_seconds: float | None = None,
+                 checkpoint_seconds: float | None = None,
                  execute: Callable[[Job, runner.JobContext], dict[str, Any]] | None = None) -> None:
         self.store = store
         self.execute = execute or runner.execute  # or a render farm's (pipeline.jobs.farm.Farm.execute)
@@ -100,8 +115,9 @@ class Worker:
         self.poll = poll
         self.poll_cancel = poll_cancel
         self.heartbeat_every = heartbeat_every or max(0.2, min(store.stale_after / 4, 15.0))
-        self.segment_seconds = segment_seconds or runner.segment_seconds()
+        self.pace = runner.segments.Pace.every(checkpoint_seconds or runner.checkpoint_seconds())
         self.jobs_done = 0
+        self.jobs_failed = 0
         self.current: int | None = None
         # Render threads report through this one long-lived thread: the store keeps one SQLite
         # connection per thread, and a connection per short-lived render thread would leak descriptors.
@@ -151,10 +167,11 @@ class Worker:
         self.current = job.id
         ctx = runner.JobContext(
             control=control, save_resume=functools.partial(self._save_resume, job.id),
-            log=functools.partial(self._log, job.id), segment_seconds=self.segment_seconds)
+            log=functools.partial(self._log, job.id), pace=self.pace)
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
+            runner.check_start(job)  # the output may have become unwritable since it was queued
             summary = self.execute(job, ctx)
         except Cancelled:
             return self._stopped(job, control.reason or "cancel")
@@ -209,18 +226,27 @@ class Worker:
             return self.store.get(job.id)
 
     def _failed(self, job: Job, exc: BaseException) -> Job | None:
+        """The job raised ``exc``: a user's error fails it at once; another is retried (from its finished
+        segments) until it has happened ``max_attempts`` times."""
         message = _one_line(exc)
-        log.error("job %d failed: %s", job.id, message)
-        if not isinstance(exc, UserError):
+        users = _users_fault(exc)
+        if not users:
             tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-LOG_TAIL_LINES:]
             self._log(job.id, "\n".join(tail))
-        self._log(job.id, f"failed: {message}")
         # a half-joined file goes; finished segments stay for a retry
-        runner.segments.remove_temp_outputs(Path(job.output), job.id)
+        with contextlib.suppress(OSError):  # a folder that refuses writes may refuse this too
+            runner.segments.remove_temp_outputs(Path(job.output), job.id)
         try:
-            return self.store.finish(job.id, "failed", message, worker_id=self.worker_id)
+            final = self.store.fail(job.id, message, retry=not users, worker_id=self.worker_id)
         except ClaimLost:
             return None
+        if final.state == "failed":
+            self.jobs_failed += 1
+            self._log(job.id, f"failed: {message}")
+            log.error("job %d failed: %s", job.id, message)
+        else:
+            log.warning("job %d: %s; it runs again", job.id, message)
+        return final
 
     def _log(self, job_id: int, text: str) -> None:
         try:
