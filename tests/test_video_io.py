@@ -254,3 +254,18 @@ def test_encoder_for_uses_settings_trim_and_audio_choice(clip: Path, tmp_path: P
             enc.write(frame)
     got = probe(enc.output)
     assert enc.encoder == "libx264" and not got.has_audio and got.frame_count == 15
+
+
+def test_a_disk_that_fills_at_the_files_ending_is_no_success(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """ffmpeg exits 0 when the disk fills while it writes the trailer: the encoder reads its errors too."""
+    from pipeline.errors import OutputFault
+
+    enc = Encoder(tmp_path / "full.mp4", width=64, height=48, fps=25, encoder="libx264")
+    for _ in range(3):
+        enc.write(np.zeros((48, 64, 3), np.uint8))
+    monkeypatch.setattr(enc._process, "error_lines",
+                        lambda: ["[mp4 @ 0x1] av_interleaved_write_frame(): No space left on device"])
+    with pytest.raises(OutputFault, match="full.mp4"):
+        enc.close()
+    assert not (tmp_path / "full.mp4").exists() and not list(tmp_path.glob(".*partial*"))

@@ -201,6 +201,11 @@ class Encoder:
             message = self._process.last_error()
             self.abort()
             raise self._fault(message) or EncodeError(f"encoding {self.output.name} failed: {message}")
+        # ffmpeg exits 0 when the disk fills while it writes the file's ending: a short file is no success
+        late = self._fault(" ".join(self._process.error_lines()))
+        if late is not None:
+            self.abort()
+            raise late
         self._process.close()
         try:
             os.replace(self.partial, self.output)
