@@ -272,6 +272,10 @@ def test_queue_table_shows_memory_of_running_jobs() -> None:
     gpu = replace(running, progress=Progress(10, 100, 5.0, 18.0, {"rss_mb": 480.2, "device_mb": 3120.0}))
     assert "GPU 3120 MB" in render_jobs([gpu])
     assert "MB" not in render_jobs([job])  # queued: nothing to show
+    failed = replace(job, state="failed", error="cannot write /x: the disk is full",
+                     progress=Progress(300, 300, 5.0, 0.0, {}))
+    shown = render_jobs([failed])
+    assert "the disk is full" in shown and "100%" not in shown and "<progress" not in shown
 
 
 def test_free_model_memory_drops_loaded_sessions() -> None:

@@ -237,6 +237,14 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
     return f"job {job.id}: {action} done"
 
 
+def _bar(state: str, fraction: float) -> str:
+    """A progress bar; a failed job shows no percentage (its reason is in the last column)."""
+    if state == "failed":
+        return '<span class="fs-error">failed</span>'
+    return (f'<progress max="1" value="{fraction:.4f}"></progress> '
+            f'<span class="fs-pct">{fraction * 100:.0f}%</span>')
+
+
 def _memory(stage: dict[str, Any]) -> str:
     """Device memory while a GPU session runs, else the worker's RAM."""
     if stage.get("device_mb"):
@@ -278,8 +286,7 @@ def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False, selected: int
             *([html.escape(job.owner or "local")] if show_owner else []),
             html.escape(Path(job.target).name.split("-", 1)[-1]),
             f'<span class="fs-state fs-{job.state}">{job.state}</span>',
-            f'<progress max="1" value="{fraction:.4f}"></progress> '
-            f'<span class="fs-pct">{fraction * 100:.0f}%</span>',
+            _bar(job.state, fraction),
             frames,
             f"{p.fps:.1f}" if p.fps else "",
             _eta(p.eta_s),
