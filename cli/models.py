@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cli.common import require_subcommand
 from pipeline.errors import UserError
 from pipeline.models import store
 
@@ -30,10 +31,7 @@ def register(sub: Any) -> None:
     mi.set_defaults(handler=cmd_import)
     msub.add_parser("verify").set_defaults(handler=cmd_verify)
 
-    def no_command(args: argparse.Namespace) -> int:
-        raise UserError("models: choose list, fetch, import or verify")
-
-    models.set_defaults(handler=no_command)
+    require_subcommand(models, msub)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from cli.common import require_subcommand
 from pipeline import presets
-from pipeline.errors import UserError
 from pipeline.settings import to_json
 
 
@@ -40,10 +40,7 @@ def register(sub: Any) -> None:
     im.add_argument("--name")
     im.set_defaults(handler=cmd_import)
 
-    def no_command(args: argparse.Namespace) -> int:
-        raise UserError("presets: choose list, show, save, delete, export or import")
-
-    p.set_defaults(handler=no_command)
+    require_subcommand(p, ps)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cli.common import require_subcommand
 from pipeline import presets
 from pipeline.errors import UserError
 from pipeline.jobs import service
@@ -220,7 +221,4 @@ def register(sub: Any) -> None:
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=cmd_show)
 
-    def no_command(args: argparse.Namespace) -> int:
-        raise UserError("queue: choose add, list, show, cancel, retry, move, delete or run")
-
-    queue.set_defaults(handler=no_command)
+    require_subcommand(queue, qsub)
