@@ -126,12 +126,15 @@ def _digest(path: Path, stat: os.stat_result) -> str:
     return digest
 
 
-def _files(path: Path) -> tuple[tuple[str, int, int], Path, Path]:
+def _key(path: Path) -> tuple[tuple[str, int, int], os.stat_result]:
     stat = path.stat()
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns), stat
+
+
+def _files(path: Path, stat: os.stat_result) -> tuple[Path, Path]:
     digest = _digest(path, stat)
     folder = cache_dir() / "batched"
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    return key, folder / f"{digest}.onnx", folder / f"{digest}.failed"
+    return folder / f"{digest}.onnx", folder / f"{digest}.failed"
 
 
 def lookup(path: Path) -> tuple[bool, Path | None]:
@@ -139,9 +142,10 @@ def lookup(path: Path) -> tuple[bool, Path | None]:
     this process or on disk), and its dynamic-batch file (None where batching it failed or is unknown)."""
     path = Path(path)
     with _lock:
-        key, dst, failed = _files(path)
-        if key in _memo:
+        key, stat = _key(path)
+        if key in _memo:  # decided in this process: no digest index read, no hashing
             return True, _memo[key]
+        dst, failed = _files(path, stat)
         if dst.is_file():
             _memo[key] = dst
             return True, dst
@@ -158,9 +162,10 @@ def batched_path(path: Path) -> Path | None:
     if known:
         return result
     with _lock:
-        key, dst, failed = _files(path)
+        key, stat = _key(path)
         if key in _memo:
             return _memo[key]
+        dst, failed = _files(path, stat)
         if dynamic_batch(path, dst):
             result = dst
         else:

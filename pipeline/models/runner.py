@@ -111,11 +111,11 @@ class ModelRunner(CatalogSession):
         onnxruntime staging both through host buffers of its own on every run.
         """
         session = self.session
-        bind = self.io_binding if self.io_binding is not None else self.device != "cpu"
+        device = self.device
+        bind = self.io_binding if self.io_binding is not None else device != "cpu"
         if not bind:
             return list(session.run(None, dict(feeds)))
         rt = ort()
-        device = self.device
         binding = session.io_binding()
         for name, value in feeds.items():
             value = np.ascontiguousarray(value)
