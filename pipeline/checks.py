@@ -61,10 +61,11 @@ def resolved_swapper(settings: Settings) -> str:
     return resolve_name(settings.swapper.model, settings.execution.providers)[0]
 
 
-def required_models(settings: Settings) -> list[ModelEntry]:
-    """Every catalog model a swap with ``settings`` loads (the landmark model is optional: not listed)."""
+def required_models(settings: Settings, swapper: str | None = None) -> list[ModelEntry]:
+    """Every catalog model a swap with ``settings`` loads (the landmark model is optional: not listed);
+    ``swapper``: the resolved swapper, when the caller has it already."""
     names: list[str] = [settings.detector.model]
-    swapper = resolved_swapper(settings)
+    swapper = swapper or resolved_swapper(settings)
     if swapper != "classic":
         entry = catalog.get(swapper)
         names += [swapper, *([entry.recogniser] if entry.recogniser else [])]
@@ -79,8 +80,8 @@ def required_models(settings: Settings) -> list[ModelEntry]:
     return [catalog.get(n) for n in dict.fromkeys(names)]
 
 
-def missing_models(settings: Settings) -> list[ModelEntry]:
-    return [e for e in required_models(settings) if not store.is_installed(e)]
+def missing_models(settings: Settings, swapper: str | None = None) -> list[ModelEntry]:
+    return [e for e in required_models(settings, swapper) if not store.is_installed(e)]
 
 
 def _faces_in_source(source: Path, settings: Settings) -> int:
@@ -116,7 +117,8 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
     for source in sources:
         media.check_media(source, ("image",))
     media.check_media(target)
-    missing = missing_models(settings)
+    swapper = resolved_swapper(settings)
+    missing = missing_models(settings, swapper)
     if missing:
         raise ModelsMissing(missing)
     for source in sources:
@@ -125,7 +127,6 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
                               "the face is clearly visible")
     if outputs is not None:
         check_output_folder(outputs)
-    swapper = resolved_swapper(settings)
     return SwapCheck(swapper, [CLASSIC_IN_USE] if swapper == "classic" else [])
 
 
