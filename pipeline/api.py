@@ -16,8 +16,11 @@ from pipeline.errors import ModelMissing, UserError
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
+from pipeline.jobs.service import cancel as cancel_job
 from pipeline.jobs.service import delete as delete_job
 from pipeline.jobs.service import latest_frame, open_store
+from pipeline.jobs.service import move as move_job
+from pipeline.jobs.service import retry as retry_job
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread as start_worker
@@ -61,7 +64,8 @@ __all__ = [
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
     "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
-    "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "delete_job", "start_worker",
+    "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
+    "move_job", "delete_job", "start_worker",
     "latest_frame",
     # presets
     "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",

@@ -240,9 +240,11 @@ def test_a_running_job_shows_the_last_frame_of_its_newest_finished_segment(ctx: 
     job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
     assert queue_tab.thumbnail(ctx, job.id, None)["visible"] is False  # queued: nothing to show yet
     assert ctx.store.claim_next("w") is not None
-    assert api.latest_frame(job.id) is None
+    assert api.latest_frame(ctx.store.get(job.id)) is None
     work = work_dir(job.id)
     make_clip(work / "seg-00000000.mp4", seconds=0.5, size=(160, 120))
     (work / "seg-00000015.mp4").write_bytes(b"\x00" * 100)  # the segment being written: not readable yet
+    ctx.store.set_resume(job.id, {"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]},
+                         worker_id="w")  # what the runner records once a segment is finished
     shown = queue_tab.thumbnail(ctx, job.id, None)
     assert shown["visible"] is True and shown["value"].shape == (120, 160, 3)

@@ -119,7 +119,7 @@ def thumbnail(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> Any:
         job = _own_job(ctx, job_id, request)
     except api.UserError:
         return gr.update(visible=False)
-    frame = api.latest_frame(job.id) if job.state == "running" else None
+    frame = api.latest_frame(job)
     return gr.update(visible=frame is not None, value=frame)
 
 
@@ -225,11 +225,11 @@ def link_valid(ctx: Ctx, link: Link) -> bool:
 def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request | None) -> str:
     job = _own_job(ctx, job_id, request)
     if action == "cancel":
-        ctx.store.request_cancel(job.id)
+        api.cancel_job(ctx.store, job.id)
     elif action == "retry":
-        ctx.store.retry(job.id)
+        api.retry_job(ctx.store, job.id)
     elif action in ("up", "down"):
-        ctx.store.move(job.id, "up" if action == "up" else "down")
+        api.move_job(ctx.store, job.id, action)
     elif action == "delete":
         ctx.links.revoke_job(job.id)
         api.delete_job(ctx.store, job.id)

@@ -96,26 +96,27 @@ def delete(store: JobStore, job_id: int) -> Job:
     return job
 
 
-_latest: dict[int, tuple[str, Any]] = {}  # job id -> (segment name, its last frame as RGB)
+_latest: dict[int, tuple[str, Any]] = {}  # running job id -> (segment file, its last frame as RGB)
 
 
-def latest_frame(job_id: int) -> Any | None:
-    """The last frame of a running job's newest finished segment, as RGB (None before the first one).
-
-    Decoded once per segment: polling it costs nothing until the next segment is done."""
+def latest_frame(job: Job) -> Any | None:
+    """The last frame of a running job's newest recorded (finished) segment, as RGB; None before the first
+    one or once the job is not running. Decoded once per segment: polling costs nothing until the next one
+    is recorded, and the segment being written is never read."""
     from pipeline.jobs.runner import work_dir
-    from pipeline.media import check_media
     from pipeline.preview import read_frame
 
-    for segment in sorted(work_dir(job_id).glob("seg-*"), reverse=True):
-        cached = _latest.get(job_id)
-        if cached and cached[0] == segment.name:
-            return cached[1]
-        try:
-            info = check_media(segment, ("video",))
-            frame = read_frame(segment, max(0, info.frames - 1))[:, :, ::-1].copy()
-        except UserError:  # the segment being written: not readable yet
-            continue
-        _latest[job_id] = (segment.name, frame)
-        return frame
-    return None
+    recorded = job.resume.get("segments", []) if job.state == "running" else []
+    if not recorded:
+        _latest.pop(job.id, None)
+        return None
+    newest = max(recorded, key=lambda seg: int(seg["start"]))
+    cached = _latest.get(job.id)
+    if cached and cached[0] == newest["file"]:
+        return cached[1]
+    try:
+        frame = read_frame(work_dir(job.id) / newest["file"], max(0, int(newest["frames"]) - 1))
+    except UserError:
+        return cached[1] if cached else None
+    _latest[job.id] = (str(newest["file"]), frame[:, :, ::-1].copy())
+    return _latest[job.id][1]
