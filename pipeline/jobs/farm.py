@@ -270,7 +270,7 @@ class FarmVideoJob:
         self.started = time.perf_counter()
         self.info = probe(self.target)
         self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
-        self.segment_frames = max(1, round(float(self.info.fps) * farm.segment_seconds))
+        self.segment_frames = segments.segment_frames_for(self.info.fps, farm.segment_seconds)
         self.work = runner.work_dir(job.id)
         self.plan = plan(self.total, self.segment_frames)
         self.done = recorded_segments(job.resume, self.work, self.segment_frames, self.target, self.settings)
