@@ -14,6 +14,7 @@ batch sizes within a time box. The frames go to a frame sink: an encoder on the 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import queue
@@ -24,13 +25,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 
 from pipeline.errors import Cancelled, UserError
 from pipeline.faces.keyframes import KeyframeDetector, interval_for
 from pipeline.faces.track import Tracker
 from pipeline.models.sessions import CatalogSession
-from pipeline.process import FaceProcessor
+from pipeline.process import FaceProcessor, Swapped
 from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
 from pipeline.types import Face, Frame
@@ -139,6 +141,26 @@ class RenderPlan:
     load_s: float = 0.0
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
+    first: FirstFrame | None = field(default=None, repr=False)  # what the first frame's swap gave
+
+
+@dataclass
+class FirstFrame:
+    """The plan's run of the first frame, kept so that the render does not swap that frame again (on a
+    heavy model on a CPU that is seconds: 3 % of a 1 s clip)."""
+
+    frame: Frame
+    faces: list[Face]
+    swapped: list[Swapped]  # before the enhancer (it works in place)
+
+    def take(self, frame: Frame, faces: Sequence[Face]) -> list[Swapped] | None:
+        """The swapped faces if ``frame`` is this very frame with the same faces (the tracker did not move
+        them); else None."""
+        if frame is not self.frame or len(faces) != len(self.faces) or not all(
+                np.array_equal(a.landmarks, b.landmarks) and np.array_equal(a.box, b.box)
+                for a, b in zip(faces, self.faces, strict=True)):
+            return None
+        return self.swapped
 
 
 def cores() -> int:
@@ -222,8 +244,8 @@ def _load(models: dict[str, list[CatalogSession]]) -> float:
     return time.perf_counter() - started
 
 
-def _first_frame(processor: FaceProcessor, frame: Frame) -> tuple[list[Face], dict[str, float]]:
-    """The faces of ``frame``, and what each stage took on it (s)."""
+def _first_frame(processor: FaceProcessor, frame: Frame) -> tuple[FirstFrame, dict[str, float]]:
+    """What the swap made of ``frame``, and what each stage took on it (s)."""
     took: dict[str, float] = {}
     started = time.perf_counter()
     faces = processor.select(frame, processor.detect([frame])[0])
@@ -231,13 +253,14 @@ def _first_frame(processor: FaceProcessor, frame: Frame) -> tuple[list[Face], di
     started = time.perf_counter()
     swapped = processor.swap([frame], [faces])
     took["swap"] = time.perf_counter() - started
+    first = FirstFrame(frame, faces, copy.deepcopy(swapped[0]))
     started = time.perf_counter()
     processor.enhance([frame], swapped)
     took["enhance"] = time.perf_counter() - started
     started = time.perf_counter()
     processor.blend(frame.copy(), swapped[0], inplace=True)
     took["blend"] = time.perf_counter() - started
-    return faces, took
+    return first, took
 
 
 def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: float = 30.0) -> RenderPlan:
@@ -254,7 +277,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     plan.load_s = _load(models)
     started = time.perf_counter()
     before = cpu_sample()
-    faces, took = _first_frame(processor, frame)
+    plan.first, took = _first_frame(processor, frame)
     plan.free_cores = round(free_cores(n_cores, before, cpu_sample()), 2)
     plan.cost_ms = {k: round(1000 * v * (n_cores if models.get(k) and not execution.threads else 1), 2)
                     for k, v in took.items()}
@@ -268,7 +291,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
         plan.load_s += reload_s
         started += reload_s
     first = took["detect"] + took["swap"] + took["enhance"]
-    plan.batch = choose_batch_size(processor, frame, execution.batch_size, faces=faces,
+    plan.batch = choose_batch_size(processor, frame, execution.batch_size, faces=plan.first.faces,
                                    first_s=first, frames=frames, fps=fps)
     plan.probe_s = round(time.perf_counter() - started, 3)
     plan.load_s = round(plan.load_s, 3)
@@ -454,10 +477,18 @@ class Render:
         for batch in self._batches("swap"):
             frames = [frame for frame, _ in batch]
             with self._timing("swap"):
-                swapped = self.processor.swap(frames, [faces for _, faces in batch])
+                swapped = self._swapped(frames, [faces for _, faces in batch])
             for pair in zip(frames, swapped, strict=True):
                 out.put(pair)
         out.put(_END)
+
+    def _swapped(self, frames: list[Frame], faces: list[list[Face]]) -> list[list[Swapped]]:
+        """``processor.swap``, except for the first frame, which the plan has swapped already."""
+        first, self.plan.first = self.plan.first, None  # only the first batch can hold it
+        ready = first.take(frames[0], faces[0]) if first else None
+        if ready is None:
+            return self.processor.swap(frames, faces)
+        return [ready, *(self.processor.swap(frames[1:], faces[1:]) if len(frames) > 1 else [])]
 
     def _enhance(self) -> None:
         out = self._inbox["blend"]

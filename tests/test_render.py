@@ -226,3 +226,26 @@ def test_cli_says_when_no_frame_had_a_face(tmp_path: Path, capsys: pytest.Captur
                  "--output", str(tmp_path / "o.mp4")])
     assert code == 0 and "no face to replace was found in any frame" in capsys.readouterr().err
     assert count_frames(tmp_path / "o.mp4") == 15
+
+
+def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's run of the first frame is the render's: no frame goes through the swapper twice (on a
+    heavy model on a CPU that was seconds of start-up), and the output is what a fresh swap gives."""
+    settings = apply_overrides(ONE, ["execution.batch_size=1"])  # no probe runs to count
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
+    swapped_frames: list[int] = []
+    swap = proc.swap
+
+    def counting(frames: list[np.ndarray], faces: list[list[object]]) -> list[list[object]]:
+        swapped_frames.append(len(frames))
+        return swap(frames, faces)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(proc, "swap", counting)
+    result = Render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "a.mp4", processor=proc).run()
+    assert result.frames == 45
+    assert sum(swapped_frames) == 45, swapped_frames  # 1 in the plan + 44 in the stages
+    reference = render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "b.mp4")
+    assert reference.frames == 45
+    first_a = next(iter(read_frames(tmp_path / "a.mp4")))
+    first_b = next(iter(read_frames(tmp_path / "b.mp4")))
+    assert np.array_equal(first_a, first_b)
