@@ -228,7 +228,8 @@ def test_cli_says_when_no_frame_had_a_face(tmp_path: Path, capsys: pytest.Captur
     assert count_frames(tmp_path / "o.mp4") == 15
 
 
-def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The plan's run of the first frame is the render's: no frame goes through the swapper twice (on a
     heavy model on a CPU that was seconds of start-up), and the output is what a fresh swap gives."""
     settings = apply_overrides(ONE, ["execution.batch_size=1"])  # no probe runs to count
@@ -241,7 +242,8 @@ def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path, monkey
         return swap(frames, faces)  # type: ignore[arg-type]
 
     monkeypatch.setattr(proc, "swap", counting)
-    result = Render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "a.mp4", processor=proc).run()
+    result = Render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "a.mp4",
+                    processor=proc).run()
     assert result.frames == 45
     assert sum(swapped_frames) == 45, swapped_frames  # 1 in the plan + 44 in the stages
     reference = render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "b.mp4")
