@@ -65,7 +65,7 @@ class RenderResult:
     peak_rss_mb: float = 0.0
     threads: dict[str, int] = field(default_factory=dict)  # intra-op threads per model stage
     load_s: float = 0.0  # loading the models (before the first frame)
-    probe_s: float = 0.0  # first frame through every stage, sharing the cores, batch probe
+    probe_s: float = 0.0  # batch probe beyond the first frame (that one counts in ``seconds``)
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)
@@ -133,12 +133,14 @@ def for_video(settings: Settings) -> Settings:
 class RenderPlan:
     """What a render decided before its first frame: batch size, intra-op threads per model stage, the
     CPU time each stage took on the first frame (ms; a stage run on n threads counts n × its wall time),
-    and the seconds spent loading models and probing."""
+    and the seconds spent loading models, on the first frame (the render's own first frame: it counts in
+    the render's time) and probing beyond it."""
 
     batch: int = 1
     threads: dict[str, int] = field(default_factory=dict)
     cost_ms: dict[str, float] = field(default_factory=dict)
     load_s: float = 0.0
+    first_s: float = 0.0
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
     first: FirstFrame | None = field(default=None, repr=False)  # what the first frame's swap gave
@@ -152,6 +154,7 @@ class FirstFrame:
     frame: Frame
     faces: list[Face]
     swapped: list[Swapped]  # before the enhancer (it works in place)
+    seconds: float = 0.0  # the swap took
 
     def take(self, frame: Frame, faces: Sequence[Face]) -> list[Swapped] | None:
         """The swapped faces if ``frame`` is this very frame with the same faces (the tracker did not move
@@ -253,7 +256,7 @@ def _first_frame(processor: FaceProcessor, frame: Frame) -> tuple[FirstFrame, di
     started = time.perf_counter()
     swapped = processor.swap([frame], [faces])
     took["swap"] = time.perf_counter() - started
-    first = FirstFrame(frame, faces, copy.deepcopy(swapped[0]))
+    first = FirstFrame(frame, faces, copy.deepcopy(swapped[0]), took["swap"])
     started = time.perf_counter()
     processor.enhance([frame], swapped)
     took["enhance"] = time.perf_counter() - started
@@ -278,6 +281,8 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     started = time.perf_counter()
     before = cpu_sample()
     plan.first, took = _first_frame(processor, frame)
+    plan.first_s = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
     plan.free_cores = round(free_cores(n_cores, before, cpu_sample()), 2)
     plan.cost_ms = {k: round(1000 * v * (n_cores if models.get(k) and not execution.threads else 1), 2)
                     for k, v in took.items()}
@@ -296,8 +301,8 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     plan.probe_s = round(time.perf_counter() - started, 3)
     plan.load_s = round(plan.load_s, 3)
     log.info("render plan: batch %d, threads %s (%.1f cores free), first frame %s ms, load %.1f s, "
-             "probe %.1f s", plan.batch, plan.threads, plan.free_cores, plan.cost_ms, plan.load_s,
-             plan.probe_s)
+             "probe %.1f s beyond the first frame", plan.batch, plan.threads, plan.free_cores, plan.cost_ms,
+             plan.load_s, plan.probe_s)
     return plan
 
 
@@ -415,7 +420,7 @@ class Render:
                    self._thread("enhance", self._enhance), self._thread("blend", self._blend),
                    self._thread("encode", self._encode, sink)]
         path = self._wait(threads, sink, frames_in)
-        seconds = time.perf_counter() - self._started
+        seconds = time.perf_counter() - self._started + self.plan.first_s  # the first frame was the plan's
         self.control.report(self._progress(final=True))
         return RenderResult(
             output=path, frames=self._done, seconds=round(seconds, 3),
@@ -488,6 +493,7 @@ class Render:
         ready = first.take(frames[0], faces[0]) if first else None
         if ready is None:
             return self.processor.swap(frames, faces)
+        self._busy["swap"] += first.seconds if first else 0.0
         return [ready, *(self.processor.swap(frames[1:], faces[1:]) if len(frames) > 1 else [])]
 
     def _enhance(self) -> None:
