@@ -239,6 +239,14 @@ def _set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int
                 model.set_threads(n)
 
 
+def unload_unused(processor: FaceProcessor) -> None:
+    """Drop what no stage of a render runs: the swapper's recogniser has made the source identities (with
+    the arcface twin: 174 MB held for nothing). The selector's recogniser stays: it picks faces per frame."""
+    recogniser = getattr(processor.face_models.swapper, "recogniser", None)
+    if isinstance(recogniser, CatalogSession):
+        recogniser.unload()
+
+
 def _load(models: dict[str, list[CatalogSession]]) -> float:
     started = time.perf_counter()
     for found in models.values():
@@ -275,6 +283,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     models = stage_models(processor)
     n_cores = cores()
     plan = RenderPlan()
+    unload_unused(processor)
     if not execution.threads:
         _set_threads(models, dict.fromkeys(models, n_cores), n_cores)  # measure each stage on every core
     plan.load_s = _load(models)

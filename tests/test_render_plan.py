@@ -107,3 +107,17 @@ def test_free_cores_leaves_out_what_other_processes_took(monkeypatch: pytest.Mon
     assert render.free_cores(16, (0.0, 0.0, 0.0), (10.0, 10.0, 0.0)) == 8.0  # others took 1 of 2 logical
     # and the share follows: an inswapper-like swap on the one free core gets one thread
     assert share_threads({"detect": 40, "swap": 3200, "enhance": 0, "blend": 20}, 52, 1.0)["swap"] == 1
+
+
+def test_plan_unloads_the_swappers_recogniser_once_the_source_is_prepared() -> None:
+    install_surrogate("inswapper_128")
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "selector.mode=one"])
+    proc = FaceProcessor(render.for_video(settings), [photos.grace_hopper_path()])
+    recogniser = proc.swapper.recogniser  # type: ignore[attr-defined]
+    assert recogniser.loaded  # it made the source identity
+    render.plan_render(proc, photos.grace_hopper(), frames=30)
+    assert not recogniser.loaded
+    assert "w600k_r50.onnx" not in {row["model"] for row in sessions.loaded()}
+    assert proc.swapper.loaded  # the swapper itself stays

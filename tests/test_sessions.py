@@ -223,3 +223,20 @@ def test_set_threads_drops_the_loaded_session() -> None:
     assert model.set_threads(1) is True and sessions.loaded() == []
     _ = model.session
     assert [row["threads"] for row in sessions.loaded()] == [1]
+
+
+def test_unload_drops_the_session_and_gives_the_memory_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    trims: list[int] = []
+    monkeypatch.setattr(sessions, "return_freed_memory", lambda: trims.append(1))
+    model = sessions.CatalogSession("arcface_w600k_r50")
+    first = model.session
+    model.unload()
+    assert not model.loaded and sessions.loaded() == [] and trims == [1]
+    model.unload()  # nothing loaded: nothing to do
+    assert trims == [1]
+    assert model.session is not first and len(sessions.loaded()) == 1  # loads again on next use
+    sessions.release()
+    assert trims == [1, 1]
+
