@@ -649,7 +649,7 @@ def measure(twin: Twin, width: float = 1.0) -> tuple[Net, int, dict[str, float]]
     return net, size if twin.half_of is None else size - 2 * net.params, gmac
 
 
-def _manifest(directory: Path) -> dict[str, Any]:
+def read_manifest(directory: Path) -> dict[str, Any]:
     try:
         data = json.loads((directory / MANIFEST).read_text())
         return data if isinstance(data, dict) else {}
@@ -670,7 +670,7 @@ def _cached(path: Path, record: Any, spec: str) -> bool:
 
 
 def _record(directory: Path, name: str, record: dict[str, Any]) -> None:
-    manifest = _manifest(directory)  # re-read: another twin may have been recorded meanwhile
+    manifest = read_manifest(directory)  # re-read: another twin may have been recorded meanwhile
     manifest[name] = record
     tmp = directory / f".{MANIFEST}.{os.getpid()}.part"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -692,7 +692,7 @@ def build_twin(twin: Twin, directory: Path, width: float = 1.0, force: bool = Fa
     spec = net.spec_digest()
     if twin.half_of is not None:
         spec = hashlib.sha256(f"{spec}/fp16/{fp16.FORMAT}".encode()).hexdigest()
-    built = force or not _cached(path, _manifest(directory).get(path.name), spec)
+    built = force or not _cached(path, read_manifest(directory).get(path.name), spec)
     record: dict[str, Any] = {"twin": twin.name, "width": width, "spec": spec}
     if built and twin.half_of is None:
         record["size"], record["sha256"] = write_model(net, path)
