@@ -20,9 +20,11 @@ from pipeline import presets
 from pipeline.errors import UserError
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_twins.py"
-TWIN_NEEDS = {"inswapper_128": ["arcface_w600k_r50"]}  # the swapper's recogniser embeds the source
+TWIN_NEEDS = {"inswapper_128": ["arcface_w600k_r50"],  # the swapper's recogniser embeds the source
+              "inswapper_128_fp16": ["arcface_w600k_r50"]}
 TWIN_SETTINGS = {"inswapper_128": "swapper.model=inswapper_128", "gfpgan_1.4": "enhancer.model=gfpgan_1.4",
-                 "scrfd_10g": "detector.model=retinaface"}
+                 "scrfd_10g": "detector.model=retinaface",
+                 "inswapper_128_fp16": "swapper.model=inswapper_128_fp16"}
 
 
 def register(sub: Any) -> None:
@@ -34,7 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--set", action="append", metavar="section.key=value")
     p.add_argument("--no-temp-frames", action="store_true", help="skip the temp-PNG-frames baseline")
     p.add_argument("--twins", nargs="?", const="inswapper_128", metavar="NAME[,NAME…]",
-                   help="run at real cost on cost twins (default inswapper_128; also gfpgan_1.4, scrfd_10g): "
+                   help="run at real cost on cost twins (default inswapper_128; also inswapper_128_fp16, "
+                        "gfpgan_1.4, scrfd_10g): "
                         "adds the model-bound limit, start-up and peak memory")
     p.add_argument("--seconds", type=float, metavar="S",
                    help="length of the generated clip (default 10, or 1 with --twins)")

@@ -27,6 +27,10 @@ Twins, targets and sources:
   The 512×512 ``emap`` is the last initializer and, as in the real file, used by no node. Targets:
   554 MB and 350 GFLOP per face (issue 10, from the published layer structure). Batch fixed to 1 as
   exported; no node hard-codes it, so the loader's dynamic-batch rewrite applies.
+- inswapper_128_fp16 (catalog ``inswapper_128_fp16``, real ``inswapper_128.fp16.onnx`` ≈ 277 MB): the
+  inswapper_128 twin's file (built first where needed) converted by ``pipeline.models.fp16``, one weight in
+  memory at a time: float16 weights, Resize scales in float32, float32 inputs and outputs (the published
+  fp16 file is bound with float32 buffers in Rope's ``run_swapper``), the emap still the last initializer.
 - arcface_w600k_r50 (``w600k_r50.onnx``): IResNet-50 at 112² (insightface ``iresnet.py``: 3×3 stem +
   PReLU, IBasicBlocks [3, 4, 14, 3] at 64/128/256/512 channels, each stage starting with stride 2,
   BN → Flatten → FC 25088→512 → BN). I/O as the real file reports it: ``input.1`` ['None', 3, 112, 112]
@@ -65,6 +69,7 @@ import hashlib
 import json
 import math
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -80,7 +85,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from pipeline.models import catalog  # noqa: E402
+from pipeline.models import catalog, fp16  # noqa: E402
 from pipeline.models.validate import check_io, session_io  # noqa: E402
 
 OPSET = 17
@@ -573,6 +578,7 @@ class Twin:
     sources: str
     test_width: float = 0.125
     aliases: tuple[str, ...] = field(default=())
+    half_of: str | None = None  # the twin whose file this one is, converted to fp16 (models.fp16)
 
 
 _FACE_128 = {"target": (1, 3, 128, 128), "source": (1, 512)}
@@ -584,6 +590,12 @@ TWINS: dict[str, Twin] = {t.name: t for t in (
          cost_dims={"1×128² face": _FACE_128}, target_label="1×128² face", target_gmac=175.0,
          target_params=554e6 / 4, real_size=554e6, tolerance=(0.05, 0.05), test_width=1 / 16,
          sources="issue 10: ≈554 MB fp32, ≈350 GFLOP per face from the published layer structure"),
+    Twin(name="inswapper_128_fp16", entry="inswapper_128_fp16", build=build_inswapper, run_dims=_FACE_128,
+         cost_dims={"1×128² face": _FACE_128}, target_label="1×128² face", target_gmac=175.0,
+         target_params=554e6 / 4, real_size=277e6, tolerance=(0.05, 0.05), test_width=1 / 16,
+         half_of="inswapper_128",
+         sources="the inswapper_128 twin converted by pipeline.models.fp16 (float32 I/O kept); "
+                 "real inswapper_128.fp16.onnx ≈ 277 MB"),
     Twin(name="arcface_w600k_r50", entry="arcface_w600k_r50", build=build_arcface, run_dims=_FACE_112,
          cost_dims={"1×112² face": _FACE_112}, target_label="1×112² face", target_gmac=6.3,
          target_params=43.6e6, real_size=174e6, tolerance=(0.10, 0.20),
@@ -609,7 +621,9 @@ def resolve(names: Sequence[str] | None) -> list[Twin]:
     unknown = [n for n in names if n not in by_alias]
     if unknown:
         raise SystemExit(f"unknown twin {', '.join(unknown)} (known: {', '.join(TWINS)})")
-    return [by_alias[n] for n in dict.fromkeys(names)]
+    wanted = [by_alias[n].name for n in names]
+    with_bases = [b for w in wanted for b in (TWINS[w].half_of, w) if b]  # a converted twin after its base
+    return [TWINS[n] for n in dict.fromkeys(with_bases)]
 
 
 @dataclass
@@ -620,18 +634,22 @@ class Result:
     size: int
     gmac: dict[str, float]  # label -> GMAC
     built: bool
-    seconds: float
+    seconds: float  # building (measure, cache check, write) or, for an fp16 twin, converting
     run_seconds: float | None = None
+    peak_rss: int = 0  # bytes: the process's peak resident memory once the twin was there
 
 
 def measure(twin: Twin, width: float = 1.0) -> tuple[Net, int, dict[str, float]]:
-    """(graph, predicted file size, GMAC per cost label) without drawing a weight."""
+    """(graph, predicted file size, GMAC per cost label) without drawing a weight.
+
+    An fp16 twin's size is estimated (2 bytes less per weight; its Casts add a few hundred bytes)."""
     net = twin.build(width)
     gmac = {label: count_macs(net, dims) / 1e9 for label, dims in twin.cost_dims.items()}
-    return net, file_size(net), gmac
+    size = file_size(net)
+    return net, size if twin.half_of is None else size - 2 * net.params, gmac
 
 
-def _manifest(directory: Path) -> dict[str, Any]:
+def read_manifest(directory: Path) -> dict[str, Any]:
     try:
         data = json.loads((directory / MANIFEST).read_text())
         return data if isinstance(data, dict) else {}
@@ -651,22 +669,42 @@ def _cached(path: Path, record: Any, spec: str) -> bool:
     return digest.hexdigest() == record.get("sha256")
 
 
+def _record(directory: Path, name: str, record: dict[str, Any]) -> None:
+    manifest = read_manifest(directory)  # re-read: another twin may have been recorded meanwhile
+    manifest[name] = record
+    tmp = directory / f".{MANIFEST}.{os.getpid()}.part"
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    os.replace(tmp, directory / MANIFEST)
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def build_twin(twin: Twin, directory: Path, width: float = 1.0, force: bool = False) -> Result:
-    """Write ``twin`` into ``directory`` under its catalog file name unless an identical file is there."""
+    """Write ``twin`` into ``directory`` under its catalog file name unless an identical file is there.
+
+    An fp16 twin is converted from its fp32 twin's file (built first where it is not there)."""
     start = time.perf_counter()
     net, _, gmac = measure(twin, width)
     path = directory / catalog.get(twin.entry).file
     spec = net.spec_digest()
-    manifest = _manifest(directory)
-    built = force or not _cached(path, manifest.get(path.name), spec)
+    if twin.half_of is not None:
+        spec = hashlib.sha256(f"{spec}/fp16/{fp16.FORMAT}".encode()).hexdigest()
+    built = force or not _cached(path, read_manifest(directory).get(path.name), spec)
+    record: dict[str, Any] = {"twin": twin.name, "width": width, "spec": spec}
+    if built and twin.half_of is None:
+        record["size"], record["sha256"] = write_model(net, path)
+    elif built:
+        base = build_twin(TWINS[twin.half_of], directory, width)
+        start = time.perf_counter()
+        record["size"], record["sha256"] = fp16.convert_file(base.path, path)
+        record["from"] = base.path.name
     if built:
-        size, sha = write_model(net, path)
-        manifest = _manifest(directory)  # re-read: another twin may have been recorded meanwhile
-        manifest[path.name] = {"twin": twin.name, "width": width, "spec": spec, "size": size, "sha256": sha}
-        tmp = directory / f".{MANIFEST}.{os.getpid()}.part"
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        os.replace(tmp, directory / MANIFEST)
-    return Result(twin, path, net.params, path.stat().st_size, gmac, built, time.perf_counter() - start)
+        _record(directory, path.name, record)
+    return Result(twin, path, net.params, path.stat().st_size, gmac, built, time.perf_counter() - start,
+                  peak_rss=peak_rss())
 
 
 def check_twin(twin: Twin, path: Path) -> float:
@@ -697,7 +735,10 @@ def report(result: Result) -> list[str]:
     """Lines that describe one twin against its targets."""
     t = result.twin
     size_tol, flops_tol = t.tolerance
-    how = f"built in {result.seconds:.1f} s" if result.built else "cached (file and digest match)"
+    how = "cached (file and digest match)"
+    if result.built:
+        made = f"converted to fp16 from the {t.half_of} twin" if t.half_of else "built"
+        how = f"{made} in {result.seconds:.1f} s, peak RSS of the process {result.peak_rss / 2**30:.2f} GiB"
     if result.run_seconds is not None:
         how += f"; onnxruntime CPU: I/O matches catalog '{t.entry}', one run {result.run_seconds:.2f} s"
     p_ratio, s_ratio = result.params / t.target_params, result.size / t.real_size

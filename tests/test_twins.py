@@ -1,8 +1,10 @@
 """Cost twins (scripts/make_twins.py): catalog I/O, cost read off the graph, the streaming writer, the cache.
 
 The fast tests build every twin's graph at full size without drawing a weight (cost and size targets) and
-write a narrow version of each (same layers, fewer channels) that onnxruntime loads and runs. The slow test
-writes the full 554 MB inswapper twin into a persistent cache and runs it through the swapper.
+write a narrow version of each (same layers, fewer channels) that onnxruntime loads and runs; the fp16
+converter (pipeline.models.fp16) is checked on a small graph of its own and on a narrow inswapper twin. The
+slow tests write the full 554 MB inswapper twin and its 277 MB fp16 conversion into a persistent cache and run
+them through the swapper.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The real files' tensor names (the catalog leaves some open; the twins take them from the real files).
 REAL_IO = {
     "inswapper_128": (["target", "source"], ["output"]),
+    "inswapper_128_fp16": (["target", "source"], ["output"]),
     "arcface_w600k_r50": (["input.1"], ["683"]),
     "gfpgan_1.4": (["input"], ["output"]),
     "scrfd_10g": (["input.1"], ["448", "471", "494", "451", "474", "497", "454", "477", "500"]),
@@ -48,6 +51,7 @@ def _load_script() -> ModuleType:
 
 mt = _load_script()
 NAMES = list(mt.TWINS)
+FP32_NAMES = [n for n, t in mt.TWINS.items() if t.half_of is None]
 
 
 def _session(path: Path) -> ort.InferenceSession:
@@ -61,6 +65,8 @@ def test_every_twin_is_named_and_maps_to_a_catalog_entry() -> None:
     for twin in mt.TWINS.values():
         assert catalog.get(twin.entry).file.endswith(".onnx")
     assert [t.name for t in mt.resolve(["retinaface", "inswapper_128"])] == ["scrfd_10g", "inswapper_128"]
+    assert [t.name for t in mt.resolve(["inswapper_128_fp16", "inswapper_128"])] == [  # its base first
+        "inswapper_128", "inswapper_128_fp16"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -93,7 +99,7 @@ def test_gfpgan_reference_count_agrees_with_the_graph() -> None:
     assert gmac["1×512² face"] == pytest.approx(mt.gfpgan_reference_gmac(), rel=1e-9)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", FP32_NAMES)
 def test_narrow_twin_has_the_catalog_io_and_runs(name: str, tmp_path: Path) -> None:
     twin = mt.TWINS[name]
     entry = catalog.get(twin.entry)
@@ -166,6 +172,133 @@ def test_script_prints_sizes_and_cost(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "cached" in capsys.readouterr().out
 
 
+# --- fp16 ---------------------------------------------------------------------------------------------
+
+def _small_graph(path: Path) -> None:
+    """Conv → Resize (roi and scales initializers) → InstanceNormalization → Resize whose scales are computed
+    (a float Add of two initializers) → × a Constant; float32 throughout."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(1)
+
+    def init(name: str, value: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.asarray(value, np.float32), name)
+
+    inits = [init("w", rng.standard_normal((4, 3, 3, 3)) * 0.3), init("b", rng.standard_normal(4)),
+             init("roi", [0, 0, 0, 0, 1, 1, 1, 1]), init("scales", [1, 1, 2, 2]),
+             init("gamma", rng.uniform(0.5, 1.5, 4)), init("beta", rng.standard_normal(4)),
+             init("s_one", [1, 1, 1, 1]), init("s_add", [0, 0, 0.5, 0.5])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["c", "roi", "scales"], ["r"], mode="linear"),
+        helper.make_node("InstanceNormalization", ["r", "gamma", "beta"], ["n"], epsilon=1e-5),
+        helper.make_node("Add", ["s_one", "s_add"], ["s2"]),
+        helper.make_node("Resize", ["n", "", "s2"], ["r2"], mode="nearest"),
+        helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.float32(0.5))),
+        helper.make_node("Mul", ["r2", "half"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 24, 24])
+    graph = helper.make_graph(nodes, "small", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("keep_io", [True, False])
+def test_fp16_conversion_of_a_small_graph(tmp_path: Path, keep_io: bool) -> None:
+    from pipeline.models import fp16
+
+    src, dst = tmp_path / "fp32.onnx", tmp_path / "fp16.onnx"
+    _small_graph(src)
+    size, sha = fp16.convert_file(src, dst, keep_io=keep_io)
+    assert size == dst.stat().st_size and len(sha) == 64
+    model = onnx.load(str(dst))
+    onnx.checker.check_model(model, full_check=True)  # types agree across every node (strict inference)
+    types = {i.name: i.data_type for i in model.graph.initializer}
+    half, single = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+    assert types == {"w": half, "b": half, "gamma": half, "beta": half, "s_one": half, "s_add": half,
+                     "roi": single, "scales": single}  # Resize's roi and scales stay float32
+    nodes = list(model.graph.node)
+    resizes = [n for n in nodes if n.op_type == "Resize"]
+    assert resizes[0].input[2] == "scales"
+    cast = next(n for n in nodes if n.output[0] == resizes[1].input[2])  # the computed scales, cast back
+    assert cast.op_type == "Cast" and cast.input[0] == "s2"
+    assert next(a.i for a in cast.attribute if a.name == "to") == single
+    constant = next(n for n in nodes if n.op_type == "Constant")
+    assert constant.attribute[0].t.data_type == half
+
+    io_type = np.float32 if keep_io else np.float16
+    session = _session(dst)
+    assert [a.type for a in [*session.get_inputs(), *session.get_outputs()]] == (
+        ["tensor(float)"] * 2 if keep_io else ["tensor(float16)"] * 2)
+    x = np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    want = _session(src).run(None, {"x": x})[0]
+    got = session.run(None, {"x": x.astype(io_type)})[0]
+    assert got.dtype == io_type and got.shape == want.shape == (1, 4, 24, 24)
+    np.testing.assert_allclose(got.astype(np.float32), want, atol=1e-2)
+    assert float(np.abs(want).max()) > 0.5  # not a trivially small output
+
+
+def test_fp16_conversion_refuses_a_subgraph(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    from pipeline.models import fp16
+
+    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "b", [],
+                               [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                                            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    onnx.save(helper.make_model(graph), str(tmp_path / "if.onnx"))
+    with pytest.raises(ValueError, match="subgraph"):
+        fp16.convert_file(tmp_path / "if.onnx", tmp_path / "out.onnx")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_narrow_fp16_twin_is_converted_from_its_base_and_cached(tmp_path: Path) -> None:
+    from pipeline.swap.neural import read_emap
+
+    twin = mt.TWINS["inswapper_128_fp16"]
+    result = mt.build_twin(twin, tmp_path, width=twin.test_width)
+    base = tmp_path / catalog.get("inswapper_128").file
+    assert result.built and result.path == tmp_path / "inswapper_128.fp16.onnx" and base.is_file()
+    manifest = mt.read_manifest(tmp_path)
+    record = manifest[result.path.name]
+    assert record["from"] == base.name and record["size"] == result.size
+    assert result.size == pytest.approx(base.stat().st_size / 2, rel=0.01)
+    assert result.size == pytest.approx(mt.measure(twin, twin.test_width)[1], abs=2048)  # the estimate
+    mtime = result.path.stat().st_mtime_ns
+    again = mt.build_twin(twin, tmp_path, width=twin.test_width)
+    assert not again.built and result.path.stat().st_mtime_ns == mtime
+
+    model = onnx.load(str(result.path))
+    onnx.checker.check_model(model, full_check=True)
+    resize_scales = {n.input[2] for n in model.graph.node if n.op_type == "Resize"}
+    kept = {i.name for i in model.graph.initializer if i.data_type == onnx.TensorProto.FLOAT}
+    assert kept == resize_scales and len(kept) == 2
+    halves = [i.name for i in model.graph.initializer if i.data_type == onnx.TensorProto.FLOAT16]
+    fp32 = onnx.load(str(base), load_external_data=False).graph.initializer
+    assert [i.name for i in model.graph.initializer] == [i.name for i in fp32]  # order kept
+    assert halves == [i.name for i in fp32 if i.data_type == onnx.TensorProto.FLOAT and i.name not in kept]
+    assert model.graph.initializer[-1].name == "emap"
+    emap16 = read_emap(result.path)
+    np.testing.assert_allclose(emap16, read_emap(base), atol=1e-3)
+
+    session = _session(result.path)
+    inputs, outputs = session_io(session)
+    check_io(catalog.get("inswapper_128_fp16"), inputs, outputs, result.path)
+    assert ([a.name for a in inputs], [a.name for a in outputs]) == REAL_IO["inswapper_128_fp16"]
+    assert all(a.dtype == "float32" for a in [*inputs, *outputs])
+    rng = np.random.default_rng(4)
+    feeds = {"target": rng.uniform(0, 1, (1, 3, 128, 128)).astype(np.float32),
+             "source": (rng.standard_normal((1, 512)) / np.sqrt(512)).astype(np.float32)}
+    want, got = _session(base).run(None, feeds)[0], session.run(None, feeds)[0]
+    np.testing.assert_allclose(got, want, atol=1e-2)
+    assert float(want.std()) > 0.01  # the output depends on the input: the comparison says something
+
+
 def _twin_cache() -> Path:
     root = os.environ.get("FACESTATION_TWINS") or Path(platformdirs.user_cache_dir("facestation")) / "twins"
     return Path(root)
@@ -226,3 +359,46 @@ def test_full_inswapper_twin_batched_equals_batch_1_and_its_rewrite_is_cached(
     np.testing.assert_allclose(together, singles, atol=1e-4)
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak RSS of the test process {peak_gb:.2f} GB")  # noqa: T201 - recorded in BENCHMARKS.md
+
+
+@pytest.mark.slow
+def test_full_fp16_twin_is_made_once_and_runs_batched_in_the_swapper(isolated_dirs: dict[str, Path]) -> None:
+    """The 277 MB fp16 conversion of the full twin: a second build is a cache hit; the swapper loads it
+    (catalog check, dynamic-batch rewrite kept on disk) and a batch of 2 gives what two batch-1 runs give."""
+    from pipeline.models import batching, sessions
+    from pipeline.swap.neural import NeuralSwapper, SourceIdentity, read_emap
+
+    twin, cache = mt.TWINS["inswapper_128_fp16"], _twin_cache()
+    result = mt.build_twin(twin, cache)  # converted here unless a previous run left it in the cache
+    assert result.size == pytest.approx(277e6, rel=twin.tolerance[0])
+    record = mt.read_manifest(cache)[result.path.name]
+    assert record["from"] == "inswapper_128.onnx" and record["size"] == result.size
+    mtime = result.path.stat().st_mtime_ns
+    again = mt.build_twin(twin, cache)
+    assert not again.built and result.path.stat().st_mtime_ns == mtime  # not redone
+
+    installed = isolated_dirs["models"] / catalog.get("inswapper_128_fp16").file
+    installed.symlink_to(result.path)
+    sessions.release()
+    swapper = NeuralSwapper("inswapper_128_fp16")
+    assert swapper.batch is None  # the dynamic-batch rewrite checked out on the fp16 graph
+    assert len(sessions.loaded()) == 1
+    known, rewritten = batching.lookup(installed)
+    assert known and rewritten is not None and rewritten.is_file()  # a second start loads it directly
+    rng = np.random.default_rng(6)
+    target = rng.uniform(0, 1, (2, 3, 128, 128)).astype(np.float32)
+    source = rng.standard_normal((2, 512))
+    source = (source / np.linalg.norm(source, axis=1, keepdims=True)).astype(np.float32)
+    together = swapper.run_feeds({"target": target, "source": source})[0]
+    singles = np.concatenate([swapper.run_feeds({"target": target[i:i + 1], "source": source[i:i + 1]})[0]
+                              for i in range(2)])
+    assert together.dtype == np.float32 and together.shape == (2, 3, 128, 128)
+    np.testing.assert_allclose(together, singles, atol=1e-2)
+    assert float(np.abs(together[0] - together[1]).max()) > 0.05  # two different faces, two different outputs
+
+    emap = read_emap(installed)
+    latent = source[0] @ emap
+    identity = SourceIdentity("inswapper_128_fp16", latent / np.linalg.norm(latent), source[0], 1)
+    crops = rng.integers(0, 256, (2, 128, 128, 3), dtype=np.uint8)
+    swapped = swapper.swap(crops, identity)
+    assert swapped.shape == crops.shape and swapped.dtype == np.uint8
