@@ -86,6 +86,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.models import catalog, fp16  # noqa: E402
+from pipeline.models.onnxfile import field_key  # noqa: E402
 from pipeline.models.validate import check_io, session_io  # noqa: E402
 
 OPSET = 17
@@ -244,19 +245,6 @@ class Net:
 # Protobuf parsers accept fields in any order and append repeated ones, so the file is: the model without its
 # graph, then the graph's header, then the graph's serialised fields, then one initializer record per weight.
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _key(field_number: int, length: int) -> bytes:
-    return _varint(field_number << 3 | 2) + _varint(length)
-
-
 def _header(w: Weight) -> onnx.TensorProto:
     t = onnx.TensorProto()
     t.name, t.data_type = w.name, TensorProto.FLOAT
@@ -273,15 +261,15 @@ def _layout(net: Net) -> tuple[bytes, bytes, list[tuple[bytes, int]]]:
     for w in net.weights:
         head = _header(w).SerializeToString()
         data = 4 * w.size
-        records.append((head, len(head) + len(_key(9, data)) + data))
+        records.append((head, len(head) + len(field_key(9, data)) + data))
     return model.SerializeToString(), graph, records
 
 
 def file_size(net: Net) -> int:
     """The exact size of the file ``write_model`` produces, without drawing a weight."""
     head, graph, records = _layout(net)
-    graph_len = len(graph) + sum(len(_key(5, n)) + n for _, n in records)
-    return len(head) + len(_key(7, graph_len)) + graph_len
+    graph_len = len(graph) + sum(len(field_key(5, n)) + n for _, n in records)
+    return len(head) + len(field_key(7, graph_len)) + graph_len
 
 
 def write_model(net: Net, path: Path) -> tuple[int, str]:
@@ -289,7 +277,7 @@ def write_model(net: Net, path: Path) -> tuple[int, str]:
     if sys.byteorder != "little":
         raise RuntimeError("raw_data is little-endian; this writer needs a little-endian machine")
     head, graph, records = _layout(net)
-    graph_len = len(graph) + sum(len(_key(5, n)) + n for _, n in records)
+    graph_len = len(graph) + sum(len(field_key(5, n)) + n for _, n in records)
     digest = hashlib.sha256()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
@@ -299,10 +287,10 @@ def write_model(net: Net, path: Path) -> tuple[int, str]:
                 fh.write(chunk)
                 digest.update(chunk)
 
-            put(head + _key(7, graph_len) + graph)
+            put(head + field_key(7, graph_len) + graph)
             for index, (tensor_head, tensor_len) in enumerate(records):
                 data = net.draw(index)
-                put(_key(5, tensor_len) + tensor_head + _key(9, data.nbytes))
+                put(field_key(5, tensor_len) + tensor_head + field_key(9, data.nbytes))
                 put(data.data.cast("B"))
                 del data
         os.replace(tmp, path)

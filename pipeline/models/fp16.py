@@ -31,8 +31,10 @@ from typing import IO, Any
 
 import numpy as np
 
+from pipeline.models.onnxfile import GRAPH_INITIALIZER, MODEL_GRAPH, field_key
+
 FORMAT = 1  # bump when the conversion changes what it writes
-MODEL_GRAPH, GRAPH_INITIALIZER, GRAPH_SPARSE_INITIALIZER = 7, 5, 15
+GRAPH_SPARSE_INITIALIZER = 15
 TENSOR_FLOAT_DATA, TENSOR_RAW_DATA = 4, 9
 _TENSOR_VALUES = {4, 5, 6, 7, 9, 10, 11, 13}  # TensorProto's value fields (13: external_data)
 FLOAT32_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}  # (op type: input positions that stay float32)
@@ -89,19 +91,6 @@ def fields(fh: IO[bytes], start: int, end: int) -> Iterator[Field]:
 def _raw(fh: IO[bytes], f: Field) -> bytes:
     fh.seek(f.start)
     return fh.read(f.end - f.start)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _key(number: int, length: int) -> bytes:
-    return _varint(number << 3 | 2) + _varint(length)
 
 
 # --- the source file's layout --------------------------------------------------------------------------
@@ -316,7 +305,7 @@ def _half_record(header: Any) -> tuple[bytes, int]:
     half.CopyFrom(header)
     half.data_type = onnx.TensorProto.FLOAT16
     n = 2 * math.prod(header.dims)
-    return half.SerializeToString() + _key(TENSOR_RAW_DATA, n), n
+    return half.SerializeToString() + field_key(TENSOR_RAW_DATA, n), n
 
 
 def _half_values(fh: IO[bytes], init: Initializer) -> bytes | memoryview:
@@ -359,8 +348,8 @@ def convert_file(src: Path, dst: Path, keep_io: bool = True) -> tuple[int, str]:
                 plan.append((init, head, len(head) + n))
             else:
                 plan.append((init, None, init.record.end - init.record.value))
-        graph_len = len(graph) + sum(len(_key(GRAPH_INITIALIZER, n)) + n for _, _, n in plan)
-        return _write(fh, dst, layout.head + _key(MODEL_GRAPH, graph_len) + graph, plan)
+        graph_len = len(graph) + sum(len(field_key(GRAPH_INITIALIZER, n)) + n for _, _, n in plan)
+        return _write(fh, dst, layout.head + field_key(MODEL_GRAPH, graph_len) + graph, plan)
 
 
 def _write(fh: IO[bytes], dst: Path, start: bytes,
@@ -378,7 +367,7 @@ def _write(fh: IO[bytes], dst: Path, start: bytes,
 
             put(start)
             for init, head, length in plan:
-                put(_key(GRAPH_INITIALIZER, length))
+                put(field_key(GRAPH_INITIALIZER, length))
                 if head is None:  # written as it is, in slices
                     for pos in range(init.record.value, init.record.end, 1 << 24):
                         fh.seek(pos)

@@ -31,6 +31,22 @@ def _varint(buf: Any, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def encode_varint(n: int) -> bytes:
+    """``n`` as a protobuf varint."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field_key(number: int, length: int) -> bytes:
+    """The key and length that start a length-delimited record of field ``number`` (``length`` bytes
+    follow): how the streaming writers put a graph and its initializers together record by record."""
+    return encode_varint(number << 3 | 2) + encode_varint(length)
+
+
 def records(buf: Any, start: int, end: int, field: int) -> Iterator[tuple[int, int]]:
     """(start, end) of every length-delimited record of ``field`` in the message at buf[start:end]."""
     pos = start
