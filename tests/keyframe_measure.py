@@ -6,12 +6,14 @@ clip). Nothing here is part of the engine.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from pipeline.faces.base import region_detection
 from pipeline.faces.keyframes import KeyframeDetector
 from pipeline.faces.recognise import cosine
 from pipeline.faces.track import Tracker
@@ -33,8 +35,10 @@ class Comparison:
     identity_every: list[float] = field(default_factory=list)  # swapped face vs the source identity
     identity_keyed: list[float] = field(default_factory=list)
     truth: dict[str, float] = field(default_factory=dict)  # against the clip's true landmarks, if known
+    follower: str = ""  # how faces were followed between keyframes: region or flow
+    cpu_s: list[float] = field(default_factory=lambda: [0.0, 0.0])  # detect + select: every frame, keyed
 
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, float | str]:
         def mean(xs: list[float]) -> float:
             return round(float(np.mean(xs)), 4) if xs else float("nan")
 
@@ -50,6 +54,9 @@ class Comparison:
             "identity_every_frame": mean(self.identity_every),
             "identity_keyframes": mean(self.identity_keyed),
             "identity_change": round(abs(mean(self.identity_every) - mean(self.identity_keyed)), 4),
+            "follower": self.follower,
+            "cpu_ms_per_frame_every": round(1000 * self.cpu_s[0] / max(1, self.frames), 2),
+            "cpu_ms_per_frame_keyframes": round(1000 * self.cpu_s[1] / max(1, self.frames), 2),
             **self.truth,
         }
 
@@ -102,23 +109,27 @@ def against_truth(every: np.ndarray, keyed: np.ndarray, warp: Warp) -> dict[str,
 
 
 def compare(frames: Iterable[Frame], source: Path, settings: Settings, interval: int, fps: float,
-            identity_every: int = 1, warp: Warp | None = None) -> Comparison:
+            identity_every: int = 1, warp: Warp | None = None, flow: bool = False) -> Comparison:
     """Run detection on every frame and on keyframes side by side over ``frames``; identity (SFace
     embeddings, the swap with ``settings``' swapper from ``source``) on every ``identity_every``th frame.
-    ``warp``: the clip's known motion (one face), to measure both against the truth."""
+    ``warp``: the clip's known motion (one face), to measure both against the truth. ``flow``: follow by
+    optical flow even where the detector can re-detect regions."""
     processor = FaceProcessor(settings, [source])
     cut = settings.tracker.scene_cut
     every = KeyframeDetector(processor.detect, processor.select, 1, cut)
-    keyed = KeyframeDetector(processor.detect, processor.select, interval, cut)
+    landmarker = processor.face_models.landmarker
+    regions = None if flow else region_detection(processor.detector)
+    keyed = KeyframeDetector(processor.detect, processor.select, interval, cut, regions,
+                             None if landmarker is None else landmarker.refine)
     trackers: list[Tracker[int]] = [Tracker(settings.tracker, fps), Tracker(settings.tracker, fps)]
     src = read_image(source).bgr
     src_faces = processor.detect([src])[0][:1]
     src_emb = processor.face_models.embed(src, src_faces)[0]
-    result = Comparison()
+    result = Comparison(follower="flow" if regions is None else "region")
     smoothed: list[list[list[Face]]] = [[], []]
     series: list[tuple[np.ndarray, np.ndarray]] = []
     for index, frame in enumerate(frames):
-        ref, got = every.faces([frame])[0], keyed.faces([frame])[0]
+        ref, got = _timed(every, frame, result.cpu_s, 0), _timed(keyed, frame, result.cpu_s, 1)
         if len(ref) == len(got) == 1:
             series.append((ref[0].landmarks, got[0].landmarks))
         for k, faces in enumerate((ref, got)):
@@ -138,6 +149,13 @@ def compare(frames: Iterable[Frame], source: Path, settings: Settings, interval:
         result.truth = against_truth(np.array([a for a, _ in series], np.float64),
                                      np.array([b for _, b in series], np.float64), warp)
     return result
+
+
+def _timed(keys: KeyframeDetector, frame: Frame, cpu_s: list[float], slot: int) -> list[Face]:
+    started = time.process_time()
+    faces = keys.faces([frame])[0]
+    cpu_s[slot] += time.process_time() - started
+    return faces
 
 
 def _identity(processor: FaceProcessor, frame: Frame, pairs: list[tuple[Face, Face]], src_emb: np.ndarray,

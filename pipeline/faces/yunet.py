@@ -11,6 +11,7 @@ mouth, right mouth.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import cv2
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 STRIDES = (8, 16, 32)
 ALIGN = 32  # input sides must be multiples of the largest stride
 TOP_K = 5000  # candidates kept before NMS
+REGION_MARGIN = 1.0  # detect_regions: window margin around a box, in box sizes
 
 
 def to_bgr(frame: npt.NDArray[np.uint8]) -> Frame:
@@ -61,8 +63,8 @@ class YuNetDetector(CatalogSession):
         n, h, w = (d if isinstance(d, int) else None for d in (shape[0], shape[2], shape[3]))
         return n, h, w
 
-    def prepare(self, frame: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], float]:
-        """(3,H,W) float32 network input and the frame -> input scale."""
+    def resized(self, frame: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint8], float]:
+        """The BGR frame resized (aspect kept) so its long side is ``size``, and the frame -> input scale."""
         image = to_bgr(frame)
         height, width = image.shape[:2]
         scale = self.size / max(height, width)
@@ -74,6 +76,12 @@ class YuNetDetector(CatalogSession):
         if (new_w, new_h) != image.shape[1::-1]:
             image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR),
                                dtype=np.uint8)
+        return image, scale
+
+    def prepare(self, frame: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], float]:
+        """(3,H,W) float32 network input and the frame -> input scale."""
+        image, scale = self.resized(frame)
+        new_h, new_w = image.shape[:2]
         _, fixed_h, fixed_w = self._input_shape()
         pad_h = fixed_h or _round_up(new_h, ALIGN)
         pad_w = fixed_w or _round_up(new_w, ALIGN)
@@ -93,21 +101,61 @@ class YuNetDetector(CatalogSession):
             groups.setdefault(blob.shape[1:], []).append(index)
         fixed_batch, _, _ = self._input_shape()
         step = fixed_batch or len(frames) or 1
-        input_name = self.session.get_inputs()[0].name
-        output_names = [f"{k}_{s}" for k in ("cls", "obj", "bbox", "kps") for s in STRIDES]
         for (height, width), indices in groups.items():
             for start in range(0, len(indices), step):
                 chunk = indices[start:start + step]
                 blobs = [prepared[i][0] for i in chunk]
-                batch = blobs[0][None] if len(chunk) == 1 else np.stack(blobs)
-                arrays = self.session.run(output_names, {input_name: batch})
-                outputs = dict(zip(output_names, arrays, strict=True))
+                outputs = self._run(blobs[0][None] if len(chunk) == 1 else np.stack(blobs))
                 for row, index in enumerate(chunk):
                     results[index] = self._decode(outputs, row, height, width, prepared[index][1])
         return results
 
+    @property
+    def regions(self) -> bool:
+        """Whether :meth:`detect_regions` is available: the graph takes inputs of any size."""
+        _, fixed_h, fixed_w = self._input_shape()
+        return fixed_h is None and fixed_w is None
+
+    def detect_regions(self, frame: Frame, boxes: Sequence[npt.NDArray[np.float32]]) -> list[list[Face]]:
+        """For each box (x1, y1, x2, y2, frame px), the faces :meth:`detect` would find around it, found by
+        running the network on a window of the full input only.
+
+        The frame is resized exactly as for :meth:`detect`; the window spans the box plus ``REGION_MARGIN``
+        of its longer side on every side, its corners on multiples of 32 (the largest stride) so that every
+        anchor keeps its place on the grid. Inside the window the input pixels are those of the full input;
+        the outputs differ only where the zeros beyond the window's edge reach an anchor's receptive field,
+        which the margin keeps away from the face (measured in BENCHMARKS.md, "Keyframe detection").
+        """
+        if not self.regions:
+            raise ValueError("this yunet graph has a fixed input size: no region detection")
+        image, scale = self.resized(frame)
+        full_w, full_h = _round_up(image.shape[1], ALIGN), _round_up(image.shape[0], ALIGN)
+        results: list[list[Face]] = []
+        for box in boxes:
+            x1, y1, x2, y2 = (float(v) * scale for v in np.asarray(box, np.float64).ravel()[:4])
+            pad = REGION_MARGIN * max(x2 - x1, y2 - y1, 1.0)
+            left, top = (max(0, int(math.floor((v - pad) / ALIGN)) * ALIGN) for v in (x1, y1))
+            right = min(full_w, _round_up(math.ceil(x2 + pad), ALIGN))
+            bottom = min(full_h, _round_up(math.ceil(y2 + pad), ALIGN))
+            if right <= left or bottom <= top:  # the box is outside the frame
+                results.append([])
+                continue
+            blob = np.zeros((1, 3, bottom - top, right - left), dtype=np.float32)
+            crop = image[top:bottom, left:right]  # less than the window where it reaches the padding
+            blob[0, :, :crop.shape[0], :crop.shape[1]] = crop.transpose(2, 0, 1)
+            outputs = self._run(blob)
+            results.append(self._decode(outputs, 0, bottom - top, right - left, scale, (left, top)))
+        return results
+
+    def _run(self, batch: npt.NDArray[np.float32]) -> dict[str, npt.NDArray[np.float32]]:
+        output_names = [f"{k}_{s}" for k in ("cls", "obj", "bbox", "kps") for s in STRIDES]
+        arrays = self.session.run(output_names, {self.session.get_inputs()[0].name: batch})
+        return dict(zip(output_names, arrays, strict=True))
+
     def _decode(self, outputs: dict[str, npt.NDArray[np.float32]], row: int, height: int, width: int,
-                scale: float) -> list[Face]:
+                scale: float, origin: tuple[int, int] = (0, 0)) -> list[Face]:
+        """Faces in frame pixels from the outputs of one ``width`` × ``height`` input whose top-left
+        corner is at ``origin`` (input px) of the full input."""
         scores, boxes, points = [], [], []
         for s in STRIDES:
             rows, cols = height // s, width // s
@@ -130,8 +178,9 @@ class YuNetDetector(CatalogSession):
         if not scores:
             return []
         all_scores = np.concatenate(scores)
-        all_boxes = np.concatenate(boxes) / scale
-        all_points = np.concatenate(points) / scale
+        shift = np.asarray(origin, np.float32)
+        all_boxes = (np.concatenate(boxes) + np.tile(shift, 2)) / scale
+        all_points = (np.concatenate(points) + shift) / scale
         if all_scores.size > TOP_K:
             top = np.argsort(-all_scores, kind="stable")[:TOP_K]
             all_scores, all_boxes, all_points = all_scores[top], all_boxes[top], all_points[top]
