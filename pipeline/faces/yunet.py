@@ -45,6 +45,15 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
+def _halvings(width: int, height: int, new_w: int, new_h: int) -> int:
+    """How many 2×2 halvings take a ``width`` × ``height`` frame towards ``new_w`` × ``new_h`` (while it is
+    at least twice too big)."""
+    count = 0
+    while width >= 2 * new_w and height >= 2 * new_h:
+        width, height, count = width // 2, height // 2, count + 1
+    return count
+
+
 class YuNetDetector(CatalogSession):
     """The built-in YuNet detector behind the faces.base.Detector protocol."""
 
@@ -63,20 +72,54 @@ class YuNetDetector(CatalogSession):
         n, h, w = (d if isinstance(d, int) else None for d in (shape[0], shape[2], shape[3]))
         return n, h, w
 
+    def _target(self, width: int, height: int) -> tuple[int, int, float]:
+        scale = self.size / max(height, width)
+        return max(1, round(width * scale)), max(1, round(height * scale)), scale
+
     def resized(self, frame: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint8], float]:
         """The BGR frame resized (aspect kept) so its long side is ``size``, and the frame -> input scale."""
         image = to_bgr(frame)
-        height, width = image.shape[:2]
-        scale = self.size / max(height, width)
-        new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
+        new_w, new_h, scale = self._target(image.shape[1], image.shape[0])
         # halve with a 2×2 box filter while at least 2× too big (fast and alias-free), then bilinear
-        while image.shape[1] >= 2 * new_w and image.shape[0] >= 2 * new_h:
+        for _ in range(_halvings(image.shape[1], image.shape[0], new_w, new_h)):
             half = (image.shape[1] // 2, image.shape[0] // 2)
             image = np.asarray(cv2.resize(image, half, interpolation=cv2.INTER_AREA), dtype=np.uint8)
         if (new_w, new_h) != image.shape[1::-1]:
             image = np.asarray(cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR),
                                dtype=np.uint8)
         return image, scale
+
+    def resized_window(self, frame: npt.NDArray[np.uint8],
+                       window: tuple[int, int, int, int]) -> npt.NDArray[np.uint8] | None:
+        """``resized(frame)[top:bottom, left:right]`` for ``window`` = (left, top, right, bottom) on
+        multiples of 32, computed from that part of the frame only; None where that would not give the
+        same pixels (so: call :meth:`resized`).
+
+        Exact where every step maps the window's edges onto whole pixels: each 2×2 halving works on whole
+        blocks (the frame's sides divisible by 2^halvings), and the bilinear step's ratio is a multiple of
+        1/32 (1080p and 4K at 640: 1.5), so a window corner on a multiple of 32 falls on a source pixel and
+        each output pixel is interpolated from the same pixels with the same weights as in the whole image.
+        """
+        image = to_bgr(frame)
+        height, width = image.shape[:2]
+        new_w, new_h, _ = self._target(width, height)
+        halvings = _halvings(width, height, new_w, new_h)
+        block = 2 ** halvings
+        src_w, src_h = width // block, height // block  # after the halvings
+        if width % block or height % block or (ALIGN * src_w) % new_w or (ALIGN * src_h) % new_h:
+            return None
+        left, top, right, bottom = window
+        right, bottom = min(right, new_w), min(bottom, new_h)  # beyond: the zero padding
+        x0, x1 = left * src_w // new_w, right * src_w // new_w
+        y0, y1 = top * src_h // new_h, bottom * src_h // new_h
+        crop = image[y0 * block:y1 * block, x0 * block:x1 * block]
+        for _ in range(halvings):
+            half = (crop.shape[1] // 2, crop.shape[0] // 2)
+            crop = np.asarray(cv2.resize(crop, half, interpolation=cv2.INTER_AREA), dtype=np.uint8)
+        if (right - left, bottom - top) != crop.shape[1::-1]:
+            crop = np.asarray(cv2.resize(crop, (right - left, bottom - top), interpolation=cv2.INTER_LINEAR),
+                              dtype=np.uint8)
+        return crop
 
     def prepare(self, frame: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], float]:
         """(3,H,W) float32 network input and the frame -> input scale."""
@@ -128,8 +171,10 @@ class YuNetDetector(CatalogSession):
         """
         if not self.regions:
             raise ValueError("this yunet graph has a fixed input size: no region detection")
-        image, scale = self.resized(frame)
-        full_w, full_h = _round_up(image.shape[1], ALIGN), _round_up(image.shape[0], ALIGN)
+        image = to_bgr(frame)
+        new_w, new_h, scale = self._target(image.shape[1], image.shape[0])
+        full_w, full_h = _round_up(new_w, ALIGN), _round_up(new_h, ALIGN)
+        whole: npt.NDArray[np.uint8] | None = None  # the whole resized frame, where a window is not exact
         results: list[list[Face]] = []
         for box in boxes:
             x1, y1, x2, y2 = (float(v) * scale for v in np.asarray(box, np.float64).ravel()[:4])
@@ -140,8 +185,11 @@ class YuNetDetector(CatalogSession):
             if right <= left or bottom <= top:  # the box is outside the frame
                 results.append([])
                 continue
+            crop = self.resized_window(image, (left, top, right, bottom))
+            if crop is None:
+                whole = self.resized(image)[0] if whole is None else whole
+                crop = whole[top:bottom, left:right]  # less than the window where it reaches the padding
             blob = np.zeros((1, 3, bottom - top, right - left), dtype=np.float32)
-            crop = image[top:bottom, left:right]  # less than the window where it reaches the padding
             blob[0, :, :crop.shape[0], :crop.shape[1]] = crop.transpose(2, 0, 1)
             outputs = self._run(blob)
             results.append(self._decode(outputs, 0, bottom - top, right - left, scale, (left, top)))
