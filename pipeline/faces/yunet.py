@@ -27,7 +27,10 @@ log = logging.getLogger(__name__)
 STRIDES = (8, 16, 32)
 ALIGN = 32  # input sides must be multiples of the largest stride
 TOP_K = 5000  # candidates kept before NMS
-REGION_MARGIN = 1.0  # detect_regions: window margin around a box, in box sizes
+# detect_regions: the window's margin around a box, in input px: enough that the zeros beyond it barely
+# reach the face's anchors (YuNet's receptive field is wide), and for a large face half its size (motion)
+REGION_MIN_MARGIN = 96
+REGION_MARGIN = 0.5
 
 
 def to_bgr(frame: npt.NDArray[np.uint8]) -> Frame:
@@ -163,9 +166,9 @@ class YuNetDetector(CatalogSession):
         """For each box (x1, y1, x2, y2, frame px), the faces :meth:`detect` would find around it, found by
         running the network on a window of the full input only.
 
-        The frame is resized exactly as for :meth:`detect`; the window spans the box plus ``REGION_MARGIN``
-        of its longer side on every side, its corners on multiples of 32 (the largest stride) so that every
-        anchor keeps its place on the grid. Inside the window the input pixels are those of the full input;
+        The frame is resized exactly as for :meth:`detect`; the window spans the box plus a margin on every
+        side (``REGION_MIN_MARGIN`` input px, or ``REGION_MARGIN`` of the box's longer side if more), its
+        corners on multiples of 32 (the largest stride) so that every anchor keeps its place on the grid. Inside the window the input pixels are those of the full input;
         the outputs differ only where the zeros beyond the window's edge reach an anchor's receptive field,
         which the margin keeps away from the face (measured in BENCHMARKS.md, "Keyframe detection").
         """
@@ -178,7 +181,7 @@ class YuNetDetector(CatalogSession):
         results: list[list[Face]] = []
         for box in boxes:
             x1, y1, x2, y2 = (float(v) * scale for v in np.asarray(box, np.float64).ravel()[:4])
-            pad = REGION_MARGIN * max(x2 - x1, y2 - y1, 1.0)
+            pad = max(REGION_MARGIN * max(x2 - x1, y2 - y1), REGION_MIN_MARGIN)
             left, top = (max(0, int(math.floor((v - pad) / ALIGN)) * ALIGN) for v in (x1, y1))
             right = min(full_w, _round_up(math.ceil(x2 + pad), ALIGN))
             bottom = min(full_h, _round_up(math.ceil(y2 + pad), ALIGN))
