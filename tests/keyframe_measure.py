@@ -6,7 +6,6 @@ clip). Nothing here is part of the engine.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,6 @@ class Comparison:
     identity_keyed: list[float] = field(default_factory=list)
     truth: dict[str, float] = field(default_factory=dict)  # against the clip's true landmarks, if known
     follower: str = ""  # how faces were followed between keyframes: region or flow
-    cpu_s: list[float] = field(default_factory=lambda: [0.0, 0.0])  # detect + select: every frame, keyed
 
     def summary(self) -> dict[str, float | str]:
         def mean(xs: list[float]) -> float:
@@ -55,8 +53,6 @@ class Comparison:
             "identity_keyframes": mean(self.identity_keyed),
             "identity_change": round(abs(mean(self.identity_every) - mean(self.identity_keyed)), 4),
             "follower": self.follower,
-            "cpu_ms_per_frame_every": round(1000 * self.cpu_s[0] / max(1, self.frames), 2),
-            "cpu_ms_per_frame_keyframes": round(1000 * self.cpu_s[1] / max(1, self.frames), 2),
             **self.truth,
         }
 
@@ -129,7 +125,7 @@ def compare(frames: Iterable[Frame], source: Path, settings: Settings, interval:
     smoothed: list[list[list[Face]]] = [[], []]
     series: list[tuple[np.ndarray, np.ndarray]] = []
     for index, frame in enumerate(frames):
-        ref, got = _timed(every, frame, result.cpu_s, 0), _timed(keyed, frame, result.cpu_s, 1)
+        ref, got = every.faces([frame])[0], keyed.faces([frame])[0]
         if len(ref) == len(got) == 1:
             series.append((ref[0].landmarks, got[0].landmarks))
         for k, faces in enumerate((ref, got)):
@@ -149,13 +145,6 @@ def compare(frames: Iterable[Frame], source: Path, settings: Settings, interval:
         result.truth = against_truth(np.array([a for a, _ in series], np.float64),
                                      np.array([b for _, b in series], np.float64), warp)
     return result
-
-
-def _timed(keys: KeyframeDetector, frame: Frame, cpu_s: list[float], slot: int) -> list[Face]:
-    started = time.process_time()
-    faces = keys.faces([frame])[0]
-    cpu_s[slot] += time.process_time() - started
-    return faces
 
 
 def _identity(processor: FaceProcessor, frame: Frame, pairs: list[tuple[Face, Face]], src_emb: np.ndarray,
