@@ -286,6 +286,7 @@ class KeyframeDetector:
         return faces
 
     def _flow(self, frame: Frame) -> list[Face] | None:
+        """The faces moved by optical flow into ``frame`` (their patches kept for the next frame)."""
         out = []
         for patch in self._patches:
             moved = _follow(patch, frame)
@@ -296,6 +297,8 @@ class KeyframeDetector:
         return [face for face, _ in out]
 
     def _redetect(self, frame: Frame, followed: list[Face], regions: Regions) -> list[Face] | None:
+        """``followed`` re-detected around their boxes in ``frame``: new box, landmarks and score, the rest
+        as selection left it; None where one is not found (or changed size, or two became one)."""
         found = regions(frame, [face.box for face in followed])
         picked = [_match(face, near) for face, near in zip(followed, found, strict=True)]
         if any(i is None for i in picked):

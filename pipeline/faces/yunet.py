@@ -6,6 +6,10 @@ Outputs per stride s in (8, 16, 32) hold one anchor per cell, row-major: score =
 centre = (cell + offset) · s, side = exp(log-side) · s, landmark = (cell + offset) · s.
 YuNet's five points are already in image orientation: left eye (smaller x), right eye, nose, left
 mouth, right mouth.
+
+``detect_regions`` runs the same graph on windows of that same input around given boxes only (the faces
+followed between keyframes, :mod:`pipeline.faces.keyframes`): the faces it finds are within a fraction of
+a pixel of what ``detect`` finds, at about half the cost for one face.
 """
 
 from __future__ import annotations
@@ -168,9 +172,10 @@ class YuNetDetector(CatalogSession):
 
         The frame is resized exactly as for :meth:`detect`; the window spans the box plus a margin on every
         side (``REGION_MIN_MARGIN`` input px, or ``REGION_MARGIN`` of the box's longer side if more), its
-        corners on multiples of 32 (the largest stride) so that every anchor keeps its place on the grid. Inside the window the input pixels are those of the full input;
-        the outputs differ only where the zeros beyond the window's edge reach an anchor's receptive field,
-        which the margin keeps away from the face (measured in BENCHMARKS.md, "Keyframe detection").
+        corners on multiples of 32 (the largest stride) so that every anchor keeps its place on the grid.
+        Inside the window the input pixels are those of the full input (:meth:`resized_window`); the
+        outputs differ only where the zeros beyond the window's edge reach into an anchor's receptive
+        field, which the margin keeps small (measured in BENCHMARKS.md, "Keyframe detection").
         """
         if not self.regions:
             raise ValueError("this yunet graph has a fixed input size: no region detection")
