@@ -29,6 +29,7 @@ import numpy as np
 import psutil
 
 from pipeline.errors import Cancelled, UserError
+from pipeline.faces.base import region_detection
 from pipeline.faces.keyframes import KeyframeDetector, interval_for
 from pipeline.faces.track import Tracker
 from pipeline.models.sessions import CatalogSession
@@ -470,8 +471,11 @@ class Render:
         followed in between); the tracker fills short gaps (it holds frames back for that)."""
         s, fps = self.settings, float(self.info.fps)
         tracker: Tracker[Frame] = Tracker(s.tracker, fps)
+        models = self.processor.face_models
         keys = KeyframeDetector(self.processor.detect, self.processor.select,
-                                interval_for(s.detector.interval, fps), s.tracker.scene_cut)
+                                interval_for(s.detector.interval, fps), s.tracker.scene_cut,
+                                region_detection(models.detector),
+                                None if models.landmarker is None else models.landmarker.refine)
         out = self._inbox["swap"]
         for batch in self._batches("detect"):
             ready: list[tuple[Frame, list[Face]]] = []

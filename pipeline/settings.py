@@ -53,8 +53,8 @@ class DetectorSettings(_Section):
                       "suppression)")
     interval: Literal["auto"] | Annotated[int, Field(ge=1, le=120)] = Field(
         "auto", title="Full detection every N frames",
-        description="faces are followed by optical flow in between (1 = every frame; auto = about 6 times "
-        "a second)")
+        description="in between, faces are re-detected around where they were (yunet) or followed by "
+        "optical flow (1 = every frame; auto = about 6 times a second)")
 
 
 class SelectorSettings(_Section):

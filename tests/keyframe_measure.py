@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.faces.base import region_detection
 from pipeline.faces.keyframes import KeyframeDetector
 from pipeline.faces.recognise import cosine
 from pipeline.faces.track import Tracker
@@ -33,8 +34,9 @@ class Comparison:
     identity_every: list[float] = field(default_factory=list)  # swapped face vs the source identity
     identity_keyed: list[float] = field(default_factory=list)
     truth: dict[str, float] = field(default_factory=dict)  # against the clip's true landmarks, if known
+    follower: str = ""  # how faces were followed between keyframes: region or flow
 
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, float | str]:
         def mean(xs: list[float]) -> float:
             return round(float(np.mean(xs)), 4) if xs else float("nan")
 
@@ -50,6 +52,7 @@ class Comparison:
             "identity_every_frame": mean(self.identity_every),
             "identity_keyframes": mean(self.identity_keyed),
             "identity_change": round(abs(mean(self.identity_every) - mean(self.identity_keyed)), 4),
+            "follower": self.follower,
             **self.truth,
         }
 
@@ -102,19 +105,23 @@ def against_truth(every: np.ndarray, keyed: np.ndarray, warp: Warp) -> dict[str,
 
 
 def compare(frames: Iterable[Frame], source: Path, settings: Settings, interval: int, fps: float,
-            identity_every: int = 1, warp: Warp | None = None) -> Comparison:
+            identity_every: int = 1, warp: Warp | None = None, flow: bool = False) -> Comparison:
     """Run detection on every frame and on keyframes side by side over ``frames``; identity (SFace
     embeddings, the swap with ``settings``' swapper from ``source``) on every ``identity_every``th frame.
-    ``warp``: the clip's known motion (one face), to measure both against the truth."""
+    ``warp``: the clip's known motion (one face), to measure both against the truth. ``flow``: follow by
+    optical flow even where the detector can re-detect regions."""
     processor = FaceProcessor(settings, [source])
     cut = settings.tracker.scene_cut
     every = KeyframeDetector(processor.detect, processor.select, 1, cut)
-    keyed = KeyframeDetector(processor.detect, processor.select, interval, cut)
+    landmarker = processor.face_models.landmarker
+    regions = None if flow else region_detection(processor.detector)
+    keyed = KeyframeDetector(processor.detect, processor.select, interval, cut, regions,
+                             None if landmarker is None else landmarker.refine)
     trackers: list[Tracker[int]] = [Tracker(settings.tracker, fps), Tracker(settings.tracker, fps)]
     src = read_image(source).bgr
     src_faces = processor.detect([src])[0][:1]
     src_emb = processor.face_models.embed(src, src_faces)[0]
-    result = Comparison()
+    result = Comparison(follower="flow" if regions is None else "region")
     smoothed: list[list[list[Face]]] = [[], []]
     series: list[tuple[np.ndarray, np.ndarray]] = []
     for index, frame in enumerate(frames):

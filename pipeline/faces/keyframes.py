@@ -1,19 +1,29 @@
-"""Detection on keyframes: the detector runs on every Nth frame, the faces are followed in between.
+"""Detection on keyframes: the detector runs in full on every Nth frame, the faces are followed in between.
 
 A keyframe gets full detection and selection (``detect`` then ``select``, exactly as on every frame with
-``detector.interval=1``). Between keyframes each selected face is followed by optical flow: corners found
-inside the face's box (on the keyframe, and again when the face nears the crop's edge or too few survive)
-are tracked from the previous frame into this one with pyramidal Lucas-Kanade, kept only if tracking them
-back lands within half a pixel of where they started (forward-backward check), and a similarity transform
-(rotation, scale, shift) fitted to them with RANSAC moves the five landmarks and the box. The work is
-done on a grey crop around the face scaled so the face is about ``TRACK_SIZE`` px, so it costs the same
-for a small or a large face.
+``detector.interval=1``). Between keyframes each selected face is followed in one of two ways:
+
+- **re-detection around it** where the detector can look at regions only
+  (:func:`pipeline.faces.base.region_detection`: YuNet): the detector runs on a window around the face's
+  last box, at the scale and on the pixel grid of a full detection, so it finds what a full detection
+  would (within a fraction of a pixel) at about a third of the cost. The found face that overlaps the
+  followed box most (IoU >= ``MIN_IOU``) replaces its box, landmarks and score; everything selection gave
+  it (embedding, extra) is kept, and ``refine`` (the 68-point landmarker, if any) runs on it again;
+- **optical flow** for the other detectors (fixed input sizes): corners found inside the face's box (on
+  the keyframe, and again when the face nears the crop's edge or too few survive) are tracked from the
+  previous frame into this one with pyramidal Lucas-Kanade, kept only if tracking them back lands within
+  half a pixel of where they started (forward-backward check), and a similarity transform (rotation,
+  scale, shift) fitted to them with RANSAC moves the five landmarks and the box. The work is done on a
+  grey crop around the face scaled so the face is about ``TRACK_SIZE`` px, so it costs the same for a
+  small or a large face.
 
 A frame is detected in full, off schedule, when following is not to be trusted:
 - a scene cut (the grey-histogram distance of :mod:`pipeline.faces.track`) or the first frame;
-- too few points survive the forward-backward check or RANSAC, or the fitted scale jumps;
-- a followed face's box leaves the frame by more than a quarter of its area (a face walking out is handed
-  back to the detector, which then finds it or not; it is never followed for more than N-1 frames anyway).
+- re-detection finds no face on a followed one, or two followed faces on the same face;
+- flow: too few points survive the forward-backward check or RANSAC;
+- the face's size jumps by more than ``MAX_SCALE_STEP`` in one frame;
+- flow: a followed face's box leaves the frame by more than a quarter of its area (a face walking out is
+  handed back to the detector, which then finds it or not; it is never followed for more than N-1 frames).
 A face that appears between keyframes is found at the next keyframe.
 
 ``detector.interval=auto`` is a fixed rule (see :func:`interval_for`), not a timing probe: the same clip
@@ -30,6 +40,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.faces.base import Regions
 from pipeline.faces.track import histogram, is_cut
 from pipeline.types import Face, Frame
 
@@ -38,11 +49,13 @@ MARGIN = 0.6  # of the face's size, around its box: how far it may move in one f
 MIN_POINTS = 8  # fewer good points than this: detect
 FB_MAX = 0.5  # px (working scale): forward-backward disagreement above this drops the point
 MAX_SCALE_STEP = 0.15  # the face grows or shrinks more than this in one frame: detect
+MIN_IOU = 0.3  # re-detection: the found face must overlap the followed box at least this much
 KEYFRAMES_PER_S = 6.0  # interval=auto: a full detection at least this often
 MAX_AUTO = 8
 
 Detect = Callable[[Sequence[Frame]], list[list[Face]]]
 Select = Callable[[Frame, list[Face]], list[Face]]
+Refine = Callable[[Frame, list[Face]], list[Face]]
 
 
 def interval_for(requested: int | str, fps: float) -> int:
@@ -173,20 +186,44 @@ def _moved(patch: _Patch, matrix: npt.NDArray[np.float64], step: float, width: i
         return None
     lm68 = None if face.landmarks68 is None else move(face.landmarks68).reshape(face.landmarks68.shape)
     return replace(face, box=box, landmarks=move(face.landmarks).reshape(5, 2), landmarks68=lm68,
-                   extra={**face.extra, "tracked": True})
+                   extra={**face.extra, "tracked": True, "followed_by": "flow"})
+
+
+def _iou(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
+    w = min(float(a[2]), float(b[2])) - max(float(a[0]), float(b[0]))
+    h = min(float(a[3]), float(b[3])) - max(float(a[1]), float(b[1]))
+    inter = max(0.0, w) * max(0.0, h)
+    union = float((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1])) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _match(face: Face, found: list[Face]) -> int | None:
+    """Index of the face of ``found`` that is ``face`` one frame on: the one overlapping its box most, if
+    enough and without a jump in size; None if there is none."""
+    if not found:
+        return None
+    overlaps = [_iou(face.box, f.box) for f in found]
+    best = int(np.argmax(overlaps))
+    if overlaps[best] < MIN_IOU or abs(_size(found[best]) / _size(face) - 1.0) > MAX_SCALE_STEP:
+        return None
+    return best
 
 
 class KeyframeDetector:
     """The selected faces of each frame, in order: detected on keyframes, followed in between.
 
     ``detect`` and ``select`` are the processor's stages; ``interval`` is N (1: detect every frame, as
-    ``detect`` + ``select`` would); ``scene_cut`` is the tracker's histogram threshold.
+    ``detect`` + ``select`` would); ``scene_cut`` is the tracker's histogram threshold; ``regions`` is the
+    detector's region detection (None: follow by optical flow); ``refine`` what ``select`` does to the
+    five points after choosing the faces (the 68-point landmarker), run again on re-detected faces.
     """
 
-    def __init__(self, detect: Detect, select: Select, interval: int, scene_cut: float) -> None:
-        self.detect, self.select = detect, select
+    def __init__(self, detect: Detect, select: Select, interval: int, scene_cut: float,
+                 regions: Regions | None = None, refine: Refine | None = None) -> None:
+        self.detect, self.select, self.regions, self.refine = detect, select, regions, refine
         self.interval, self.scene_cut = max(1, interval), scene_cut
-        self._patches: list[_Patch] | None = None  # None: nothing to follow from (start, cut, lost)
+        self._faces: list[Face] | None = None  # what to follow; None: nothing (start, cut, lost)
+        self._patches: list[_Patch] = []  # flow: one per face of _faces
         self._index = 0  # of the next frame in the clip: keyframes fall on multiples of N
         self._prev_hist: npt.NDArray[np.float64] | None = None
         self.keyframes = self.followed = 0
@@ -205,17 +242,23 @@ class KeyframeDetector:
             followed = None if key else self._follow(frame)
             if followed is None:
                 detected = next(detections) if key else self.detect([frame])[0]
-                faces = self.select(frame, detected)
+                followed = self.select(frame, detected)
                 self.keyframes += 1
-                patches = [p for p in (_patch(frame, f) for f in faces) if p is not None]
-                # a face we cannot follow: detect the next frame
-                self._patches = patches if len(patches) == len(faces) else None
+                self._start(frame, followed)
             else:
                 self.followed += 1
-                faces = [face for face, _ in followed]
-                self._patches = [patch for _, patch in followed]
-            out.append(faces)
+            out.append(followed)
         return out
+
+    def _start(self, frame: Frame, faces: list[Face]) -> None:
+        """Follow ``faces``, just detected in ``frame``, from now on."""
+        self._faces = faces
+        if self.regions is None:
+            patches = [p for p in (_patch(frame, f) for f in faces) if p is not None]
+            # a face we cannot follow: detect the next frame
+            self._patches = patches
+            if len(patches) != len(faces):
+                self._faces = None
 
     def _plan(self, frames: Sequence[Frame]) -> list[bool]:
         """Which of ``frames`` are keyframes whatever happens in between: every Nth frame of the clip, the
@@ -227,18 +270,43 @@ class KeyframeDetector:
             hist = histogram(frame[::6, ::6])  # the same thumbnail histogram from a sixth of the pixels
             cut = self._prev_hist is not None and is_cut(self._prev_hist, hist, self.scene_cut)
             self._prev_hist = hist
-            lost = offset == 0 and self._patches is None
+            lost = offset == 0 and self._faces is None
             due.append(lost or cut or (self._index + offset) % self.interval == 0)
         self._index += len(frames)
         return due
 
-    def _follow(self, frame: Frame) -> list[tuple[Face, _Patch]] | None:
-        if self._patches is None:
-            return None
+    def _follow(self, frame: Frame) -> list[Face] | None:
+        """The followed faces one frame on, in ``frame``; None (and nothing to follow) where not to be
+        trusted."""
+        if not self._faces:
+            return None if self._faces is None else []
+        regions = self.regions
+        faces = self._flow(frame) if regions is None else self._redetect(frame, self._faces, regions)
+        self._faces = faces
+        return faces
+
+    def _flow(self, frame: Frame) -> list[Face] | None:
+        """The faces moved by optical flow into ``frame`` (their patches kept for the next frame)."""
         out = []
         for patch in self._patches:
             moved = _follow(patch, frame)
             if moved is None:
                 return None
             out.append(moved)
-        return out
+        self._patches = [patch for _, patch in out]
+        return [face for face, _ in out]
+
+    def _redetect(self, frame: Frame, followed: list[Face], regions: Regions) -> list[Face] | None:
+        """``followed`` re-detected around their boxes in ``frame``: new box, landmarks and score, the rest
+        as selection left it; None where one is not found (or changed size, or two became one)."""
+        found = regions(frame, [face.box for face in followed])
+        picked = [_match(face, near) for face, near in zip(followed, found, strict=True)]
+        if any(i is None for i in picked):
+            return None
+        faces = [near[i] for near, i in zip(found, picked, strict=True) if i is not None]
+        if any(_iou(a.box, b.box) > 0.5 for k, a in enumerate(faces) for b in faces[k + 1:]):
+            return None  # two followed faces ran into one
+        out = [replace(face, box=new.box, landmarks=new.landmarks, score=new.score, landmarks68=None,
+                       extra={**face.extra, "tracked": True, "followed_by": "region"})
+               for face, new in zip(followed, faces, strict=True)]
+        return self.refine(frame, out) if self.refine is not None else out
