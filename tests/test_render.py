@@ -251,3 +251,54 @@ def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path,
     first_a = next(iter(read_frames(tmp_path / "a.mp4")))
     first_b = next(iter(read_frames(tmp_path / "b.mp4")))
     assert np.array_equal(first_a, first_b)
+
+
+
+@pytest.mark.parametrize("priority", ["swap", None])
+def test_the_stages_and_ffmpeg_yield_to_a_stage_given_every_core(
+        face_clip: Path, tmp_path: Path, priority: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the plan gives one model stage every core (a heavy swapper on a small CPU), the other stages'
+    threads and the ffmpeg processes run at nice 10; without such a stage nothing is lowered."""
+    import os
+
+    from pipeline import render as render_module
+
+    real_plan = render_module.plan_render
+
+    def plan(*args: object, **kwargs: object) -> render_module.RenderPlan:
+        p = real_plan(*args, **kwargs)  # type: ignore[arg-type]
+        p.priority = priority
+        return p
+
+    monkeypatch.setattr(render_module, "plan_render", plan)
+    proc = FaceProcessor(ONE, [photos.grace_hopper_path()])
+    seen: dict[str, set[int]] = {"detect": set(), "swap": set(), "ffmpeg": set()}
+    detect, swap = proc.detect, proc.swap
+
+    def staged() -> bool:  # a stage thread, not the plan's first frame (main thread)
+        return threading.current_thread().name.startswith("render-")
+
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def watching_detect(frames: list[np.ndarray]) -> list[list[object]]:
+        if staged():
+            seen["detect"].add(nice())
+            seen["ffmpeg"].update(c.nice() for c in psutil.Process().children() if "ffmpeg" in c.name())
+        return detect(frames)  # type: ignore[return-value]
+
+    def watching_swap(frames: list[np.ndarray], faces: list[list[object]]) -> list[list[object]]:
+        if staged():
+            seen["swap"].add(nice())
+        return swap(frames, faces)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(proc, "detect", watching_detect)
+    monkeypatch.setattr(proc, "swap", watching_swap)
+    result = Render(ONE, [photos.grace_hopper_path()], face_clip, tmp_path / "out.mp4", processor=proc).run()
+    assert result.frames == 45
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    if priority:
+        assert seen["detect"] == {base + 10} and seen["swap"] == {base}
+        assert seen["ffmpeg"] == {base + 10}, seen  # the decoder and the encoder
+    else:
+        assert seen["detect"] == seen["swap"] == seen["ffmpeg"] == {base}
