@@ -7,10 +7,8 @@ plus the tracker's look-ahead). Batches are formed across frames: the detector s
 the swapper and the enhancer every crop of those B frames. Before the first frame :func:`plan_render`
 loads the models, runs that frame through every stage, gives the heaviest model stage the cores that the
 others and decode/encode leave (light ones get one thread) and, for ``execution.batch_size=auto``, probes
-batch sizes within a time box. When the heavy stage gets every core, the other stages' threads and the
-ffmpeg processes run at a lower priority (nice 10), in the gaps it leaves: its threads then wait less for
-one another. The first frame is the plan's: its swap is not done again. The frames go to a frame sink: an
-encoder on the output file (:func:`pipeline.video.encode.encoder_for`), or the segments of a resumable job.
+batch sizes within a time box. The frames go to a frame sink: an encoder on the output file
+(:func:`pipeline.video.encode.encoder_for`), or the segments of a resumable job.
 """
 
 from __future__ import annotations
@@ -43,7 +41,6 @@ from pipeline.video import integrity
 from pipeline.video.decode import DecodeReport, read_frames
 from pipeline.video.encode import FrameSink, encoder_for, padded_size_notice
 from pipeline.video.probe import VideoInfo, probe
-from pipeline.video.process import lower_priority
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +144,6 @@ class RenderPlan:
     first_s: float = 0.0
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
-    priority: str | None = None  # the model stage given every core: the other stages and ffmpeg yield to it
     first: FirstFrame | None = field(default=None, repr=False)  # what the first frame's swap gave
 
 
@@ -305,7 +301,6 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     else:
         io_ms = IO_MS_PER_MEGAPIXEL * frame.shape[0] * frame.shape[1] / 1e6
         plan.threads = share_threads(plan.cost_ms, io_ms, plan.free_cores)
-        plan.priority = next((k for k, n in plan.threads.items() if n >= n_cores > 1), None)
         _set_threads(models, plan.threads, n_cores)
         reload_s = _load(models)
         plan.load_s += reload_s
@@ -425,9 +420,6 @@ class Render:
         self.batch = self.plan.batch
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
         sink = self.open_sink(first.shape[1], first.shape[0])
-        if self.plan.priority:  # decode and encode run in the gaps the heavy stage leaves (threads: below)
-            lower_priority(report.pid)
-            lower_priority(getattr(sink, "pid", None))
         if notice := padded_size_notice(first.shape[1], first.shape[0], info.path.name):
             self.processor.notices.append(notice)
         self._inbox = {name: _Pipe(s.execution.queue_size, self._stop) for name in STAGES[1:]}
@@ -546,8 +538,6 @@ class Render:
     # --- running the stages ---------------------------------------------------------------------------
     def _thread(self, name: str, body: Callable[..., None], *args: Any) -> threading.Thread:
         def run() -> None:
-            if self.plan.priority not in (None, name):
-                lower_priority(threading.get_native_id())  # what it starts (a segment's encoder) too
             try:
                 body(*args)
             except _Stop:

@@ -87,14 +87,12 @@ def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.M
     loaded = proc.swapper.session  # the source was prepared: the swapper is loaded, on the default threads
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
     assert plan.threads == {"detect": 1, "swap": 2, "enhance": 1}
-    assert plan.priority == "swap"  # every core: the other stages and ffmpeg will yield to it
     # every core for the swapper: its loaded session (onnxruntime's default, every core) is kept, not re-made
     assert proc.swapper.threads == 0 and proc.swapper.session is loaded
     assert proc.detector.threads == 1
     assert plan.batch >= 1 and plan.load_s >= 0 and set(plan.cost_ms) >= {"detect", "swap", "blend"}
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)  # now one thread for the swapper
     assert proc.swapper.threads == 1 and proc.swapper.session is not loaded
-    assert plan.priority is None
     fixed = apply_overrides(settings, ["execution.threads=3"])
     proc = FaceProcessor(render.for_video(fixed), [photos.grace_hopper_path()])
     assert render.plan_render(proc, photos.grace_hopper(), frames=30).threads["swap"] == 3

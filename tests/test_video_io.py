@@ -269,33 +269,3 @@ def test_a_disk_that_fills_at_the_files_ending_is_no_success(tmp_path: Path,
     with pytest.raises(OutputFault, match="full.mp4"):
         enc.close()
     assert not (tmp_path / "full.mp4").exists() and not list(tmp_path.glob(".*partial*"))
-
-
-def test_lower_priority_lowers_a_thread_or_a_process_never_raises_it() -> None:
-    import os
-    import subprocess
-    import threading
-
-    from pipeline.video.process import lower_priority
-
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    got: list[int] = []
-
-    def body() -> None:
-        tid = threading.get_native_id()
-        lower_priority(tid, 10)
-        lower_priority(tid, 5)  # never back up
-        got.append(os.getpriority(os.PRIO_PROCESS, tid))
-
-    t = threading.Thread(target=body)
-    t.start()
-    t.join()
-    assert got == [max(base, 10)] and os.getpriority(os.PRIO_PROCESS, 0) == base  # only that thread
-    child = subprocess.Popen(["sleep", "5"])
-    try:
-        lower_priority(child.pid)
-        assert os.getpriority(os.PRIO_PROCESS, child.pid) == max(base, 10)
-    finally:
-        child.kill()
-        child.wait()
-    lower_priority(None)  # nothing to lower

@@ -42,7 +42,6 @@ class DecodeReport:
     finished: bool = False  # ffmpeg reached the end of the stream and exited
     error_lines: int = 0  # stderr lines ffmpeg wrote (``-loglevel error``: corrupt data, a partial file...)
     errors: list[str] = field(default_factory=list)  # the last of them
-    pid: int | None = None  # the decoding ffmpeg's, while it runs
 
 
 def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | None] | None = None) -> str:
@@ -113,7 +112,6 @@ def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None,
     shape = (info.height, info.width, 3)
     size = info.height * info.width * 3
     process = FFmpegProcess(cmd, stdout=True, cancel=cancel)
-    report.pid = process.pid
     count = 0
     try:
         while True:

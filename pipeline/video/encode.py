@@ -154,11 +154,6 @@ class Encoder:
         log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
         self._process = FFmpegProcess(cmd, stdin=True, cancel=cancel)
 
-    @property
-    def pid(self) -> int:
-        """The encoding ffmpeg's process id."""
-        return self._process.pid
-
     def _check_cancel(self) -> None:
         if self._process.cancelled or (self._cancel is not None and self._cancel.is_set()):
             self.abort()

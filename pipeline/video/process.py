@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
 import subprocess
 import threading
 from typing import IO, BinaryIO, cast
@@ -18,17 +17,6 @@ from typing import IO, BinaryIO, cast
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.1
-BACKGROUND_NICE = 10  # CFS weight 110 against 1024: such work runs in the gaps of the work that matters
-
-
-def lower_priority(task_id: int | None, nice: int = BACKGROUND_NICE) -> None:
-    """Run a thread (its native id) or a process (its pid) at ``nice``: it then gets the CPU that the
-    rest leaves, and children it starts inherit that. Linux only (elsewhere a thread id is not a
-    scheduling unit): a no-op there, and for None."""
-    if task_id is None or not hasattr(os, "setpriority") or not os.path.isdir("/proc/self/task"):
-        return
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, task_id, max(nice, os.getpriority(os.PRIO_PROCESS, task_id)))
 
 
 class FFmpegProcess:
@@ -58,10 +46,6 @@ class FFmpegProcess:
         self._stderr_thread.start()
         if cancel is not None:
             threading.Thread(target=self._watch, name="ffmpeg-cancel", daemon=True).start()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
 
     @property
     def stdin(self) -> IO[bytes]:
