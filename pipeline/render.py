@@ -7,8 +7,9 @@ plus the tracker's look-ahead). Batches are formed across frames: the detector s
 the swapper and the enhancer every crop of those B frames. Before the first frame :func:`plan_render`
 loads the models, runs that frame through every stage, gives the heaviest model stage the cores that the
 others and decode/encode leave (light ones get one thread) and, for ``execution.batch_size=auto``, probes
-batch sizes within a time box. The frames go to a frame sink: an encoder on the output file
-(:func:`pipeline.video.encode.encoder_for`), or the segments of a resumable job.
+batch sizes within a time box; that first frame is the render's own (it is not swapped again). The frames
+go to a frame sink: an encoder on the output file (:func:`pipeline.video.encode.encoder_for`), or the
+segments of a resumable job.
 """
 
 from __future__ import annotations
