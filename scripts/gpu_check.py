@@ -8,8 +8,9 @@ Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works), then
     .venv/bin/python scripts/gpu_check.py --providers cpu --width 0.0625 --seconds 0.2 --size 320x240
 the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py runs it).
 
-- twins: scripts/make_twins.py's, built into ``--twins`` (default: the cache's ``twins`` folder) or, with
-  ``--width`` < 1, scaled-down twins into a temporary folder (same I/O, a fraction of the channels).
+- twins: scripts/make_twins.py's (the fp16 swapper converted from the fp32 one), built into ``--twins``
+  (default: the cache's ``twins`` folder) or, with ``--width`` < 1, scaled-down twins into a temporary
+  folder (same I/O, a fraction of the channels).
 - batches: each twin's dynamic-batch rewrite (pipeline.models.batching; a twin whose rewrite fails runs
   batch 1 only, as the pipeline would) on each provider, items per second at each batch size. TensorRT
   builds fp16 engines (trt_fp16_enable) cached under the facestation cache.
@@ -42,7 +43,7 @@ if str(ROOT / "scripts") not in sys.path:
 
 PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider",
              "cpu": "CPUExecutionProvider"}
-TWIN_NAMES = ("inswapper_128", "arcface_w600k_r50", "gfpgan_1.4", "scrfd_10g")
+TWIN_NAMES = ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "gfpgan_1.4", "scrfd_10g")
 
 
 def build_twins(names: Sequence[str], folder: Path, width: float) -> dict[str, Path]:

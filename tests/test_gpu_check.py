@@ -15,12 +15,13 @@ import gpu_check  # noqa: E402
 
 def test_cpu_rehearsal_of_the_batch_table_and_io_binding(capsys: pytest.CaptureFixture[str]) -> None:
     code = gpu_check.main(["--providers", "cpu", "--width", "0.0625", "--only", "inswapper_128",
-                           "arcface_w600k_r50", "--batches", "1,2", "--items", "2", "--runs", "1",
+                           "inswapper_128_fp16", "arcface_w600k_r50", "--batches", "1,2", "--items", "2", "--runs", "1",
                            "--skip-render"])
     assert code == 0
     out = capsys.readouterr().out
     assert "| inswapper_128 | cpu (CPUExecutionProvider) | yes |" in out  # the rewrite gives it a batch axis
     assert "| arcface_w600k_r50 | cpu (CPUExecutionProvider) | yes |" in out  # exported with one
+    assert "| inswapper_128_fp16 | cpu (CPUExecutionProvider) | yes |" in out  # converted, then rewritten
     bound = next(line for line in out.splitlines() if line.startswith("| CPUExecutionProvider | cpu | 2 |"))
     assert bound.endswith("| True |")  # IO-bound runs give the plain runs' output
 
