@@ -220,16 +220,26 @@ class Settings(_Section):
 
 
 def _describe(error: ValidationError) -> str:
-    parts = []
+    """One message per bad key. A key that takes a literal or a number (``auto`` or N) fails in both branches
+    of its union: that is said once, "Input should be greater than or equal to 1, or 'auto' (got '0')"."""
+    by_key: dict[str, list[Any]] = {}
     for item in error.errors():
         key = ".".join(str(p) for p in item["loc"][:2] if not isinstance(p, int)) or "settings"
-        if item["type"] == "extra_forbidden":
+        by_key.setdefault(key, []).append(item)
+    parts = []
+    for key, items in by_key.items():
+        if items[0]["type"] == "extra_forbidden":
             parts.append(f"unknown settings key '{key}'")
-        else:
-            value = item.get("input")
-            shown = "" if isinstance(value, dict) else f" (got {value!r})"
-            parts.append(f"{key}: {item['msg']}{shown}")
-    return "; ".join(dict.fromkeys(parts))
+            continue
+        literals = [i for i in items if i["type"] == "literal_error"]
+        others = [i for i in items if i["type"] != "literal_error"] or literals
+        message = "; ".join(dict.fromkeys(i["msg"] for i in others))
+        if literals and others is not literals:
+            message += ", or " + " or ".join(i["ctx"]["expected"] for i in literals)
+        value = items[0].get("input")
+        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        parts.append(f"{key}: {message}{shown}")
+    return "; ".join(parts)
 
 
 def validate(data: dict[str, Any]) -> Settings:

@@ -15,7 +15,8 @@ import gpu_check  # noqa: E402
 
 def test_cpu_rehearsal_of_the_batch_table_and_io_binding(capsys: pytest.CaptureFixture[str]) -> None:
     code = gpu_check.main(["--providers", "cpu", "--width", "0.0625", "--only", "inswapper_128",
-                           "inswapper_128_fp16", "arcface_w600k_r50", "--batches", "1,2", "--items", "2", "--runs", "1",
+                           "inswapper_128_fp16", "arcface_w600k_r50",
+                           "--batches", "1,2", "--items", "2", "--runs", "1",
                            "--skip-render"])
     assert code == 0
     out = capsys.readouterr().out

@@ -93,3 +93,16 @@ def test_every_model_choice_is_in_the_catalog(literal: object) -> None:
         if name in ("auto", "classic", "none"):
             continue
         assert catalog.get(name).name == name
+
+
+@pytest.mark.parametrize(("override", "said"), [
+    ("detector.interval=0",
+     "detector.interval: Input should be greater than or equal to 1, or 'auto' (got '0')"),
+    ("execution.batch_size=abc",
+     "execution.batch_size: Input should be a valid integer, unable to parse string as an integer, "
+     "or 'auto' (got 'abc')"),
+])
+def test_auto_or_a_number_is_refused_in_one_message(override: str, said: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        s.apply_overrides(s.Settings(), [override])
+    assert str(err.value) == said
