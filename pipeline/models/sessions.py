@@ -76,16 +76,6 @@ def _key(path: Path | str, names: Sequence[str], threads: int) -> _Key:
     return (str(Path(path).resolve()), tuple(names), threads)
 
 
-def cached(path: Path | str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> Any:
-    """The loaded session of ``path`` (marked as just used), or None where it is not loaded."""
-    key = _key(path, resolve_providers(providers), threads)
-    with _lock:
-        session = _cache.get(key)
-        if session is not None:
-            _cache.move_to_end(key)
-        return session
-
-
 def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",),
          threads: int = 0) -> Any:
     """A cached, validated session for the model file at ``path``.
@@ -244,15 +234,16 @@ class CatalogSession:
         self.threads = int(threads)
         self._path: Path | None = None  # the file its session was loaded from (None: not loaded yet)
         self._session: Any = None  # dropped (set to None) when the memory budget evicts it
+        self._key: _Key | None = None  # its key in the session cache, once loaded
         self._batch: int | None = None
 
     @property
     def session(self) -> Any:
         """The session, loaded on first use and again after the memory budget dropped it."""
-        if self._session is not None:
-            if self._path is not None:
-                cached(self._path, self.providers, self.threads)  # mark it as just used
-            return self._session
+        session = self._session  # read once: an eviction in another thread may set it to None meanwhile
+        if session is not None:
+            _touch(self._key)  # mark it as just used
+            return session
         if self.batched:
             session, self._batch, self._path = load_batched(self.entry, self.providers, self.threads)
         else:
@@ -260,10 +251,10 @@ class CatalogSession:
             session = load(path, self.entry, self.providers, self.threads)
             fixed = _fixed_batches(session)
             self._path, self._batch = path, min(fixed) if fixed else None
+        key = _key(self._path, resolve_providers(self.providers), self.threads)
         with _lock:
-            _holders.setdefault(_key(self._path, resolve_providers(self.providers), self.threads),
-                                weakref.WeakSet()).add(self)
-        self._session = session
+            _holders.setdefault(key, weakref.WeakSet()).add(self)
+        self._key, self._session = key, session
         return session
 
     @property
@@ -278,8 +269,8 @@ class CatalogSession:
 
     def unload(self) -> None:
         """Drop the session (it loads again on next use): for a model that a render no longer needs."""
-        if self.loaded and self._path is not None:
-            drop(self._path, self.providers, self.threads)
+        if self.loaded and self._key is not None:
+            _drop(self._key)
         self._session = None
 
     def set_threads(self, threads: int) -> bool:
@@ -288,22 +279,30 @@ class CatalogSession:
         if threads == self.threads:
             return False
         was_loaded = self.loaded
-        if was_loaded and self._path is not None:
-            drop(self._path, self.providers, self.threads)
-        self._session = None
+        self.unload()
         self.threads = int(threads)
         return was_loaded
 
 
 def drop(path: Path | str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> bool:
     """Drop the one cached session of ``path`` with these providers and threads; whether there was one."""
-    key = _key(path, resolve_providers(providers), threads)
+    return _drop(_key(path, resolve_providers(providers), threads))
+
+
+def _drop(key: _Key) -> bool:
     with _lock:
         found = key in _cache
         _forget(key)
     if found:
         return_freed_memory()
     return found
+
+
+def _touch(key: _Key | None) -> None:
+    """Mark a loaded session as just used (the memory budget drops the least recently used first)."""
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)  # type: ignore[arg-type]
 
 
 def release(path: Path | None = None) -> int:
