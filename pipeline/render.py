@@ -190,7 +190,8 @@ def stage_models(processor: FaceProcessor) -> dict[str, list[CatalogSession]]:
                     found.append(candidate)
         return found
 
-    return {"detect": of(m.detector, m.landmarker), "swap": of(m.swapper, m.occluder, m.parser),
+    recogniser = m.recogniser if processor.selects_by_identity else None  # runs on every frame's faces
+    return {"detect": of(m.detector, m.landmarker, recogniser), "swap": of(m.swapper, m.occluder, m.parser),
             "enhance": of(m.enhancer)}
 
 

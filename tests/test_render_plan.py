@@ -121,3 +121,18 @@ def test_plan_unloads_the_swappers_recogniser_once_the_source_is_prepared() -> N
     assert not recogniser.loaded
     assert "w600k_r50.onnx" not in {row["model"] for row in sessions.loaded()}
     assert proc.swapper.loaded  # the swapper itself stays
+
+
+def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_models(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sessions.release()
+    monkeypatch.setattr(render, "cores", lambda: 2)
+    monkeypatch.setattr(render, "share_threads", lambda cost, io, n: {"detect": 1, "swap": 2, "enhance": 1})
+    settings = apply_overrides(Settings(), ["selector.mode=reference",
+                                            f"selector.reference={photos.grace_hopper_path()}"])
+    proc = FaceProcessor(render.for_video(settings), [photos.grace_hopper_path()])
+    assert proc.selects_by_identity
+    plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
+    assert proc.face_models.recogniser in render.stage_models(proc)["detect"]
+    assert proc.face_models.recogniser.threads == plan.threads["detect"] == 1  # not every core beside the rest
+    assert not FaceProcessor(render.for_video(Settings()), [photos.grace_hopper_path()]).selects_by_identity

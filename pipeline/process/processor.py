@@ -96,13 +96,18 @@ class FaceProcessor:
         return self.crops.mask
 
     # --- stages ---------------------------------------------------------------------------------------
+    @property
+    def selects_by_identity(self) -> bool:
+        """Whether :meth:`select` embeds the faces of every frame (reference or mapping selection)."""
+        return self.identities.references is not None or self.settings.selector.mode == "reference"
+
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         return self.face_models.detector.detect(frames)
 
     def select(self, frame: Frame, faces: list[Face]) -> list[Face]:
         """The faces of ``frame`` to replace (``selector`` settings), refined by the landmark model if any."""
         sel, who, models = self.settings.selector, self.identities, self.face_models
-        if who.references is not None:
+        if who.references is not None:  # (selects_by_identity)
             candidates = [f for f in faces if min(f.box[2] - f.box[0], f.box[3] - f.box[1]) >= sel.min_size]
             if candidates:
                 embeddings = models.embed(frame, candidates)
