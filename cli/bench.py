@@ -20,8 +20,6 @@ from pipeline import presets
 from pipeline.errors import UserError
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_twins.py"
-TWIN_NEEDS = {"inswapper_128": ["arcface_w600k_r50"],  # the swapper's recogniser embeds the source
-              "inswapper_128_fp16": ["arcface_w600k_r50"]}
 TWIN_SETTINGS = {"inswapper_128": "swapper.model=inswapper_128", "gfpgan_1.4": "enhancer.model=gfpgan_1.4",
                  "scrfd_10g": "detector.model=retinaface",
                  "inswapper_128_fp16": "swapper.model=inswapper_128_fp16"}
@@ -45,6 +43,17 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
+def _needs(twin: str) -> list[str]:
+    """The other twins a twin needs: a swapper's recogniser (it embeds the source face)."""
+    from pipeline.models import catalog
+
+    try:
+        recogniser = catalog.get(twin).recogniser
+    except UserError:  # a twin named otherwise than its catalog entry (scrfd_10g: retinaface)
+        return []
+    return [recogniser] if recogniser else []
+
+
 def install_twins(names: list[str], folder: Path) -> list[str]:
     """Build the twins (and those they need) into the cache once, link them into ``folder``; the
     settings that select them."""
@@ -52,10 +61,10 @@ def install_twins(names: list[str], folder: Path) -> list[str]:
 
     if not SCRIPT.is_file():
         raise UserError(f"--twins needs scripts/make_twins.py of a checkout ({SCRIPT} is missing)")
-    wanted = list(dict.fromkeys(n for name in names for n in (name, *TWIN_NEEDS.get(name, []))))
-    unknown = [n for n in names if n not in TWIN_SETTINGS and n not in TWIN_NEEDS]
+    unknown = [n for n in names if n not in TWIN_SETTINGS]
     if unknown:
         raise UserError(f"no cost twin named {', '.join(unknown)} (choose from: {', '.join(TWIN_SETTINGS)})")
+    wanted = list(dict.fromkeys(n for name in names for n in (name, *_needs(name))))
     cache = cache_dir() / "twins"
     print(f"building cost twins {', '.join(wanted)} in {cache} (once)", file=sys.stderr)
     built = subprocess.run([sys.executable, str(SCRIPT), str(cache), "--only", *wanted, "--no-run"],
@@ -63,8 +72,13 @@ def install_twins(names: list[str], folder: Path) -> list[str]:
     if built.returncode != 0:
         raise UserError(f"make_twins failed: {(built.stderr or built.stdout).strip().splitlines()[-1:]}")
     folder.mkdir(parents=True, exist_ok=True)
-    for path in cache.glob("*.onnx"):
-        (folder / path.name).symlink_to(path)
+    try:  # only the twins asked for: another cached swapper twin would be picked by swapper.model=auto
+        built_files = json.loads((cache / "twins.json").read_text())
+    except (OSError, ValueError):
+        built_files = {}
+    for file, record in built_files.items():
+        if isinstance(record, dict) and record.get("twin") in wanted and (cache / file).is_file():
+            (folder / file).symlink_to(cache / file)
     return [TWIN_SETTINGS[n] for n in names if n in TWIN_SETTINGS]
 
 

@@ -48,3 +48,26 @@ def test_background_bench_feeds_the_system_tab_chart() -> None:
     assert "pipeline" in text and "fps" in text
     assert list(chart["value"]["stage"]) == ["decode", "detect", "swap", "enhance", "blend", "encode"]
     assert timer["active"] is False
+
+
+def test_bench_twins_links_only_the_twins_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A swapper twin left in the cache by an earlier run must not be linked in: swapper.model=auto would
+    pick it and `--twins gfpgan_1.4` would measure the 554 MB swapper too."""
+    import subprocess
+
+    from cli import bench as cli_bench
+    from pipeline import paths
+
+    cache = tmp_path / "cache"
+    (cache / "twins").mkdir(parents=True)
+    built = {"inswapper_128.onnx": "inswapper_128", "w600k_r50.onnx": "arcface_w600k_r50",
+             "GFPGANv1.4.onnx": "gfpgan_1.4"}
+    for file in built:
+        (cache / "twins" / file).write_bytes(b"x")
+    (cache / "twins" / "twins.json").write_text(json.dumps({f: {"twin": t} for f, t in built.items()}))
+    monkeypatch.setattr(paths, "cache_dir", lambda: cache)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    assert cli_bench.install_twins(["gfpgan_1.4"], tmp_path / "a") == ["enhancer.model=gfpgan_1.4"]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["GFPGANv1.4.onnx"]
+    cli_bench.install_twins(["inswapper_128"], tmp_path / "b")  # with the recogniser it needs
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["inswapper_128.onnx", "w600k_r50.onnx"]

@@ -134,5 +134,5 @@ def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_mo
     assert proc.selects_by_identity
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
     assert proc.face_models.recogniser in render.stage_models(proc)["detect"]
-    assert proc.face_models.recogniser.threads == plan.threads["detect"] == 1  # not every core beside the rest
+    assert proc.face_models.recogniser.threads == plan.threads["detect"] == 1  # not every core
     assert not FaceProcessor(render.for_video(Settings()), [photos.grace_hopper_path()]).selects_by_identity
