@@ -26,7 +26,7 @@ import numpy as np
 
 from pipeline.errors import UserError
 from pipeline.process import FaceProcessor
-from pipeline.render import Render, cores, for_video, stage_models
+from pipeline.render import Render, cores, stage_models
 from pipeline.settings import Settings
 from pipeline.types import Frame
 from pipeline.video.decode import read_frames
@@ -167,7 +167,6 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         log.info("generating a 10 s 1080p30 test clip")
         target = make_test_clip(workdir / "bench-1080p.mp4", sources[0])
     info = probe(target)
-    settings = for_video(settings)
     started = time.perf_counter()
     processor = FaceProcessor(settings, sources)
     processor.process([next(iter(read_frames(target, info=info)))])  # warm the models

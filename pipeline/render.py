@@ -119,18 +119,6 @@ PROBE_SHARE = 0.05  # the batch probe may cost at most this share of the render 
 PROBE_SECONDS = 10.0
 
 
-def for_video(settings: Settings) -> Settings:
-    """Settings for a staged render, and the model memory budget they ask for.
-
-    Threads are no longer forced here: :func:`plan_render` gives each model stage its threads from
-    what it measures (``execution.threads`` > 0 still fixes them for every session).
-    """
-    from pipeline.models import sessions
-
-    sessions.set_memory_budget(settings.execution.model_memory)
-    return settings
-
-
 @dataclass
 class RenderPlan:
     """What a render decided before its first frame: batch size, intra-op threads per model stage, the
@@ -386,7 +374,7 @@ class Render:
         (b None: to the end); progress counts from a. ``control``: cancel, and where progress goes."""
         if (output is None) == (sink is None):
             raise ValueError("a render writes to an output file or to a sink: give exactly one")
-        self.settings = for_video(settings)
+        self.settings = settings
         self.frames = frames
         self.target = Path(target)
         self.output = None if output is None else Path(output)

@@ -83,7 +83,7 @@ def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.M
     plans = iter([{"detect": 1, "swap": 2, "enhance": 1}, {"detect": 1, "swap": 1, "enhance": 1}])
     monkeypatch.setattr(render, "share_threads", lambda cost, io, n: next(plans))
     settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "selector.mode=one"])
-    proc = FaceProcessor(render.for_video(settings), [photos.grace_hopper_path()])
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
     loaded = proc.swapper.session  # the source was prepared: the swapper is loaded, on the default threads
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
     assert plan.threads == {"detect": 1, "swap": 2, "enhance": 1}
@@ -94,7 +94,7 @@ def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.M
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)  # now one thread for the swapper
     assert proc.swapper.threads == 1 and proc.swapper.session is not loaded
     fixed = apply_overrides(settings, ["execution.threads=3"])
-    proc = FaceProcessor(render.for_video(fixed), [photos.grace_hopper_path()])
+    proc = FaceProcessor(fixed, [photos.grace_hopper_path()])
     assert render.plan_render(proc, photos.grace_hopper(), frames=30).threads["swap"] == 3
 
 
@@ -114,7 +114,7 @@ def test_plan_unloads_the_swappers_recogniser_once_the_source_is_prepared() -> N
     install_surrogate("arcface_w600k_r50")
     sessions.release()
     settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "selector.mode=one"])
-    proc = FaceProcessor(render.for_video(settings), [photos.grace_hopper_path()])
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
     recogniser = proc.swapper.recogniser  # type: ignore[attr-defined]
     assert recogniser.loaded  # it made the source identity
     render.plan_render(proc, photos.grace_hopper(), frames=30)
@@ -130,9 +130,9 @@ def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_mo
     monkeypatch.setattr(render, "share_threads", lambda cost, io, n: {"detect": 1, "swap": 2, "enhance": 1})
     settings = apply_overrides(Settings(), ["selector.mode=reference",
                                             f"selector.reference={photos.grace_hopper_path()}"])
-    proc = FaceProcessor(render.for_video(settings), [photos.grace_hopper_path()])
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
     assert proc.selects_by_identity
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
     assert proc.face_models.recogniser in render.stage_models(proc)["detect"]
     assert proc.face_models.recogniser.threads == plan.threads["detect"] == 1  # not every core
-    assert not FaceProcessor(render.for_video(Settings()), [photos.grace_hopper_path()]).selects_by_identity
+    assert not FaceProcessor(Settings(), [photos.grace_hopper_path()]).selects_by_identity

@@ -240,3 +240,15 @@ def test_unload_drops_the_session_and_gives_the_memory_back(monkeypatch: pytest.
     sessions.release()
     assert trims == [1, 1]
 
+
+
+def test_the_model_memory_setting_applies_wherever_models_are_built() -> None:
+    """Not only in video renders: a still swap, a preview or an image job builds its models the same way."""
+    from pipeline.process.models import FaceModels
+    from pipeline.settings import Settings, apply_overrides
+
+    try:
+        FaceModels.build(apply_overrides(Settings(), ["execution.model_memory=512"]))
+        assert sessions.memory_budget() == 512 * 2**20
+    finally:
+        sessions.set_memory_budget("auto")

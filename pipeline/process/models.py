@@ -13,7 +13,7 @@ from pipeline.enhance.base import Enhancer
 from pipeline.enhance.registry import make_enhancer
 from pipeline.faces.base import Detector, Recogniser
 from pipeline.faces.registry import make_detector, make_recogniser
-from pipeline.models import catalog, store
+from pipeline.models import catalog, sessions, store
 from pipeline.settings import Settings
 from pipeline.swap.base import Swapper
 from pipeline.swap.registry import make_swapper, resolve_name
@@ -44,6 +44,7 @@ class FaceModels:
     @classmethod
     def build(cls, settings: Settings) -> FaceModels:
         providers, threads = settings.execution.providers, settings.execution.threads
+        sessions.set_memory_budget(settings.execution.model_memory)  # before any of them loads
         swapper_name, notice = resolve_name(settings.swapper.model, providers)
         models = cls(settings, make_detector(settings.detector, providers, threads),
                      make_swapper(settings.swapper, providers, threads, name=swapper_name), swapper_name,
