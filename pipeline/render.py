@@ -306,22 +306,20 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     return plan
 
 
-def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, limit: int = 16, *,
-                      faces: list[Face] | None = None, first_s: float | None = None, frames: int = 0,
-                      fps: float = 30.0) -> int:
+def choose_batch_size(processor: FaceProcessor, frame: Frame, requested: int | str, *, faces: list[Face],
+                      first_s: float, frames: int = 0, fps: float = 30.0, limit: int = 16) -> int:
     """``requested`` if fixed; else the batch size past which detect+swap+enhance throughput stops
     improving, found by a time-boxed probe on ``frame``.
 
-    ``first_s``: what one frame already took (the plan's first run). The probe tries 1 (again), 2, 4…
-    while the next try still fits: all of it, first run included, costs at most ``PROBE_SHARE`` of the
-    render at batch 1 of ``frames`` (capped at ``PROBE_SECONDS`` of clip). On a heavy model on a CPU
-    (seconds per face) that leaves batch 1 untried again or one try of 2; on a GPU, 1…16.
+    ``faces``: the frame's; ``first_s``: what one frame already took (the plan's first run). The probe
+    tries 1 (again), 2, 4… while the next try still fits: all of it, first run included, costs at most
+    ``PROBE_SHARE`` of the render at batch 1 of ``frames`` (capped at ``PROBE_SECONDS`` of clip). On a
+    heavy model on a CPU (seconds per face) that leaves batch 1 untried again or one try of 2; on a GPU,
+    1…16.
     """
     if requested != "auto":
         return int(requested)
-    if faces is None:
-        faces = processor.select(frame, processor.detect([frame])[0])
-    per_frame = first_s if first_s is not None else _probe_run(processor, frame, faces, 1)
+    per_frame = first_s
     spent = per_frame
     budget_frames = min(frames, PROBE_SECONDS * fps) if frames > 0 else PROBE_SECONDS * fps
     budget = PROBE_SHARE * per_frame * budget_frames
@@ -494,9 +492,9 @@ class Render:
         """``processor.swap``, except for the first frame, which the plan has swapped already."""
         first, self.plan.first = self.plan.first, None  # only the first batch can hold it
         ready = first.take(frames[0], faces[0]) if first else None
-        if ready is None:
+        if first is None or ready is None:
             return self.processor.swap(frames, faces)
-        self._busy["swap"] += first.seconds if first else 0.0
+        self._busy["swap"] += first.seconds
         return [ready, *(self.processor.swap(frames[1:], faces[1:]) if len(frames) > 1 else [])]
 
     def _enhance(self) -> None:

@@ -61,7 +61,7 @@ def test_the_probe_stays_within_its_time_box(monkeypatch: pytest.MonkeyPatch) ->
     # 300 frames (10 s): 1 again and 2 fit; 2 is no better, so the probe stops there
     assert render.choose_batch_size(PROC, FRAME, "auto", faces=[], first_s=1.6, frames=300) == 1
     assert runs == [1, 2]
-    assert render.choose_batch_size(PROC, FRAME, 4) == 4
+    assert render.choose_batch_size(PROC, FRAME, 4, faces=[], first_s=1.0) == 4
 
 
 def test_the_probe_grows_the_batch_while_it_pays_and_the_box_allows(monkeypatch: pytest.MonkeyPatch) -> None:
