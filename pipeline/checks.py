@@ -130,11 +130,6 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
     return SwapCheck(swapper, [CLASSIC_IN_USE] if swapper == "classic" else [])
 
 
-def clear() -> None:
-    with _faces_lock:
-        _source_faces.clear()
-
-
 def choice_label(name: str) -> str:
     """A model choice as a dropdown shows it: ``inswapper_128 (not installed)``; other choices as they are."""
     if name not in catalog.CATALOG:

@@ -39,7 +39,6 @@ class DecodeReport:
     """What a decode really gave, filled in as it runs (see :mod:`pipeline.video.integrity`)."""
 
     frames: int = 0
-    finished: bool = False  # ffmpeg reached the end of the stream and exited
     error_lines: int = 0  # stderr lines ffmpeg wrote (``-loglevel error``: corrupt data, a partial file...)
     errors: list[str] = field(default_factory=list)  # the last of them
 
@@ -132,7 +131,6 @@ def _frames(cmd: list[str], info: VideoInfo, cancel: threading.Event | None,
                 raise Cancelled("decoding cancelled")
         rc = process.wait()
         report.errors, report.error_lines = process.error_lines(), process.lines
-        report.finished = rc == 0
         if process.cancelled or (cancel is not None and cancel.is_set()):
             raise Cancelled("decoding cancelled")
         if rc != 0:

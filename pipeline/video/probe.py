@@ -45,7 +45,6 @@ class VideoInfo:
     has_audio: bool
     audio_codec: str | None  # the codec of every audio stream; None when they differ (they are re-encoded)
     is_vfr: bool
-    audio_streams: int = 0
 
     @property
     def is_hdr(self) -> bool:
@@ -240,7 +239,7 @@ def _to_info(path: Path, data: dict[str, Any], ffmpeg_exe: str) -> VideoInfo:
         pix_fmt=pix_fmt, bit_depth=_bit_depth(pix_fmt, video), rotation=rotation,
         color_space=_tag(video.get("color_space")), color_transfer=_tag(video.get("color_transfer")),
         color_primaries=_tag(video.get("color_primaries")), color_range=_tag(video.get("color_range")),
-        has_audio=bool(audios), audio_codec=_common_codec(audios), is_vfr=is_vfr, audio_streams=len(audios),
+        has_audio=bool(audios), audio_codec=_common_codec(audios), is_vfr=is_vfr,
     )
 
 
