@@ -468,8 +468,9 @@ class Render:
         for batch in self._batches("detect"):
             ready: list[tuple[Frame, list[Face]]] = []
             with self._timing("detect"):
-                for frame, faces in zip(batch, keys.faces(batch), strict=True):
-                    ready.extend(tracker.push(frame, faces, frame))
+                found = keys.faces(batch)
+                for frame, faces, cut in zip(batch, found, keys.cuts, strict=True):
+                    ready.extend(tracker.push(frame, faces, frame, cut=cut))
             for item in ready:
                 out.put(item)
         for item in tracker.flush():

@@ -277,3 +277,21 @@ def test_real_face_1080p_clip_keyframes_against_every_frame(tmp_path: Path) -> N
     assert got["keyframes_vs_truth_px"] <= got["every_frame_vs_truth_px"] + 0.25, got
     # the swapped face looks as much like the source (SFace, the face found again in the output)
     assert got["identity_change"] <= 0.01, got
+
+
+@pytest.mark.parametrize("interval", [1, 5])
+def test_scene_cuts_are_decided_once_and_handed_to_the_tracker(interval: int) -> None:
+    """The keyframe detector's cut flags are what the render gives the tracker, so both see the same cuts
+    (they used to test different pixels, and could disagree near the threshold)."""
+    from pipeline.faces.track import Tracker
+    from pipeline.settings import TrackerSettings
+
+    dark, light = np.full((90, 160, 3), 20, np.uint8), np.full((90, 160, 3), 230, np.uint8)
+    keys = KeyframeDetector(lambda frames: [[] for _ in frames], lambda frame, faces: faces, interval, 0.3)
+    keys.faces([dark, dark, light, light])
+    assert keys.cuts == [False, False, True, False]
+    keys.faces([light, dark])
+    assert keys.cuts == [False, True]
+    tracker: Tracker[int] = Tracker(TrackerSettings(), 30.0)
+    out = [p for i, cut in enumerate([False, False, True]) for p, _ in tracker.push(dark, [], i, cut=cut)]
+    assert out == [0, 1]  # a cut flushes what came before it at once

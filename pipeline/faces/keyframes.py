@@ -226,10 +226,13 @@ class KeyframeDetector:
         self._patches: list[_Patch] = []  # flow: one per face of _faces
         self._index = 0  # of the next frame in the clip: keyframes fall on multiples of N
         self._prev_hist: npt.NDArray[np.float64] | None = None
+        self.cuts: list[bool] = []  # for each frame of the last call: whether a new scene starts there
         self.keyframes = self.followed = 0
 
     def faces(self, frames: Sequence[Frame]) -> list[list[Face]]:
-        """One list of selected faces per frame of ``frames`` (the next frames of the clip)."""
+        """One list of selected faces per frame of ``frames`` (the next frames of the clip); ``cuts`` then
+        says where a scene starts (the tracker is given them, so both see the same cuts)."""
+        self.cuts = [self._cut(frame) for frame in frames]
         if self.interval == 1:
             self.keyframes += len(frames)
             found = self.detect(frames)
@@ -266,14 +269,18 @@ class KeyframeDetector:
         (The schedule does not move when a frame is detected off it, so the faces found do not depend on
         how the frames were batched.)"""
         due = []
-        for offset, frame in enumerate(frames):
-            hist = histogram(frame[::6, ::6])  # the same thumbnail histogram from a sixth of the pixels
-            cut = self._prev_hist is not None and is_cut(self._prev_hist, hist, self.scene_cut)
-            self._prev_hist = hist
+        for offset, cut in enumerate(self.cuts):
             lost = offset == 0 and self._faces is None
             due.append(lost or cut or (self._index + offset) % self.interval == 0)
         self._index += len(frames)
         return due
+
+    def _cut(self, frame: Frame) -> bool:
+        """Whether ``frame`` starts a new scene: the tracker's histogram test, on a sixth of the pixels."""
+        hist = histogram(frame[::6, ::6])
+        cut = self._prev_hist is not None and is_cut(self._prev_hist, hist, self.scene_cut)
+        self._prev_hist = hist
+        return cut
 
     def _follow(self, frame: Frame) -> list[Face] | None:
         """The followed faces one frame on, in ``frame``; None (and nothing to follow) where not to be

@@ -103,15 +103,19 @@ class Tracker(Generic[T]):
         self._units: dict[int, float] = {}  # track id -> the face size its filter works in
 
     # --- input ----------------------------------------------------------------------------------------
-    def push(self, frame: Frame, faces: list[Face], payload: T) -> Iterator[tuple[T, list[Face]]]:
-        """Add the next frame; yields (payload, faces) for every frame that is now final."""
+    def push(self, frame: Frame, faces: list[Face], payload: T,
+             cut: bool | None = None) -> Iterator[tuple[T, list[Face]]]:
+        """Add the next frame; yields (payload, faces) for every frame that is now final. ``cut``: whether
+        it starts a new scene, when the caller has decided that already (else the histogram test here)."""
         slot: _Slot[T] = _Slot(self._index, payload)
-        hist = histogram(frame)
-        if self._prev_hist is not None and is_cut(self._prev_hist, hist, self.s.scene_cut):
+        if cut is None:
+            hist = histogram(frame)
+            cut = self._prev_hist is not None and is_cut(self._prev_hist, hist, self.s.scene_cut)
+            self._prev_hist = hist
+        if cut:
             slot.cut = True
             yield from self.flush()
             self._tracks.clear()
-        self._prev_hist = hist
         self._pending.append(slot)
         for face in faces:
             self._assign(slot, face)
