@@ -87,6 +87,7 @@ if str(ROOT) not in sys.path:
 
 from pipeline.models import catalog, fp16  # noqa: E402
 from pipeline.models.onnxfile import field_key  # noqa: E402
+from pipeline.models.store import sha256_of  # noqa: E402
 from pipeline.models.validate import check_io, session_io  # noqa: E402
 
 OPSET = 17
@@ -646,15 +647,15 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 
 def _cached(path: Path, record: Any, spec: str) -> bool:
+    """Whether ``path`` is the twin ``record`` describes: same spec, size and modification time as when it
+    was written (a file written since is hashed against the record instead: 0.5 GB read on every check
+    cost each `bench --twins` a second or two)."""
     if not isinstance(record, dict) or record.get("spec") != spec or not path.is_file():
         return False
-    if path.stat().st_size != record.get("size"):
+    stat = path.stat()
+    if stat.st_size != record.get("size"):
         return False
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest() == record.get("sha256")
+    return stat.st_mtime_ns == record.get("mtime_ns") or sha256_of(path) == record.get("sha256")
 
 
 def _record(directory: Path, name: str, record: dict[str, Any]) -> None:
@@ -680,7 +681,10 @@ def build_twin(twin: Twin, directory: Path, width: float = 1.0, force: bool = Fa
     spec = net.spec_digest()
     if twin.half_of is not None:
         spec = hashlib.sha256(f"{spec}/fp16/{fp16.FORMAT}".encode()).hexdigest()
-    built = force or not _cached(path, read_manifest(directory).get(path.name), spec)
+    known = read_manifest(directory).get(path.name)
+    built = force or not _cached(path, known, spec)
+    if not built and "mtime_ns" not in known:  # recorded before times were: hashed once, now remembered
+        _record(directory, path.name, {**known, "mtime_ns": path.stat().st_mtime_ns})
     record: dict[str, Any] = {"twin": twin.name, "width": width, "spec": spec}
     if built and twin.half_of is None:
         record["size"], record["sha256"] = write_model(net, path)
@@ -690,6 +694,7 @@ def build_twin(twin: Twin, directory: Path, width: float = 1.0, force: bool = Fa
         record["size"], record["sha256"] = fp16.convert_file(base.path, path)
         record["from"] = base.path.name
     if built:
+        record["mtime_ns"] = path.stat().st_mtime_ns
         _record(directory, path.name, record)
     return Result(twin, path, net.params, path.stat().st_size, gmac, built, time.perf_counter() - start,
                   peak_rss=peak_rss())

@@ -402,3 +402,14 @@ def test_full_fp16_twin_is_made_once_and_runs_batched_in_the_swapper(isolated_di
     crops = rng.integers(0, 256, (2, 128, 128, 3), dtype=np.uint8)
     swapped = swapper.swap(crops, identity)
     assert swapped.shape == crops.shape and swapped.dtype == np.uint8
+
+
+def test_an_unchanged_cached_twin_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = mt.TWINS["scrfd_10g"]
+    assert mt.build_twin(twin, tmp_path, width=0.125).built
+
+    def no_hashing(path: Path) -> str:
+        raise AssertionError(f"{path.name} was hashed although size and time are as recorded")
+
+    monkeypatch.setattr(mt, "sha256_of", no_hashing)
+    assert not mt.build_twin(twin, tmp_path, width=0.125).built
