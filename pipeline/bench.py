@@ -25,6 +25,7 @@ import cv2
 import numpy as np
 
 from pipeline.errors import UserError
+from pipeline.models.runtime import random_feeds
 from pipeline.process import FaceProcessor
 from pipeline.render import Render, cores, stage_models
 from pipeline.settings import Settings
@@ -115,17 +116,6 @@ def _temp_frames(processor: FaceProcessor, target: Path, out: Path, s: Settings,
     return n / seconds
 
 
-def _feeds(session: Any, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Random batch-1 inputs for every input of ``session`` (dynamic dims as 1, scalars 0.5)."""
-    from pipeline.models.runtime import NP_TYPES
-
-    feeds = {}
-    for arg in session.get_inputs():
-        shape = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
-        feeds[arg.name] = rng.uniform(0.0, 1.0, size=shape).astype(NP_TYPES.get(arg.type, np.float32))
-    return feeds
-
-
 def model_bound(processor: FaceProcessor, repeats: int = 2) -> dict[str, Any]:
     """Per-face time (s) of each model stage's main model alone, batch 1, at each thread count tried
     (1, half the cores, all of them); the best of each and the fps they allow together (one face a
@@ -142,7 +132,7 @@ def model_bound(processor: FaceProcessor, repeats: int = 2) -> dict[str, Any]:
         for threads in counts:
             model.set_threads(threads)
             session = model.session
-            feeds = _feeds(session, rng)
+            feeds = random_feeds(session, rng)
             session.run(None, feeds)  # warm
             runs = []
             for _ in range(repeats):

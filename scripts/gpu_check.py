@@ -53,59 +53,38 @@ def build_twins(names: Sequence[str], folder: Path, width: float) -> dict[str, P
     return {t.name: make_twins.build_twin(t, folder, width=width).path for t in make_twins.resolve(names)}
 
 
-def _session(path: Path, provider: str) -> Any:
-    from pipeline.models.runtime import ort
-    from pipeline.models.sessions import provider_options  # the same options as a render
-
-    name = PROVIDERS[provider]
-    rt = ort()
-    options = rt.SessionOptions()
-    options.log_severity_level = 3
-    fallback = [] if provider == "cpu" else ["CPUExecutionProvider"]
-    return rt.InferenceSession(str(path), sess_options=options,
-                               providers=[(name, provider_options(name)), *fallback])
-
-
-def _feeds(session: Any, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    from pipeline.models.runtime import NP_TYPES
-
-    out = {}
-    for arg in session.get_inputs():
-        dims = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
-        shape = [batch, *dims[1:]] if dims else []
-        if arg.shape and isinstance(arg.shape[-1], str):  # a free image size (the detector): 640
-            shape[2:] = [640] * len(shape[2:])
-        out[arg.name] = rng.uniform(0.0, 1.0, size=shape).astype(NP_TYPES.get(arg.type, np.float32))
-    return out
-
-
 def time_batches(path: Path, provider: str, batches: Sequence[int], items: int) -> dict[str, Any]:
     """Items per second at each batch size, on the dynamic-batch rewrite where it exists."""
-    from pipeline.models import batching
+    from pipeline.models import batching, sessions
+    from pipeline.models.runtime import random_feeds
 
     batched = batching.batched_path(path)
-    session = _session(batched or path, provider)
+    asked = (provider,) if provider == "cpu" else (provider, "cpu")  # as a render asks: CPU as fallback
+    session = sessions.load(batched or path, None, asked)
     dynamic = all(not isinstance(a.shape[0], int) for a in session.get_inputs() if a.shape)
     row: dict[str, Any] = {"provider": session.get_providers()[0], "dynamic_batch": dynamic}
     rng = np.random.default_rng(0)
     for b in batches if dynamic else [1]:
-        feeds = _feeds(session, b, rng)
+        feeds = random_feeds(session, rng, batch=b, free=640)  # a free image size (the detector): 640
         session.run(None, feeds)  # warm (TensorRT builds its engine for this shape here)
         runs = max(1, items // b)
         started = time.perf_counter()
         for _ in range(runs):
             session.run(None, feeds)
         row[str(b)] = round(runs * b / (time.perf_counter() - started), 2)
+    del session
+    sessions.release(batched or path)  # one twin's session at a time
     return row
 
 
 def io_binding(provider: str, batch: int, runs: int) -> dict[str, Any]:
     """The swapper's runs with and without IO binding: items per second, and whether outputs agree."""
     from pipeline.models.runner import ModelRunner
+    from pipeline.models.runtime import random_feeds
 
     runner = ModelRunner("inswapper_128", "swapper", providers=(provider,))
     rng = np.random.default_rng(1)
-    feeds = _feeds(runner.session, batch, rng)
+    feeds = random_feeds(runner.session, rng, batch=batch)
     out: dict[str, Any] = {"provider": runner.session.get_providers()[0], "device": runner.device,
                            "batch": batch}
     results = {}

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from pipeline.models.runtime import NP_TYPES, ort
+from pipeline.models.runtime import ort, random_feeds
 from pipeline.models.store import sha256_of
 from pipeline.paths import cache_dir
 
@@ -45,14 +44,6 @@ def _unbatch(value_infos: Any) -> int:
     return changed
 
 
-def _sample(arg: Any, batch: int, rng: np.random.Generator) -> npt.NDArray[Any]:
-    shape = [batch] + [d if isinstance(d, int) and d > 0 else 64 for d in arg.shape[1:]]
-    dtype = NP_TYPES.get(arg.type)
-    if dtype is None:
-        raise ValueError(f"input {arg.name} has unsupported type {arg.type}")
-    return rng.uniform(0.0, 1.0, size=shape).astype(dtype)
-
-
 def _verify(path: Path) -> None:
     """Raise unless one batch-2 run of ``path`` equals two batch-1 runs."""
     rt = ort()
@@ -60,9 +51,7 @@ def _verify(path: Path) -> None:
     options.log_severity_level = 4  # a failing run is an expected answer here, not an error to log
     session = rt.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    feeds = {a.name: _sample(a, 2, rng) for a in session.get_inputs() if len(a.shape) > 0}
-    scalars = [a for a in session.get_inputs() if len(a.shape) == 0]
-    feeds.update({a.name: np.array(0.5, dtype=NP_TYPES[a.type]) for a in scalars})
+    feeds = random_feeds(session, rng, batch=2, free=64)
     both = session.run(None, feeds)
     singles = [session.run(None, {k: v[i:i + 1] if v.ndim else v for k, v in feeds.items()})
                for i in range(2)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pipeline.errors import UserError
 
@@ -28,3 +29,20 @@ def ort() -> Any:
             "onnxruntime is not installed: run scripts/setup.sh (or pip install 'facestation[cpu]' / '[gpu]')"
         ) from exc
     return onnxruntime
+
+
+def random_feeds(session: Any, rng: np.random.Generator, batch: int = 1,
+                 free: int = 1) -> dict[str, npt.NDArray[Any]]:
+    """Random inputs in [0, 1) for every input of ``session``: ``batch`` items, ``free`` for each other
+    dimension the model leaves open, 0.5 for a scalar (to time a model or compare its batched runs)."""
+    feeds: dict[str, npt.NDArray[Any]] = {}
+    for arg in session.get_inputs():
+        dtype = NP_TYPES.get(arg.type)
+        if dtype is None:
+            raise ValueError(f"input {arg.name} has unsupported type {arg.type}")
+        if not arg.shape:
+            feeds[arg.name] = np.array(0.5, dtype=dtype)
+            continue
+        shape = [batch, *(d if isinstance(d, int) and d > 0 else free for d in arg.shape[1:])]
+        feeds[arg.name] = rng.uniform(0.0, 1.0, size=shape).astype(dtype)
+    return feeds
