@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.bench import BackgroundBench
-from pipeline.checks import CLASSIC_IN_USE, ModelsMissing, SwapCheck, check_swap, choice_label, describe_size
+from pipeline.checks import ModelsMissing, check_swap, choice_label
 from pipeline.errors import ModelMissing, UserError
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
@@ -35,10 +35,10 @@ from pipeline.models.store import fetch as fetch_model
 from pipeline.models.store import import_file as import_model
 from pipeline.models.store import status as model_status
 from pipeline.paths import data_dir, outputs_dir
+from pipeline.presets import PresetExists, list_presets
 from pipeline.presets import delete as delete_preset
 from pipeline.presets import export as export_preset
 from pipeline.presets import import_file as import_preset
-from pipeline.presets import list_presets
 from pipeline.presets import load as load_preset
 from pipeline.presets import save as save_preset
 from pipeline.preview import faces_in, preview, read_frame, save_reference
@@ -58,7 +58,7 @@ __all__ = [
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
     # checks: the one validation run before a preview and before a job is queued; model choice labels
-    "check_swap", "SwapCheck", "ModelsMissing", "CLASSIC_IN_USE", "choice_label", "describe_size",
+    "check_swap", "ModelsMissing", "choice_label",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
@@ -67,8 +67,9 @@ __all__ = [
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
     "move_job", "delete_job", "start_worker",
     "latest_frame",
-    # presets
-    "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset", "export_preset",
+    # presets (PresetExists: saving without overwrite under a name the shelf has, in any case)
+    "PresetExists", "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset",
+    "export_preset",
     # models: installed or missing, download (with progress), import a local file
     "model_status", "fetch_model", "import_model",
     # system: inference providers and loaded sessions, ffmpeg and its encoders

@@ -45,6 +45,14 @@ _NAME_RE = re.compile(r"[\w .-]+")  # \w: unicode letters, digits and "_"
 Document = dict[str, Any]
 
 
+class PresetExists(UserError):
+    """Saving without ``overwrite`` under a name the shelf already has, in any case (``name``: as it is)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a preset named '{name}' already exists")
+        self.name = name
+
+
 @dataclass(frozen=True)
 class PresetInfo:
     name: str
@@ -324,13 +332,20 @@ def _user_path(name: str, owner: str | None = None, studio: bool = False) -> Pat
 def save(name: str, settings: Settings, description: str = "", *, overwrite: bool = True,
          owner: str | None = None, studio: bool = False) -> Path:
     """Save ``settings`` on ``owner``'s shelf (or the studio's); returns its file. Nothing is written if
-    the name is refused. Who may publish to the studio is the caller's check (the web UI: admins)."""
+    the name is refused, nor without ``overwrite`` if the shelf has the name in any case (PresetExists);
+    with it, the preset of that name is replaced (and takes the case given). Who may publish to the studio
+    is the caller's check (the web UI: admins)."""
     if not isinstance(settings, Settings):
         raise TypeError(f"save() needs a Settings object, got {type(settings).__name__}")
     path = _user_path(name, owner, studio)
-    if not overwrite and path.exists():
-        raise UserError(f"a preset named '{path.stem}' already exists")
+    # one name, one file, whatever the file system: on a shelf, as across shelves, "Mine" is "mine"
+    same = [p for p in sorted(path.parent.glob(f"*{SUFFIX}")) if p.stem.lower() == path.stem.lower()]
+    if same and not overwrite:
+        raise PresetExists(same[0].stem)
     _write_atomic(path, document(path.stem, settings, description))
+    for old in same:  # replaced: "mine.json" goes when "Mine.json" is written (unless they are one file)
+        if old.name != path.name and not os.path.samefile(old, path):
+            old.unlink()
     log.info("saved %spreset %r to %s", "studio " if studio else "", path.stem, path)
     return path
 

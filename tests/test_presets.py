@@ -160,6 +160,19 @@ def test_delete_and_overwrite() -> None:
         presets.delete("mine")
 
 
+def test_a_name_in_another_case_is_the_same_preset_on_its_shelf() -> None:
+    presets.save("mine", Settings(), "first")
+    with pytest.raises(presets.PresetExists, match="'mine' already exists") as info:
+        presets.save("Mine", _custom(), overwrite=False)
+    assert info.value.name == "mine" and [p.name for p in _user_files()] == ["mine.json"]
+    presets.save("Mine", _custom(), "second")  # replaces it: one file, in the case given
+    assert [p.name for p in _user_files()] == ["Mine.json"]
+    assert presets.read("Mine").description == "second" and presets.load("Mine") == _custom()
+    presets.save("mine", Settings(), owner="ann")  # another shelf: not the same preset
+    with pytest.raises(presets.PresetExists):
+        presets.save("MINE", Settings(), overwrite=False, owner="ann")
+
+
 def test_export_import(tmp_path: Path) -> None:
     presets.save("shared", _custom(), "team look")
     exported = presets.export("shared", tmp_path)

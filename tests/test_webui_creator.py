@@ -186,7 +186,9 @@ def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path
     from webui import app as app_mod
 
     built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
-    assert tuple(app_mod.TABS) == ("Swap", "Queue", "Presets", "Models", "System")
+    tabs = built.components["tabs"]
+    assert [(name, tab.label) for name, tab in tabs.items()] == [(n, n) for n in ("Swap", "Queue", "Presets",
+                                                                                 "Models", "System")]
     assert not any(isinstance(v, gr.Number) for v in built.components["queue"].values())
     ctx = built.ctx
     presets_tab.save(ctx, None, "mine", "my look", Settings())
@@ -201,6 +203,12 @@ def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path
     _, message, pending = presets_tab.save(ctx, None, "mine", "changed", Settings(), pending)
     assert "saved" in message and pending == ""
     assert presets_tab.describe("mine") == ("mine", "changed")
+    # the same name in another case is the same preset: asked about, then replaced (not a second file)
+    _, message, pending = presets_tab.save(ctx, None, "Mine", "cased", Settings())
+    assert "**mine** exists" in message and pending == "Mine"
+    _, message, pending = presets_tab.save(ctx, None, "Mine", "cased", Settings(), pending)
+    assert "saved" in message and [p.name for p in api.list_presets() if p.name.lower() == "mine"] == ["Mine"]
+    assert presets_tab.describe("Mine") == ("Mine", "cased")
     assert presets_tab.describe("balanced-1080p")[0] == ""  # a built-in name is not one to save under
 
 
@@ -238,7 +246,8 @@ def test_a_running_job_shows_the_last_frame_of_its_newest_finished_segment(ctx: 
 
     photo = str(grace_hopper_path())
     job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
-    assert queue_tab.thumbnail(ctx, job.id, None)["visible"] is False  # queued: nothing to show yet
+    assert queue_tab.thumbnail(ctx.store.list(), job.id, "x")[0]["visible"] is False  # queued: nothing yet
+    assert queue_tab.thumbnail(ctx.store.list(), job.id, "") == (gr.skip(), "")  # ... and already hidden
     assert ctx.store.claim_next("w") is not None
     assert api.latest_frame(ctx.store.get(job.id)) is None
     work = work_dir(job.id)
@@ -246,5 +255,64 @@ def test_a_running_job_shows_the_last_frame_of_its_newest_finished_segment(ctx: 
     (work / "seg-00000015.mp4").write_bytes(b"\x00" * 100)  # the segment being written: not readable yet
     ctx.store.set_resume(job.id, {"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]},
                          worker_id="w")  # what the runner records once a segment is finished
-    shown = queue_tab.thumbnail(ctx, job.id, None)
-    assert shown["visible"] is True and shown["value"].shape == (120, 160, 3)
+    shown, key = queue_tab.thumbnail(ctx.store.list(), job.id, "")
+    assert shown["visible"] is True and shown["value"].shape == (120, 160, 3)  # small: not scaled up
+    assert key and queue_tab.thumbnail(ctx.store.list(), job.id, key) == (gr.skip(), key)  # unchanged
+    assert queue_tab.thumbnail(ctx.store.list(), None, key)[0]["visible"] is False  # nothing selected
+
+
+def _fns(blocks: Any, component: Any, trigger: str) -> list[Any]:
+    return [f for f in blocks.fns.values() if (component._id, trigger) in f.targets]
+
+
+def test_the_queue_polls_once_per_tick_and_sends_a_running_frame_once_and_small(tmp_path: Path) -> None:
+    from pipeline.jobs.runner import work_dir
+    from tests.videos import make_clip
+    from webui import app as app_mod
+
+    built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
+    ctx, q = built.ctx, built.components["queue"]
+    ticks = _fns(built.blocks, q["timer"], "tick")
+    assert len(ticks) == 1  # the table and the thumbnail in one handler
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    assert ctx.store.claim_next("w") is not None
+    make_clip(work_dir(job.id) / "seg-00000000.mp4", seconds=0.5, size=(640, 480))
+    ctx.store.set_resume(job.id, {"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]},
+                         worker_id="w")
+    reads: list[str] = []
+    def counting(name: str) -> Any:
+        real = getattr(ctx.store, name)
+
+        def counted(*a: Any, **k: Any) -> Any:
+            reads.append(name)
+            return real(*a, **k)
+
+        return counted
+
+    for name in ("list", "get"):
+        setattr(ctx.store, name, counting(name))
+    table, thumb, key = ticks[0].fn(str(job.id), "", None)
+    assert reads == ["list"] and f'data-job="{job.id}"' in table  # one store read per tick
+    assert thumb["visible"] is True and thumb["value"].shape == (240, 320, 3)  # the size shown, not 480p
+    again = ticks[0].fn(str(job.id), key, None)
+    assert again[1] == gr.skip() and again[2] == key  # the same frame is not encoded and sent again
+
+
+def test_a_row_click_selects_once_and_the_faces_follow_the_frame_as_the_preview_does(tmp_path: Path) -> None:
+    from webui import app as app_mod
+
+    built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
+    q, f, p = (built.components[k] for k in ("queue", "faces", "preview"))
+    assert len(_fns(built.blocks, q["job_id"], "submit")) == 1  # submit covers a click on the same row
+    assert _fns(built.blocks, q["job_id"], "change") == []  # no second run (and links) per click
+    assert "'change'" not in queue_tab.SELECT_ROW_JS
+    # arrow keys on the slider fire only "input": the gallery follows it, like the preview
+    gallery = [fn for fn in _fns(built.blocks, f["frame"], "input") if f["faces"] in fn.outputs]
+    assert len(gallery) == 1 and gallery[0].trigger_mode == "always_last"
+    assert _fns(built.blocks, f["frame"], "release") == []  # input already carried the final value
+    # the preview sets the import button itself (no second round trip), and every preview run is one at a time
+    previews = [fn for fn in built.blocks.fns.values() if p["image"] in fn.outputs]
+    assert len(previews) == 3 and all(p["import"] in fn.outputs for fn in previews)
+    assert all((fn.concurrency_id, fn.concurrency_limit) == ("preview", 1) for fn in previews)
+    assert not [fn for fn in built.blocks.fns.values() if fn.outputs == [p["import"]]]

@@ -85,8 +85,14 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path, record_property:
                    what="the video to load")
         href = page.locator("#job-file a[href]").first.get_attribute("href")
         assert href and str(app.ctx.outputs) not in href
+
+        def downloads() -> list[Any]:
+            return [e for e in app.ctx.audit.entries() if e["action"] == "download"]
+
+        assert downloads() == []  # selecting the row (and playing the result in the page) is no download
         data = page.request.get(href if href.startswith("http") else url + href)
         assert data.status == 200
+        assert len(downloads()) == 1  # the download itself is
         out = tmp_path / "downloaded.mp4"
         out.write_bytes(data.body())
         from tests.videos import count_frames

@@ -68,9 +68,9 @@ def event(client: httpx.Client, app: Any, component: Any, data: list[Any], trigg
 
 
 def select(client: httpx.Client, app: Any, job_id: int) -> Any:
-    """Select a job as a click on its row does (its number into the hidden #job-id box): the outputs are
-    the selection's text, the before / after player and the download link."""
-    return event(client, app, app.components["queue"]["job_id"], [str(job_id)], "change")
+    """Select a job as a click on its row does (its number into the hidden #job-id box, then Enter): the
+    outputs are the selection's text, the before / after player and the download link."""
+    return event(client, app, app.components["queue"]["job_id"], [str(job_id)], "submit")
 
 
 def settings_values(app: Any) -> list[Any]:
@@ -109,6 +109,10 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     _, player, shown = select(alice, app, job.id)  # selecting a done job: before / after, and its link
     href = re.search(r'href="([^"]+)"', shown).group(1)  # type: ignore[union-attr]
     before, after = re.findall(r'<video [^>]*src="([^"]+)"', player)
+    def downloads() -> list[Any]:
+        return [e.get("job") for e in app.ctx.audit.entries() if e["action"] == "download"]
+
+    assert downloads() == []  # selecting a job (and minting its links) is not a download
     assert (alice.get(before).content, alice.get(after).content) == (b"the target", b"alice's result")
     assert "inline" in alice.get(after).headers["content-disposition"]  # played in the page
     for other in (bob, carol, anon):
@@ -116,6 +120,7 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     assert "/tmp/gradio" not in href and str(app.ctx.outputs) not in href
     assert alice.get(href).content == b"alice's result"
     assert "attachment" in alice.get(href).headers["content-disposition"]
+    assert downloads() == [job.id, job.id]  # the two GETs of the download link; the player's are not
     assert bob.get(href).status_code == 404  # another user's session
     assert carol.get(href).status_code == 404  # the admin too: a link is for the one who asked
     assert anon.get(href).status_code == 401  # no session
@@ -128,7 +133,7 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     assert alice.get(href).status_code == 404  # the job was deleted: its links are revoked
     assert alice.get(before).status_code == alice.get(after).status_code == 404  # the player's too
     actions = [(e["user"], e["action"], e.get("job")) for e in app.ctx.audit.entries()]
-    assert ("alice", "login", None) in actions and ("alice", "download", job.id) in actions
+    assert ("alice", "login", None) in actions and downloads() == [job.id, job.id]  # refused ones are not
     assert ("alice", "delete", job.id) in actions and all(e["time"] for e in app.ctx.audit.entries())
 
 

@@ -27,7 +27,6 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 AUDIT_FILE = "audit.log"
 CACHE_CLEANING = (3600, 86400)
 
-TABS = ("Swap", "Queue", "Presets", "Models", "System")
 # the advanced settings on the Swap tab, in labelled groups (see controls.SECTION_TABS)
 ADVANCED = ("Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
 CSS = """
@@ -172,7 +171,8 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         # the result route hands out results by link, to their owner only
         "app_kwargs": {
             "middleware": [Middleware(Gate, guard=app.ctx.guard)],
-            "routes": [files.route(app.ctx.links, lambda link: queue_tab.link_valid(app.ctx, link))],
+            "routes": [files.route(app.ctx.links, lambda link: queue_tab.link_valid(app.ctx, link),
+                                   lambda link: queue_tab.downloaded(app.ctx, link))],
         },
         "ssl_certfile": str(cfg.ssl_certfile) if cfg.ssl_certfile else None,
         "ssl_keyfile": str(cfg.ssl_keyfile) if cfg.ssl_keyfile else None,

@@ -1,6 +1,7 @@
 """Faces tab: source photos, target image/video, frame scrubber, detected-faces gallery, face selection.
 
-Choosing a target describes it and fills the gallery; releasing the frame slider refills it; clicking a
+Choosing a target describes it and fills the gallery; moving the frame slider (drag or arrow keys)
+refills it; clicking a
 face saves it as a reference and fills the selector's ``reference`` (or appends to ``mapping``).
 """
 
@@ -62,8 +63,10 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     def on_frame(target: str | None, frame: int, *vals: Any) -> Any:
         return gallery(target, frame, form.read(vals))
 
-    c["frame"].release(user_errors(on_frame), [c["target"], c["frame"], *form.inputs], c["faces"],
-                       api_visibility="private", trigger_mode="always_last")
+    # "input", not "release": arrow keys fire only input, and the gallery must show the frame the preview
+    # shows (a click saves a face from it); always_last runs only the newest of a drag's values
+    c["frame"].input(user_errors(on_frame), [c["target"], c["frame"], *form.inputs], c["faces"],
+                     api_visibility="private", trigger_mode="always_last")
 
     chosen = [form["selector.reference"], form["selector.mode"], form["selector.mapping"]]
 

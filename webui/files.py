@@ -6,7 +6,7 @@ mints a token (:meth:`ResultLinks.issue`) bound to the signed-in user, the login
 ``GET /facestation/result/<token>/<name>`` (:func:`route`) answers the file only when the same user in
 the same session asks, the link has not expired and the job is still there, done, with that output (or
 target). Deleting a job revokes its links. Every other case gets the same 404, so a link tells nothing to
-anyone else.
+anyone else. A download is audited when it is served, not when its link is handed out.
 """
 
 from __future__ import annotations
@@ -75,8 +75,11 @@ class ResultLinks:
         return len(gone)
 
 
-def route(links: ResultLinks, still_valid: Callable[[Link], bool]) -> Route:
-    """The one route that hands out results; ``still_valid`` asks the job store about the link's job."""
+def route(links: ResultLinks, still_valid: Callable[[Link], bool],
+          downloaded: Callable[[Link], None] | None = None) -> Route:
+    """The one route that hands out results; ``still_valid`` asks the job store about the link's job;
+    ``downloaded`` (the audit log) hears of each download actually served (a GET of a non-inline link:
+    not the player's inline files, not a HEAD)."""
 
     def result(request: Request) -> Response:
         user = request.scope.get(USER_KEY, "")
@@ -86,6 +89,8 @@ def route(links: ResultLinks, still_valid: Callable[[Link], bool]) -> Route:
             return JSONResponse({"detail": "no such file"}, status_code=404,
                                 headers={"cache-control": "no-store"})
         disposition = "inline" if link.inline else "attachment"
+        if downloaded is not None and not link.inline and request.method == "GET":
+            downloaded(link)
         return FileResponse(link.path, filename=link.path.name, content_disposition_type=disposition,
                             headers={"cache-control": "private, no-store"})
 

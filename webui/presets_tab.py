@@ -112,12 +112,12 @@ def save(ctx: Ctx, request: gr.Request | None, name: str, description: str, sett
     name = (name or "").strip()
     if not name:
         raise api.UserError("type a name for the preset first")
-    shelf = [p for p in api.list_presets(owner) if not p.builtin and p.studio == studio]
-    exists = any(p.name.lower() == name.lower() for p in shelf)
-    if exists and confirmed.lower() != name.lower():
+    try:  # the engine decides what "exists" means (on that shelf, in any case); a second press replaces it
+        path = api.save_preset(name, settings, description or "", owner=owner, studio=studio,
+                               overwrite=confirmed.lower() == name.lower())
+    except api.PresetExists as exc:
         again = "Publish" if studio else "Save"
-        return gr.update(), f"a preset named **{name}** exists: press {again} again to replace it", name
-    path = api.save_preset(name, settings, description or "", owner=owner, studio=studio)
+        return gr.update(), f"a preset named **{exc.name}** exists: press {again} again to replace it", name
     ctx.audit.record(owner, "publish preset" if studio else "save preset", preset=path.stem)
     where = "published studio preset" if studio else "saved preset"
     return gr.update(choices=choices(owner), value=path.stem), f"{where} **{path.stem}**", ""

@@ -43,21 +43,24 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
 
     def on_preview(sources: list[str] | None, target: str | None, frame: int, overlay: bool,
                    *vals: Any) -> tuple[Any, ...]:
+        """render()'s outputs, and the import button shown when models are missing (in the same reply)."""
         try:
             settings = form.read(vals)
         except api.UserError as exc:
-            return None, problem(str(exc)), "", gr.update(visible=False), []
-        return render(settings, sources, target, frame, overlay)
+            return None, problem(str(exc)), "", gr.update(visible=False), [], gr.update(visible=False)
+        shown = render(settings, sources, target, frame, overlay)
+        return (*shown, gr.update(visible=bool(shown[4])))
 
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].release,
-                faces["frame"].input, c["overlay"].change]
+    # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
+    # only render that frame again)
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, c["overlay"].change]
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], *form.inputs]
-    outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"]]
-    shown = gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", concurrency_limit=1,
-                  concurrency_id="preview", show_progress="minimal", api_visibility="private")
-    shown.then(lambda missing: gr.update(visible=bool(missing)), c["missing"], c["import"],
-               api_visibility="private", show_progress="hidden")
+    outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"], c["import"]]
+    one_at_a_time: dict[str, Any] = {"concurrency_limit": 1, "concurrency_id": "preview",
+                                     "api_visibility": "private"}
+    gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
+          **one_at_a_time)
 
     def on_import(path: str | None) -> str:
         if not path:
@@ -66,11 +69,11 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
         return f"imported {entry.name}"
 
     imported = c["import"].upload(user_errors(on_import), c["import"], c["status"], api_visibility="private")
-    imported = imported.then(on_preview, inputs, outputs, api_visibility="private")
+    imported = imported.then(on_preview, inputs, outputs, **one_at_a_time)
     imported.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
     fetched = c["fetch"].click(user_errors(fetch_missing), c["missing"], [c["status"], c["fetch"]],
                                api_visibility="private")
-    fetched = fetched.then(on_preview, inputs, outputs, api_visibility="private")
+    fetched = fetched.then(on_preview, inputs, outputs, **one_at_a_time)
     fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
 
 

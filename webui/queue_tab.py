@@ -23,7 +23,8 @@ from webui.files import Link
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
 
-# a click on a row selects its job: the number goes into the hidden #job-id box, which the actions read
+# a click on a row selects its job: the number goes into the hidden #job-id box, which the actions read,
+# and an Enter in it submits the selection (one event, also when the same row is clicked again)
 SELECT_ROW_JS = """
 element.addEventListener('click', (e) => {
   const row = e.target.closest('tr[data-job]');
@@ -31,7 +32,6 @@ element.addEventListener('click', (e) => {
   const box = document.querySelector('#job-id textarea, #job-id input');
   box.value = row.dataset.job;
   box.dispatchEvent(new Event('input', {bubbles: true}));
-  box.dispatchEvent(new Event('change', {bubbles: true}));
   box.dispatchEvent(new KeyboardEvent('keypress', {key: 'Enter', bubbles: true}));
   element.querySelectorAll('tr.fs-selected').forEach((r) => r.classList.remove('fs-selected'));
   row.classList.add('fs-selected');
@@ -57,6 +57,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
                           visible=False, height=240)
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
     c["timer"] = gr.Timer(ctx.config.poll_s)
+    c["thumb_key"] = gr.State("")  # what this page's thumbnail shows now (api.latest_frame's key)
     return c
 
 
@@ -81,29 +82,32 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
                   api_visibility="private", trigger_mode="multiple")
 
     def refresh(job_id: str, request: gr.Request) -> str:
-        show_owner = bool(ctx.config.users) and ctx.is_admin(request)
-        return render_jobs(visible_jobs(ctx, request), show_owner=show_owner, selected=_number(job_id))
+        return table(ctx, visible_jobs(ctx, request), job_id, request)
 
-    c["timer"].tick(refresh, c["job_id"], c["table"], show_progress="hidden", api_visibility="private",
-                    queue=False)
+    def tick(job_id: str, shown: str, request: gr.Request) -> tuple[str, Any, str]:
+        jobs = visible_jobs(ctx, request)  # the one store read per tick: the table and the thumbnail
+        thumb, key = thumbnail(jobs, _number(job_id), shown)
+        return table(ctx, jobs, job_id, request), thumb, key
+
+    c["timer"].tick(tick, [c["job_id"], c["thumb_key"]], [c["table"], c["thumb"], c["thumb_key"]],
+                    show_progress="hidden", api_visibility="private", queue=False)
     for action in ACTIONS:
         def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
             return job_action(ctx, action, _number(job_id), request), refresh(job_id, request)
 
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
 
-    shown = [c["selected"], c["player"], c["file"]]
-
-    def on_tick_thumb(job_id: str, request: gr.Request) -> Any:
-        return thumbnail(ctx, _number(job_id), request)
-
-    c["timer"].tick(on_tick_thumb, c["job_id"], c["thumb"], show_progress="hidden", api_visibility="private")
-
     def on_select(job_id: str, request: gr.Request) -> list[Any]:
         return show_job(ctx, _number(job_id), request)
 
-    gr.on([c["job_id"].change, c["job_id"].submit], user_errors(on_select), c["job_id"], shown,
-          api_visibility="private", trigger_mode="always_last")
+    # submit only: a click on a row fires it once (and again on the same row); no change listener as well
+    c["job_id"].submit(user_errors(on_select), c["job_id"], [c["selected"], c["player"], c["file"]],
+                       api_visibility="private", trigger_mode="always_last")
+
+
+def table(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, request: gr.Request | None) -> str:
+    show_owner = bool(ctx.config.users) and ctx.is_admin(request)
+    return render_jobs(jobs, show_owner=show_owner, selected=_number(job_id))
 
 
 def _number(job_id: str | float | None) -> int | None:
@@ -111,16 +115,18 @@ def _number(job_id: str | float | None) -> int | None:
     return int(float(text)) if text.replace(".", "", 1).isdigit() else None
 
 
-def thumbnail(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> Any:
-    """While the selected job renders, the last frame of its newest finished segment; else hidden."""
-    if job_id is None:
-        return gr.update(visible=False)
-    try:
-        job = _own_job(ctx, job_id, request)
-    except api.UserError:
-        return gr.update(visible=False)
-    frame = api.latest_frame(job)
-    return gr.update(visible=frame is not None, value=frame)
+def thumbnail(jobs: Sequence[api.Job], job_id: int | None, shown: str) -> tuple[Any, str]:
+    """(thumbnail update, its key): while the selected job (one of ``jobs``, the caller's) renders, the
+    last frame of its newest finished segment, else hidden; ``gr.skip()`` when the page already shows
+    that (``shown``, the key it was last sent), so an unchanged frame is neither re-encoded nor re-sent."""
+    job = next((j for j in jobs if j.id == job_id), None)
+    latest = api.latest_frame(job) if job is not None else None
+    key = latest[0] if latest else ""
+    if key == shown:
+        return gr.skip(), shown
+    if latest is None:
+        return gr.update(visible=False, value=None), ""
+    return gr.update(visible=True, value=latest[1]), key
 
 
 def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[Any]:
@@ -201,15 +207,19 @@ def _own_job(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> api.
 
 
 def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> str:
-    """A link to the finished output of one of the caller's jobs, for this user and session only."""
+    """A link to the finished output of one of the caller's jobs, for this user and session only (the
+    download is audited when the link is served: webui/files.py)."""
     job = _own_job(ctx, job_id, request)
     if job.state != "done":
         raise api.UserError(f"job {job.id} is {job.state}: only a done job has a result to download")
     if not Path(job.output).is_file():
         raise api.UserError(f"the output {Path(job.output).name} is not there any more")
-    user = ctx.owner(request)
-    ctx.audit.record(user, "download", job=job.id)
-    return ctx.links.issue(user, ctx.session(request), job.id, Path(job.output))
+    return ctx.links.issue(ctx.owner(request), ctx.session(request), job.id, Path(job.output))
+
+
+def downloaded(ctx: Ctx, link: Link) -> None:
+    """The audit entry for a result actually served as a download (webui/files.py calls it)."""
+    ctx.audit.record(link.user, "download", job=link.job_id)
 
 
 def link_valid(ctx: Ctx, link: Link) -> bool:

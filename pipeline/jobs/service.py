@@ -96,13 +96,19 @@ def delete(store: JobStore, job_id: int) -> Job:
     return job
 
 
-_latest: dict[int, tuple[str, Any]] = {}  # running job id -> (segment file, its last frame as RGB)
+THUMB_HEIGHT = 240  # the Queue tab shows the running job's frame this high
+
+_latest: dict[int, tuple[str, Any]] = {}  # running job id -> (its key, the thumbnail)
 
 
-def latest_frame(job: Job) -> Any | None:
-    """The last frame of a running job's newest recorded (finished) segment, as RGB; None before the first
-    one or once the job is not running. Decoded once per segment: polling costs nothing until the next one
-    is recorded, and the segment being written is never read."""
+def latest_frame(job: Job, height: int = THUMB_HEIGHT) -> tuple[str, Any] | None:
+    """``(key, thumbnail)``: the last frame of a running job's newest recorded (finished) segment, as RGB
+    scaled down to ``height`` rows (never up); None before the first one or once the job is not running.
+    The key (the segment's path) changes only when the thumbnail does, so a poller can skip
+    sending the same picture again. Decoded and scaled once per segment: polling costs nothing until the
+    next one is recorded, and the segment being written is never read."""
+    import cv2
+
     from pipeline.jobs.runner import work_dir
     from pipeline.preview import read_frame
 
@@ -111,12 +117,19 @@ def latest_frame(job: Job) -> Any | None:
         _latest.pop(job.id, None)
         return None
     newest = max(recorded, key=lambda seg: int(seg["start"]))
+    segment = work_dir(job.id) / newest["file"]
+    key = str(segment)
     cached = _latest.get(job.id)
-    if cached and cached[0] == newest["file"]:
-        return cached[1]
+    if cached and cached[0] == key:
+        return cached
     try:
-        frame = read_frame(work_dir(job.id) / newest["file"], max(0, int(newest["frames"]) - 1))
+        frame = read_frame(segment, max(0, int(newest["frames"]) - 1))
     except UserError:
-        return cached[1] if cached else None
-    _latest[job.id] = (str(newest["file"]), frame[:, :, ::-1].copy())
-    return _latest[job.id][1]
+        return cached
+    rows, cols = frame.shape[:2]
+    if rows > height:
+        small = cv2.resize(frame, (max(1, round(cols * height / rows)), height), interpolation=cv2.INTER_AREA)
+    else:
+        small = frame
+    _latest[job.id] = (key, small[:, :, ::-1].copy())
+    return _latest[job.id]
