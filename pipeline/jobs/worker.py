@@ -5,8 +5,9 @@ stays the same across restarts, so a restarted worker first puts back whatever i
 (``release_worker``) and the job resumes from its last finished segment. A lock file per worker id
 keeps a second worker with the same id (the UI's and a terminal's) from releasing a live worker's job.
 A claim also records the worker's pid, so a worker of another id on this host puts back a killed
-worker's job at once rather than after ``stale_after``. Dying is never held against a job; an error it
-raises fails it (a user's error at once, others after ``max_attempts``).
+worker's job at once rather than after ``stale_after``. Dying is held against a job only when it happens
+``max_attempts`` times in a row without a new segment; an error it raises fails it (a user's error at once,
+others after ``max_attempts``).
 
 While a job runs, a monitor thread polls the job row every ``poll_cancel`` s (a cancel stops the render
 within a second) and sends a heartbeat every ``heartbeat_every`` s (a quarter of ``stale_after``), so
@@ -215,7 +216,7 @@ class Worker:
             log.warning("job %d was taken from worker %s; stopped", job.id, self.worker_id)
             return None
         if reason == "stop":  # the worker is shutting down: the job goes back with its segments
-            self.store.release_worker(self.worker_id)
+            self.store.release_worker(self.worker_id, died=False)
             log.info("job %d put back (worker stopping); it resumes later", job.id)
             return self.store.get(job.id)
         runner.discard(job.id, job.output)
