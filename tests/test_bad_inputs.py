@@ -772,10 +772,12 @@ def test_signal_ends_swap_like_ctrl_c(lab: Lab, sig: signal.Signals, code: int) 
 def test_stale_partial_of_a_dead_process_is_cleaned(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = lab.root / f".o.{dead.pid}-0123abcd.partial.mp4"
-    alive = lab.root / f".o.{os.getpid()}-89abcdef.partial.mp4"
+    host = socket.gethostname()
+    stale = lab.root / f".o.{host}.{dead.pid}-0123abcd.partial.mp4"
+    alive = lab.root / f".o.{host}.{os.getpid()}-89abcdef.partial.mp4"
+    remote = lab.root / f".o.farm-node-2.{dead.pid}-0123abcd.partial.mp4"  # another host's: not judged here
     other = lab.root / ".notes.partial.mp4"  # not one of ours: left alone
-    for path in (stale, alive, other):
+    for path in (stale, alive, remote, other):
         path.write_bytes(b"half a video")
     assert (
         main(
@@ -792,7 +794,7 @@ def test_stale_partial_of_a_dead_process_is_cleaned(lab: Lab, capsys: pytest.Cap
         )
         == 0
     ), capsys.readouterr().err
-    assert not stale.exists() and alive.exists() and other.exists()
+    assert not stale.exists() and alive.exists() and remote.exists() and other.exists()
     assert count_frames(lab.root / "o.mp4") == 30
 
 

@@ -163,3 +163,87 @@ def test_a_segment_seeks_to_its_own_start_and_decodes_exactly_the_same_frames(
     assert seek_range(FAST, info, 0, 5) == (FAST, (0, 5))  # the first segment needs no seek
     trimmed = apply_overrides(FAST, ["video.start=1.0"])
     assert seek_range(trimmed, info, 30, 5) == (trimmed, (30, 35))  # a trimmed job keeps the index
+
+
+def _install_fake(*names: str) -> None:
+    from pipeline.models import catalog, store
+
+    for name in names:
+        path = store.installed_path(catalog.get(name))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"weights of " + name.encode())
+
+
+def test_the_driver_resolves_the_swapper_and_ships_exactly_the_models_it_needs() -> None:
+    """``auto`` is resolved once on the driver, the tasks get that name, and the models of those settings go
+    to the nodes (the swapper and its recogniser included; a model the settings do not use stays)."""
+    from pipeline.swap.registry import CLASSIC_NOTICE
+
+    settings = apply_overrides(FAST, ["landmarks.model=2dfan4"])
+    assert settings.swapper.model == "auto"
+    resolved, notices = farm.resolved_settings(settings)  # nothing installed: the classic swapper
+    assert resolved.swapper.model == "classic" and notices == [CLASSIC_NOTICE]
+    assert farm._shippable_models(resolved) == {}
+    _install_fake("inswapper_128", "arcface_w600k_r50", "hyperswap_1b_256", "2dfan4")
+    resolved, notices = farm.resolved_settings(settings)
+    assert resolved.swapper.model == "inswapper_128" and notices == []
+    assert json.loads(resolved.model_dump_json())["swapper"]["model"] == "inswapper_128"
+    shipped = farm._shippable_models(resolved)
+    assert sorted(shipped) == ["2dfan4", "arcface_w600k_r50", "inswapper_128"]
+    assert shipped["inswapper_128"]["size"] == len(b"weights of inswapper_128")
+    named = apply_overrides(FAST, ["swapper.model=hyperswap_1b_256"])
+    assert farm.resolved_settings(named) == (named, [])  # a name the user chose is kept as it is
+
+
+class _Control:
+    """A RunControl stand-in: due only when the test says so; counts the reports."""
+
+    def __init__(self) -> None:
+        self.is_due, self.reports, self.cancelled, self.cancel = False, [], False, None
+
+    def due(self) -> bool:
+        return self.is_due
+
+    def report(self, progress: object) -> None:
+        self.reports.append(progress)
+
+
+def test_a_farm_job_reports_the_notices_of_its_segments_once_each(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each segment's notices come back with it; the driver keeps them (deduplicated, and in the resume record
+    for a driver that resumes) and returns them in the job's summary. Progress is written only when due."""
+    from pipeline.jobs import runner
+    from pipeline.swap.registry import CLASSIC_NOTICE
+
+    store = open_store()
+    clip = make_clip(tmp_path / "clip.mp4", seconds=2.0, size=(64, 48), fps=10)
+    job = store.add([photos.grace_hopper_path()], clip, tmp_path / "o.mp4", FAST)
+    job = store.claim_next("box/ray")
+    assert job is not None
+    saved: list[dict] = []
+    control = _Control()
+    ctx = runner.JobContext(control=control,  # type: ignore[arg-type]
+                            save_resume=saved.append, log=lambda text: None)
+    the_farm = farm.Farm(None, 1, {}, segment_seconds=1.0)
+    the_farm._status_at = time.time() + 3600  # no status file (it asks Ray for the nodes)
+    first = farm.FarmVideoJob(the_farm, job, ctx)
+    assert first.plan == [(0, 10), (10, None)] and first.notices == [CLASSIC_NOTICE]
+    odd, damaged = "clip.mp4 is 63×47: ...", "2 frames of clip.mp4 could not be read"
+    first.work.mkdir(parents=True, exist_ok=True)
+    for start, notices in ((0, (odd,)), (10, (odd, damaged))):
+        (first.work / segments.segment_name(start)).write_bytes(b"segment")
+        first._finished((start, 10 if start == 0 else None),
+                        SegmentDone(segments.segment_name(start), start, 10, "box", "n1", 7, 1.0,
+                                    notices=notices))
+        first._progress(0)
+    assert control.reports == []  # not due: nothing written
+    control.is_due = True
+    first._progress(0)
+    assert len(control.reports) == 1
+    assert saved[-1]["notices"] == [CLASSIC_NOTICE, odd, damaged]
+    assert "notices" not in saved[-1]["segments"][0]
+    store.set_resume(job.id, saved[-1], worker_id="box/ray")
+    monkeypatch.setattr(segments, "join_segments", lambda *args, **kwargs: None)
+    resumed = farm.FarmVideoJob(the_farm, store.get(job.id), ctx)  # a driver that died and came back
+    assert sorted(resumed.done) == [0, 10]
+    assert resumed.run()["notices"] == [CLASSIC_NOTICE, odd, damaged]

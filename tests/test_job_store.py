@@ -242,27 +242,74 @@ def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
     assert again is not None and again.id == a and again.attempts == 2 and again.worker_id == "w3"
 
 
-def test_worker_deaths_never_fail_a_job(tmp_path: Path) -> None:
-    """However many times its worker dies (with or without progress), the job goes back to the queue."""
+def test_worker_deaths_with_progress_never_fail_a_job(tmp_path: Path) -> None:
+    """However many times its worker dies, a job that recorded a new segment before each death goes back to
+    the queue."""
     clock = FakeClock()
     store = JobStore(tmp_path / "q.db", stale_after=10, max_attempts=2, clock=clock)
     (a,) = _add(store)
     for death in range(12):
         job = store.claim_next(f"w{death}", host="elsewhere")
         assert job is not None and job.id == a and job.attempts == death + 1
-        if death % 3 == 0:
-            store.set_resume(a, {"segments": [{"file": f"s{death}", "start": 0, "frames": 5}]},
-                             worker_id=f"w{death}")
-        store.update_progress(a, Progress(40, 300), worker_id=f"w{death}")  # rendered, not all kept
+        store.set_resume(a, {"segments": [{"file": f"s{i}", "start": 5 * i, "frames": 5}
+                                          for i in range(death + 1)]}, worker_id=f"w{death}")
+        store.update_progress(a, Progress(40 + 5 * death, 300), worker_id=f"w{death}")  # not all kept
         clock.now += 11
         assert store.reclaim_stale() == [a]
         job = store.get(a)
-        assert job.state == "queued" and job.error is None and job.failures == 0
-        assert job.progress.frames_done == 5  # what the next run keeps
+        assert job.state == "queued" and job.error is None and job.failures == 0 and job.deaths == 0
+        assert job.progress.frames_done == 5 * (death + 1)  # what the next run keeps
     assert store.get(a).log.count("re-queued") == 12
     store.claim_next("w-last")
+    store.set_resume(a, {"segments": []}, worker_id="w-last")
     assert store.release_worker("w-last") == [a]  # a restart under the same id: back in the queue too
     assert store.get(a).state == "queued"
+
+
+def test_a_job_that_kills_its_worker_every_time_fails(tmp_path: Path) -> None:
+    """Deaths without a new segment in between count: the ``max_attempts``-th in a row fails the job with
+    one line (a recorded segment starts the count again), and the queue moves on to the next job."""
+    clock = FakeClock()
+    store = JobStore(tmp_path / "q.db", stale_after=10, max_attempts=3, clock=clock)
+    a, b = _add(store, 2)
+
+    def die(worker: str, *, segment: bool = False) -> None:
+        assert store.claim_next(worker, host="elsewhere").id == a  # type: ignore[union-attr]
+        if segment:
+            store.set_resume(a, {"segments": [{"file": "s0", "start": 0, "frames": 5}]}, worker_id=worker)
+        clock.now += 11
+        assert store.reclaim_stale() == [a]
+
+    die("w0")
+    die("w1")
+    assert store.get(a).deaths == 2
+    die("w2", segment=True)  # progress: this death does not count, the two before are forgiven
+    assert (store.get(a).state, store.get(a).deaths) == ("queued", 0)
+    die("w3")
+    die("w4")
+    assert (store.get(a).state, store.get(a).deaths) == ("queued", 2)
+    store.claim_next("w5")  # this process: restarted under the same id, the third death in a row
+    assert store.release_worker("w5") == [a]
+    job = store.get(a)
+    assert job.state == "failed" and job.failures == 0
+    assert job.error == "the worker died 3 times on this job without progress (out of memory?)"
+    assert job.progress.frames_done == 5 and job.finished_at is not None  # what a retry keeps
+    assert store.claim_next("w6").id == b  # type: ignore[union-attr]  # the queue is not blocked
+    retried = store.retry(a)
+    assert retried.state == "queued" and retried.deaths == 0
+
+
+def test_a_worker_stopping_on_purpose_is_no_death(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "q.db", max_attempts=1)
+    (a,) = _add(store)
+    for _ in range(3):
+        store.claim_next("w")
+        assert store.release_worker("w", died=False) == [a]
+        job = store.get(a)
+        assert job.state == "queued" and job.deaths == 0 and "worker w stopped: job re-queued" in job.log
+    store.claim_next("w")
+    store.release_worker("w")  # a restart after a crash: with max_attempts=1, the first death fails it
+    assert store.get(a).state == "failed"
 
 
 def _dead_pid() -> int:
@@ -353,8 +400,8 @@ def test_a_version_1_queue_is_migrated(tmp_path: Path) -> None:
     con.close()
     store = JobStore(db)
     (job,) = store.list()
-    assert (job.attempts, job.failures, job.worker_pid) == (2, 0, None)
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert (job.attempts, job.failures, job.worker_pid, job.deaths, job.progressed) == (2, 0, None, 0, False)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
 
 
 def test_stale_job_with_cancel_requested_ends_cancelled(tmp_path: Path) -> None:

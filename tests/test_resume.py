@@ -132,6 +132,43 @@ def test_uneven_segments_join_frame_exact_without_drift(tmp_path: Path) -> None:
     assert abs(_duration(out, "audio") - _duration(clip, "audio")) <= 0.05
 
 
+@pytest.mark.parametrize("said", ["av_interleaved_write_frame(): No space left on device",
+                                  "Error writing trailer of o.mp4: Read-only file system"])
+def test_a_join_the_disk_refuses_fails_with_the_shared_one_line(tmp_path: Path, said: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """ffmpeg's text saying the output's disk refused (whatever its exit code): the user's error of
+    :func:`pipeline.errors.fault_in_text`, the same line a one-piece render gives, and no temp file left."""
+    from pipeline.errors import OutputFault, fault_in_text
+
+    class Refused:
+        cancelled = False
+
+        def __init__(self, cmd: list[str], cancel: object = None) -> None:
+            Path(cmd[-1].removeprefix("file:")).write_bytes(b"half")
+
+        def wait(self) -> int:
+            return 0
+
+        def tail(self, lines: int = 5) -> str:
+            return said
+
+        def last_error(self) -> str:
+            return said
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(segments, "FFmpegProcess", Refused)
+    clip = make_clip(tmp_path / "src.mp4", seconds=1, size=(96, 64))
+    out = tmp_path / "out" / "o.mp4"
+    out.parent.mkdir()
+    with pytest.raises(OutputFault) as refused:
+        segments.join_segments([segments.Segment("seg-00000000.mkv", 0, 25)], tmp_path, out, job_id=1,
+                               source=probe(clip), settings=FAST, models=[])
+    assert str(refused.value) == str(fault_in_text(said, out)) and str(out) in str(refused.value)
+    assert list(out.parent.iterdir()) == []
+
+
 def test_a_frame_count_or_nothing_ends_segments_too(tmp_path: Path) -> None:
     """A planned segment (a farm task's range) is cut by frame count; with no rule the sink writes one."""
     clip = make_clip(tmp_path / "src.mp4", seconds=25 / 30, size=(64, 48), audio=False)
@@ -228,9 +265,10 @@ def test_twenty_kills_at_random_moments_then_done_frame_exact_with_audio(tmp_pat
     it may be loading, rendering, between segments or joining). Workers take turns under the same id (the
     next one puts back its own job at start) and under another id (it sees the dead pid; the heartbeat is
     never stale here). The job never fails, ends frame-exact with its audio, and no ffmpeg outlives its
-    worker."""
+    worker. (A kill before a run's first segment counts as a death without progress: more attempts than kills,
+    so that early kills in a row do not fail the job here.)"""
     env = {**os.environ, "FACESTATION_QUEUE_STALE_AFTER": "3600", "FACESTATION_QUEUE_CHECKPOINT_SECONDS": "2",
-           "PYTHONPATH": str(REPO)}
+           "FACESTATION_QUEUE_MAX_ATTEMPTS": "25", "PYTHONPATH": str(REPO)}
     store = JobStore()  # FACESTATION_DATA is this test's own folder
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip_720p, out, FAST)

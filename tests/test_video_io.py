@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 from fractions import Fraction
@@ -13,6 +17,7 @@ import pytest
 
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.provenance import provenance_tag
+from pipeline.video import encode
 from pipeline.video.decode import read_frames
 from pipeline.video.encode import EncodeError, Encoder, encoder_for
 from pipeline.video.probe import VideoInfo, probe
@@ -204,6 +209,30 @@ def test_abort_and_errors_remove_partial(tmp_path: Path) -> None:
     with pytest.raises(EncodeError, match="no frames"):
         Encoder(tmp_path / "c.mp4", width=64, height=48, fps=25, encoder="libx264").close()
     assert list(tmp_path.iterdir()) == [] and ffmpeg_children() == []
+
+
+def test_stale_partials_of_this_host_go_once_per_folder_others_stay(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partial names its host and process: one of a dead process of this host is removed, one of a live
+    process or of another host (a farm node writing into a shared folder) never; a folder is cleaned the first
+    time this process writes into it, not by every encoder (a job's segments)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    name = encode.partial_name(tmp_path / "o.mp4").name
+    assert name.startswith(f".o.{socket.gethostname()}.{os.getpid()}-") and name.endswith(".partial.mp4")
+    monkeypatch.setattr(encode.holder, "this_host", lambda: "node-b.lan")
+    stale = tmp_path / f".o.node-b.lan.{dead.pid}-0123abcd.partial.mp4"
+    alive = tmp_path / f".o.node-b.lan.{os.getpid()}-89abcdef.partial.mp4"
+    remote = tmp_path / f".o.node-a.lan.{dead.pid}-0123abcd.partial.mp4"  # its pid means nothing here
+    for path in (stale, alive, remote):
+        path.write_bytes(b"half a video")
+    assert encode.remove_stale_partials(tmp_path) == [stale]
+    assert alive.exists() and remote.exists()
+    listed: list[Path] = []
+    monkeypatch.setattr(encode, "remove_stale_partials", listed.append)
+    for _ in range(3):
+        Encoder(tmp_path / "seg.mkv", width=64, height=48, fps=25, encoder="libx264").abort()
+    assert listed == [tmp_path]
 
 
 def test_image_frames_clip_from_face_image(tmp_path: Path) -> None:

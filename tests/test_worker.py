@@ -109,7 +109,8 @@ def test_an_internal_error_is_retried_a_users_error_is_not(tmp_path: Path,
     assert calls == [flaky.id] * 3 + [bad.id, locked.id]
     c = store.get(locked.id)
     assert c.state == "failed" and c.failures == 1
-    assert c.error == "cannot write in /x/locked: permission denied (.c.job3.partial.png)"
+    assert c.error == ("cannot write /x/locked: permission denied: write to a folder you own or fix its "
+                       "permissions")  # the one rule of pipeline.errors.os_fault, naming the folder
     a, b = store.get(flaky.id), store.get(bad.id)
     assert a.state == "failed" and (a.attempts, a.failures) == (3, 3)
     assert a.error == "RuntimeError: CUDA error: unspecified launch failure"

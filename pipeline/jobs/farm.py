@@ -13,6 +13,11 @@ a local worker does: the recorded segments are kept, only the others are rendere
     worker.run(store, "host/ray", execute=farm.execute)
     farm.close()
 
+The driver resolves the swapper once (``auto`` becomes the installed swapper it would use), gives every task
+the settings with that name, and ships the models those settings need to nodes that lack them: every segment
+is rendered by the same models. The notices of every segment (the classic swapper, a damaged input, an odd
+size) come back with it and are reported once each.
+
 Ray retries a task whose worker process or node died (``MAX_RETRIES`` times); a segment that fails for
 the job's own reason (no face in the source, bad media) fails the job with that reason.
 """
@@ -37,6 +42,7 @@ from pipeline.jobs import runner, segments
 from pipeline.jobs.farm_task import TOKEN_FILE, FileServer, SegmentDone, SegmentTask, render_segment
 from pipeline.jobs.model import Job
 from pipeline.progress import Progress
+from pipeline.settings import Settings, apply_overrides
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +270,8 @@ class FarmVideoJob:
         from pipeline.media import check_video_output
         from pipeline.video.probe import probe
 
-        self.farm, self.job, self.ctx, self.settings = farm, job, ctx, job.settings
+        self.farm, self.job, self.ctx = farm, job, ctx
+        self.settings, self.notices = resolved_settings(job.settings)
         self.target, self.output = Path(job.target), Path(job.output)
         check_video_output(self.output)
         self.started = time.perf_counter()
@@ -273,9 +280,11 @@ class FarmVideoJob:
         self.segment_frames = segments.segment_frames_for(self.info.fps, farm.segment_seconds)
         self.work = runner.work_dir(job.id)
         self.plan = plan(self.total, self.segment_frames)
+        self.header = record_header(self.work, self.segment_frames, self.target, self.settings)
         self.done = recorded_segments(job.resume, self.work, self.segment_frames, self.target, self.settings)
         self.done = {s: row for s, row in self.done.items() if any(s == p for p, _ in self.plan)}
-        self.models: list[str] = list(job.resume.get("models", []))
+        self.models: list[str] = list(job.resume.get("models", [])) if self.done else []
+        self._notice(job.resume.get("notices", []) if self.done else [])
         segments.clear_work(self.work, keep=[_segment(r) for r in self.done.values()])
         segments.remove_temp_outputs(self.output, job.id)
         self.rendered = 0
@@ -297,7 +306,7 @@ class FarmVideoJob:
         return {"output": str(self.output), "kind": "video", "frames": frames,
                 "frames_rendered_now": self.rendered, "segments": len(self.done),
                 "resumed_at": 0, "farm_workers": len(workers), "models": self.models,
-                "seconds": round(time.perf_counter() - self.started, 3), "notices": []}
+                "seconds": round(time.perf_counter() - self.started, 3), "notices": list(self.notices)}
 
     def _render(self, pending: list[tuple[int, int | None]]) -> None:
         """Submit the pending segments (at most ``slots`` at a time) and collect them as they finish."""
@@ -334,9 +343,10 @@ class FarmVideoJob:
         models = _shippable_models(self.settings)
         ray.get(self.farm.server.allow.remote(files + [m["path"] for m in models.values()]))
         ship = bool(os.environ.get("FACESTATION_FARM_SHIP"))
+        settings_json = self.settings.model_dump_json()  # the swapper resolved here, not on each node
 
         def task(start: int, frames: int | None) -> SegmentTask:
-            return SegmentTask(self.job.id, self.job.settings_json, tuple(self.job.sources), self.job.target,
+            return SegmentTask(self.job.id, settings_json, tuple(self.job.sources), self.job.target,
                                inputs, str(self.work), token, start, frames, models, ship)
 
         return task
@@ -355,13 +365,22 @@ class FarmVideoJob:
         if done.gpu_free_mb is not None:
             self.farm.gpu_free_mb[done.node_id] = done.gpu_free_mb
         self.rendered += done.frames
+        self._notice(done.notices)
         rows = [row for _, row in sorted(self.done.items())]
-        header = record_header(self.work, self.segment_frames, self.target, self.settings)
-        self.ctx.save_resume({**header, "segments": rows, "models": self.models})
+        self.ctx.save_resume({**self.header, "segments": rows, "models": self.models,
+                              "notices": self.notices})
         log.info("job %d: segment %d done on %s pid %d in %.1f s", self.job.id, start, done.node, done.pid,
                  done.seconds)
 
+    def _notice(self, notices: Any) -> None:
+        """Add the notices not said yet (each segment's processor repeats its own)."""
+        self.notices += [n for n in dict.fromkeys(map(str, notices)) if n not in self.notices]
+
     def _progress(self, running: int) -> None:
+        """Report progress when the control wants it (twice a second: it is a database write)."""
+        self.farm.write_status()
+        if not self.ctx.control.due():
+            return
         frames = sum(int(r["frames"]) for r in self.done.values())
         elapsed = time.perf_counter() - self.started
         fps = self.rendered / elapsed if self.rendered and elapsed > 0 else None
@@ -370,7 +389,6 @@ class FarmVideoJob:
             frames, max(self.total, frames), round(fps, 2) if fps else None, eta,
             stage={"step": "farm", "segments": len(self.done), "segments_total": len(self.plan),
                    "running": running}))
-        self.farm.write_status()
 
 
 def _segment(row: dict[str, Any]) -> segments.Segment:
@@ -393,28 +411,34 @@ def _result(ray: Any, ref: Any) -> SegmentDone:
                         f"{type(exc).__name__}") from None
 
 
-def _shippable_models(settings: Any) -> dict[str, dict[str, Any]]:
-    """Model files the settings may use that the driver has: name -> {path, size} (built-in models are
-    made on each node; the others a node lacks are fetched from the driver)."""
+def resolved_settings(settings: Settings) -> tuple[Settings, list[str]]:
+    """``settings`` with ``swapper.model`` resolved here (``auto`` -> the installed swapper this machine
+    picks), so that every node renders with the same swapper; and the notice a local render would give
+    about that choice."""
+    from pipeline.checks import resolved_swapper
+    from pipeline.swap.registry import CLASSIC_NOTICE
+
+    swapper = resolved_swapper(settings)
+    if swapper == settings.swapper.model:
+        return settings, []
+    resolved = apply_overrides(settings, [f"swapper.model={swapper}"])
+    return resolved, [CLASSIC_NOTICE] if swapper == "classic" else []
+
+
+def _shippable_models(settings: Settings) -> dict[str, dict[str, Any]]:
+    """The model files a render with ``settings`` (its swapper resolved) loads that the driver has: name ->
+    {path, size}. Built-in models are made on each node; a node fetches the others it lacks from the driver.
+    The optional landmark model goes too when the driver has it (a node without it would use other
+    landmarks)."""
+    from pipeline.checks import required_models
     from pipeline.models import catalog, store
 
+    entries = required_models(settings, settings.swapper.model)
+    if settings.landmarks.model != "none":
+        entries.append(catalog.get(settings.landmarks.model))
     found: dict[str, dict[str, Any]] = {}
-    for value in _strings(settings.model_dump()):
-        entry = catalog.CATALOG.get(value)
-        if entry is None or entry.builtin:
-            continue
+    for entry in entries:
         path = store.installed_path(entry)
-        if path.is_file():
+        if not entry.builtin and path.is_file():
             found[entry.name] = {"path": str(path), "size": path.stat().st_size}
     return found
-
-
-def _strings(data: Any) -> list[str]:
-    if isinstance(data, str):
-        return [data]
-    if isinstance(data, dict):
-        return [s for v in data.values() for s in _strings(v)]
-    if isinstance(data, list | tuple):
-        return [s for v in data for s in _strings(v)]
-    return []
-

@@ -68,11 +68,13 @@ class SegmentDone:
     models: tuple[str, ...] = ()
     data: bytes | None = None  # the encoded segment, when the node could not write into the work folder
     gpu_free_mb: float | None = None  # free memory of the task's GPU when it ended (None on CPU)
+    notices: tuple[str, ...] = ()  # what the user should know (the processor's, as a local render reports)
 
     def record(self) -> dict[str, Any]:
-        """What the job's resume record keeps about this segment (not the bytes, models, GPU memory)."""
+        """What the job's resume record keeps about this segment (not the bytes, models, GPU memory,
+        notices)."""
         row = asdict(self)
-        for key in ("data", "models", "gpu_free_mb"):
+        for key in ("data", "models", "gpu_free_mb", "notices"):
             row.pop(key)
         return row
 
@@ -229,7 +231,8 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
             shutil.rmtree(folder, ignore_errors=True)
     return SegmentDone(segment.file, segment.start, segment.frames, socket.gethostname(),
                        context.get_node_id()[:12], os.getpid(), round(time.perf_counter() - started, 3),
-                       tuple(processor.models), data, gpu_free_mb([str(g) for g in ray.get_gpu_ids()]))
+                       tuple(processor.models), data, gpu_free_mb([str(g) for g in ray.get_gpu_ids()]),
+                       tuple(dict.fromkeys(processor.notices)))
 
 
 def gpu_free_mb(gpus: list[str]) -> float | None:

@@ -7,9 +7,9 @@
       │  └──────────────┘   keeping its place and its finished segments)
       └──cancel──► cancelled          failed | cancelled ──retry──► queued (at the end)
 
-A worker's death never counts against the job: only errors the job itself raised do (``failures``, up to
-the store's ``max_attempts``). A running job whose worker is gone (see :mod:`pipeline.jobs.holder`) can be
-cancelled or deleted at once.
+Errors the job itself raised count against it (``failures``, up to the store's ``max_attempts``), and so do
+worker deaths in a row without a new segment recorded (``deaths``, up to the same number). A running job
+whose worker is gone (see :mod:`pipeline.jobs.holder`) can be cancelled or deleted at once.
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ class Job:
     failures: int  # runs that ended with an error the job raised (worker deaths do not count)
     worker_host: str | None  # where the worker holding it runs, and its process id
     worker_pid: int | None
+    deaths: int  # worker deaths in a row without a new segment recorded (reset by a recorded segment)
+    progressed: bool  # a segment was recorded since the last death
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:
@@ -110,6 +112,7 @@ class Job:
         data["sources"] = tuple(json.loads(data["sources"]))
         data["resume"] = json.loads(data["resume"])
         data["cancel_requested"] = bool(data["cancel_requested"])
+        data["progressed"] = bool(data["progressed"])
         return cls(**data)
 
     @property

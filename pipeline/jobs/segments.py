@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import Cancelled, FacestationError, UserError
+from pipeline.errors import Cancelled, FacestationError, fault_in_text
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.video import builders, ffmpeg
@@ -50,17 +50,8 @@ RESUME_VERSION = 2
 SEGMENT_SUFFIX = ".mkv"  # Matroska takes every codec the encoders produce
 DEFAULT_CHECKPOINT_SECONDS = 3.0
 
-# what ffmpeg says when the output's file system refuses the write: the user's to fix, not worth a retry
-_UNWRITABLE = ("No space left on device", "Read-only file system", "Permission denied",
-               "Operation not permitted", "Disk quota exceeded")
-
-
 class ConcatError(FacestationError):
     """ffmpeg could not join the segments (a damaged segment...)."""
-
-
-class OutputNotWritable(UserError):
-    """The output's folder refused the joined file (disk full, read-only, no permission)."""
 
 
 @dataclass(frozen=True)
@@ -293,13 +284,11 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
             raise Cancelled("joining cancelled")
         # ffmpeg exits 0 when the disk fills while it writes the trailer: read what it said, too
         said = process.tail(lines=30)
-        refused = next((r for r in _UNWRITABLE if r.lower() in said.lower()), None)
-        if rc != 0 or refused or "Error writing trailer" in said or "Error closing file" in said:
-            reason = process.last_error()
-            if refused:
-                raise OutputNotWritable(f"cannot write {output}: {refused.lower()} in {output.parent}; "
-                                        "make room or choose another folder, then retry the job")
-            raise ConcatError(f"joining the segments of {output.name} failed: {reason}")
+        refused = fault_in_text(said, output)  # the output's disk refused: the user's to fix, no retry
+        if refused is not None:
+            raise refused
+        if rc != 0 or "Error writing trailer" in said or "Error closing file" in said:
+            raise ConcatError(f"joining the segments of {output.name} failed: {process.last_error()}")
         process.close()
         with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
             os.fsync(fh.fileno())

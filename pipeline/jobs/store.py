@@ -9,8 +9,10 @@ A worker claims with :meth:`JobStore.claim_next`, then reports through :meth:`he
 :meth:`update_progress` (both answer "was cancel requested?"), :meth:`set_resume` (finished
 segments), and :meth:`finish` or :meth:`fail`. A ``running`` job whose worker is gone (its heartbeat is
 older than ``stale_after`` seconds, or its process on this host has ended: :mod:`pipeline.jobs.holder`)
-goes back in the queue at its old place with its resume data, whatever the number of deaths; only errors
-the job raises count towards ``max_attempts``. Such a job can also be cancelled or deleted at once.
+goes back in the queue at its old place with its resume data. A death after which the job had recorded a new
+segment costs it nothing; ``max_attempts`` deaths in a row without one (a job that runs its worker out of
+memory or crashes a model every time) fail it, as do ``max_attempts`` errors the job raised. Such a job can
+also be cancelled or deleted at once.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "queue.sqlite3"
 Move = Literal["up", "down", "top", "bottom"]
 
@@ -85,8 +87,14 @@ ALTER TABLE jobs ADD COLUMN worker_pid INTEGER;
 CREATE INDEX IF NOT EXISTS jobs_output ON jobs (output);
 """
 
+# deaths: worker deaths in a row without a new segment; progressed: a segment recorded since the last death
+_V3 = """
+ALTER TABLE jobs ADD COLUMN deaths INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN progressed INTEGER NOT NULL DEFAULT 0;
+"""
+
 # _MIGRATIONS[n] brings a database at user_version n to n + 1.
-_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2}
+_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2, 2: _V3}
 
 
 class ClaimLost(FacestationError):
@@ -275,6 +283,7 @@ class JobStore:
             con.execute(
                 "UPDATE jobs SET state = 'queued', position = (SELECT MAX(position) + 1 FROM jobs), "
                 "error = NULL, finished_at = NULL, cancel_requested = 0, attempts = 0, failures = 0, "
+                "deaths = 0, progressed = 0, "
                 "worker_id = NULL, worker_host = NULL, worker_pid = NULL, "
                 "heartbeat_at = NULL, fps = NULL, eta_s = NULL WHERE id = ?",
                 (job_id,),
@@ -346,14 +355,19 @@ class JobStore:
         with self._write() as con:
             return self._reclaim(con, self._clock())
 
-    def release_worker(self, worker_id: str) -> builtins.list[int]:
-        """A worker (re)starting under ``worker_id``: whatever it held before is orphaned; put it back now."""
+    def release_worker(self, worker_id: str, *, died: bool = True) -> builtins.list[int]:
+        """A worker (re)starting under ``worker_id``: whatever it held before is orphaned; put it back now.
+        ``died=False``: the worker is stopping on purpose (its job is put back without counting a death)."""
         with self._write() as con:
             rows = con.execute(
                 "SELECT * FROM jobs WHERE state = 'running' AND worker_id = ?", (worker_id,)
             ).fetchall()
             for row in rows:
-                self._put_back(con, self._to_job(row), self._clock(), f"worker {worker_id} restarted")
+                job, now = self._to_job(row), self._clock()
+                if died:
+                    self._died(con, job, now, f"worker {worker_id} restarted")
+                else:
+                    self._put_back(con, job, now, f"worker {worker_id} stopped")
             return [r["id"] for r in rows]
 
     def _reclaim(self, con: sqlite3.Connection, now: float) -> builtins.list[int]:
@@ -362,17 +376,30 @@ class JobStore:
             job = self._to_job(row)
             silent = now - (job.heartbeat_at or 0.0)
             if job.heartbeat_at is None or silent > self.stale_after:
-                self._put_back(con, job, now, f"worker {job.worker_id} silent for {silent:.0f} s")
+                self._died(con, job, now, f"worker {job.worker_id} silent for {silent:.0f} s")
             elif holder.process_gone(job.worker_host, job.worker_pid):
-                self._put_back(con, job, now, f"worker {job.worker_id} (pid {job.worker_pid}) is gone")
+                self._died(con, job, now, f"worker {job.worker_id} (pid {job.worker_pid}) is gone")
             else:
                 continue
             gone.append(job.id)
         return gone
 
+    def _died(self, con: sqlite3.Connection, job: Job, now: float, why: str) -> None:
+        """``job``'s worker died. Put it back, unless this is its ``max_attempts``-th death in a row without
+        a new segment recorded: a job that kills its worker every time must not block the queue forever."""
+        deaths = 0 if job.progressed else job.deaths + 1
+        con.execute("UPDATE jobs SET deaths = ?, progressed = 0 WHERE id = ?", (deaths, job.id))
+        if deaths < self.max_attempts or job.cancel_requested:
+            self._put_back(con, job, now, why)
+            return
+        error = f"the worker died {deaths} times on this job without progress (out of memory?)"
+        self._log(con, job.id, f"{why}: {error}")
+        log.error("job %d: %s", job.id, error)
+        self._record_failure(con, job, error, failures=job.failures)
+
     def _put_back(self, con: sqlite3.Connection, job: Job, now: float, why: str) -> None:
-        """A dead or stopping worker's job: queued again at its place (cancelled if that was asked). A
-        worker's death is not the job's fault: it never fails the job."""
+        """A dead or stopping worker's job, or one that raised an error it may retry: queued again at its
+        place (cancelled if that was asked)."""
         state = "cancelled" if job.cancel_requested else "queued"
         con.execute(  # its progress: what the next run keeps, not what the dead one had rendered
             "UPDATE jobs SET state = ?, worker_id = NULL, worker_host = NULL, worker_pid = NULL, "
@@ -420,9 +447,11 @@ class JobStore:
             )
 
     def set_resume(self, job_id: int, data: dict[str, Any], *, worker_id: str | None = None) -> None:
-        """Store what a resumed run needs (e.g. ``{"segments": [...finished segment files...]}``)."""
+        """Store what a resumed run needs (e.g. ``{"segments": [...finished segment files...]}``): progress,
+        so the worker deaths counted against the job start again from none."""
         with self._write() as con:
-            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?", (json.dumps(data),))
+            self._report(con, job_id, worker_id, "UPDATE jobs SET resume = ?, deaths = 0, progressed = 1",
+                         (json.dumps(data),))
 
     def append_log(self, job_id: int, text: str) -> None:
         """Append to the job's log; only the last ``log_limit`` characters are kept."""
@@ -477,12 +506,15 @@ class JobStore:
         check("finish", job_id, job.state)
         return job
 
-    def _record_failure(self, con: sqlite3.Connection, job: Job, error: str) -> None:
-        """End ``job`` failed with ``error``; its progress says what a retry keeps (the frames of its
-        finished segments), not how far the failed run got."""
+    def _record_failure(self, con: sqlite3.Connection, job: Job, error: str, *,
+                        failures: int | None = None) -> None:
+        """End ``job`` failed with ``error`` (one more failure unless ``failures`` says how many); its
+        progress says what a retry keeps (the frames of its finished segments), not how far the failed run
+        got."""
         stage = json.dumps({"step": "failed", "segments": len(job.resume.get("segments", []))})
         con.execute(
             "UPDATE jobs SET state = 'failed', error = ?, failures = ?, finished_at = ?, "
             "heartbeat_at = NULL, frames_done = ?, fps = NULL, eta_s = NULL, stage = ? WHERE id = ?",
-            (error, job.failures + 1, self._clock(), job.kept_frames, stage, job.id),
+            (error, job.failures + 1 if failures is None else failures, self._clock(), job.kept_frames, stage,
+             job.id),
         )

@@ -5,8 +5,9 @@ stays the same across restarts, so a restarted worker first puts back whatever i
 (``release_worker``) and the job resumes from its last finished segment. A lock file per worker id
 keeps a second worker with the same id (the UI's and a terminal's) from releasing a live worker's job.
 A claim also records the worker's pid, so a worker of another id on this host puts back a killed
-worker's job at once rather than after ``stale_after``. Dying is never held against a job; an error it
-raises fails it (a user's error at once, others after ``max_attempts``).
+worker's job at once rather than after ``stale_after``. Dying is held against a job only when it happens
+``max_attempts`` times in a row without a new segment; an error it raises fails it (a user's error at once,
+others after ``max_attempts``).
 
 While a job runs, a monitor thread polls the job row every ``poll_cancel`` s (a cancel stops the render
 within a second) and sends a heartbeat every ``heartbeat_every`` s (a quarter of ``stale_after``), so
@@ -20,7 +21,6 @@ a worker that is killed, or a machine that reboots, shows as stale and the job i
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import os
@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from pipeline.errors import Cancelled, UserError
+from pipeline.errors import Cancelled, UserError, os_fault
 from pipeline.jobs import runner
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import open_store
@@ -87,18 +87,15 @@ def worker_lock(store: JobStore, worker_id: str) -> Iterator[None]:
         fh.close()
 
 
-# a file system that refuses to write (read-only, full, no permission): the user's to fix, not worth a retry
-_REFUSED = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM})
-
-
-def _users_fault(exc: BaseException) -> bool:
-    return isinstance(exc, UserError) or (isinstance(exc, OSError) and exc.errno in _REFUSED)
+def _as_users(exc: BaseException) -> BaseException:
+    """A file system that refused a write (read-only, full, no permission) as the user's error naming the
+    folder (the file is a hidden temp name); any other exception as it is."""
+    if not isinstance(exc, OSError):
+        return exc
+    return os_fault(exc, Path(str(exc.filename)).parent if exc.filename else None) or exc
 
 
 def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.errno in _REFUSED and exc.filename:
-        where = Path(str(exc.filename))
-        return f"cannot write in {where.parent}: {(exc.strerror or 'refused').lower()} ({where.name})"
     text = str(exc).strip().splitlines()
     message = text[0] if text else ""
     return message if isinstance(exc, UserError) else f"{type(exc).__name__}: {message}".rstrip(": ")
@@ -215,7 +212,7 @@ class Worker:
             log.warning("job %d was taken from worker %s; stopped", job.id, self.worker_id)
             return None
         if reason == "stop":  # the worker is shutting down: the job goes back with its segments
-            self.store.release_worker(self.worker_id)
+            self.store.release_worker(self.worker_id, died=False)
             log.info("job %d put back (worker stopping); it resumes later", job.id)
             return self.store.get(job.id)
         runner.discard(job.id, job.output)
@@ -228,8 +225,8 @@ class Worker:
     def _failed(self, job: Job, exc: BaseException) -> Job | None:
         """The job raised ``exc``: a user's error fails it at once; another is retried (from its finished
         segments) until it has happened ``max_attempts`` times."""
-        message = _one_line(exc)
-        users = _users_fault(exc)
+        users = isinstance(_as_users(exc), UserError)
+        message = _one_line(_as_users(exc))
         if not users:
             tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-LOG_TAIL_LINES:]
             self._log(job.id, "\n".join(tail))

@@ -8,7 +8,9 @@
   output container takes the codec, else re-encoded (AAC; Opus for WebM).
 - Provenance: ``comment``/``description`` metadata (see :mod:`pipeline.provenance`).
 - Atomic: ffmpeg writes to a hidden temp name in the output folder, renamed on success only; an
-  error, :meth:`Encoder.abort` or the cancel event removes it.
+  error, :meth:`Encoder.abort` or the cancel event removes it. The name carries the host and the process,
+  so that one left by a killed process of this host is removed (the first time this process writes into
+  that folder) and another host's, in a shared folder, is never touched.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from types import TracebackType
 from typing import Protocol
 
 import numpy as np
-import psutil
 
 from pipeline.errors import Cancelled, FacestationError, fault_in_text, os_fault
+from pipeline.jobs import holder
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
@@ -71,28 +73,47 @@ def output_colors(source: VideoInfo | None, height: int) -> tuple[str, list[str]
     )
 
 
-_PARTIAL = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.partial\.\w+$")
+_cleaned: set[Path] = set()  # folders whose stale partials this process has removed already
+_cleaned_lock = threading.Lock()
+
+
+def _host_tag() -> str:
+    """This host's name as it appears in a partial's name (no path separators)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", holder.this_host())
 
 
 def partial_name(output: Path) -> Path:
-    """The hidden temp name an encoder writes before renaming: ``.NAME.<pid>-<hex>.partial.EXT`` (the pid
-    says whose it is, so that one left by a killed process can be told from one being written)."""
-    return output.with_name(f".{output.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial{output.suffix}")
+    """The hidden temp name an encoder writes before renaming: ``.NAME.<host>.<pid>-<hex>.partial.EXT`` (host
+    and pid say whose it is, so that one left by a killed process can be told from one being written, on
+    this host or, in a shared folder, on another)."""
+    tag = f"{_host_tag()}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    return output.with_name(f".{output.stem}.{tag}.partial{output.suffix}")
 
 
 def remove_stale_partials(folder: Path) -> list[Path]:
-    """Delete the temp files in ``folder`` whose process is gone (killed with SIGKILL, a power cut);
-    returns them. Those of running processes are left alone."""
+    """Delete the temp files in ``folder`` written by a process of this host that is gone (killed with
+    SIGKILL, a power cut); returns them. Those of running processes and of other hosts are left alone."""
+    mine = re.compile(rf"^\..+\.{re.escape(_host_tag())}\.(\d+)-[0-9a-f]{{8}}\.partial\.\w+$")
     removed = []
     with contextlib.suppress(OSError):
         for entry in folder.iterdir():
-            match = _PARTIAL.match(entry.name)
-            if match and not psutil.pid_exists(int(match.group(1))) and entry.is_file():
+            match = mine.match(entry.name)
+            if match and holder.process_gone(holder.this_host(), int(match.group(1))) and entry.is_file():
                 with contextlib.suppress(OSError):
                     entry.unlink()
                     removed.append(entry)
                     log.info("removed %s, left by a process that is gone", entry.name)
     return removed
+
+
+def clean_folder_once(folder: Path) -> None:
+    """:func:`remove_stale_partials` the first time this process writes into ``folder`` (not per file: a
+    job's segments would list its folder every few seconds)."""
+    with _cleaned_lock:
+        if folder in _cleaned:
+            return
+        _cleaned.add(folder)
+    remove_stale_partials(folder)
 
 
 def padded_size_notice(width: int, height: int, name: str) -> str | None:
@@ -141,7 +162,7 @@ class Encoder:
         if audio is not None and end is not None and end < audio.duration:
             audio_duration = end - (start or 0.0)
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_partials(self.output.parent)
+        clean_folder_once(self.output.parent)
         self.partial = partial_name(self.output)
         cmd = builders.encode_cmd(
             exe, self.partial, width=out_w, height=out_h, fps=fps,
