@@ -220,7 +220,7 @@ def test_stale_partials_of_this_host_go_once_per_folder_others_stay(tmp_path: Pa
     dead.wait()
     name = encode.partial_name(tmp_path / "o.mp4").name
     assert name.startswith(f".o.{socket.gethostname()}.{os.getpid()}-") and name.endswith(".partial.mp4")
-    monkeypatch.setattr(encode.holder, "this_host", lambda: "node-b.lan")
+    monkeypatch.setattr(encode.liveness, "this_host", lambda: "node-b.lan")
     stale = tmp_path / f".o.node-b.lan.{dead.pid}-0123abcd.partial.mp4"
     alive = tmp_path / f".o.node-b.lan.{os.getpid()}-89abcdef.partial.mp4"
     remote = tmp_path / f".o.node-a.lan.{dead.pid}-0123abcd.partial.mp4"  # its pid means nothing here

@@ -29,9 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pipeline import paths
+from pipeline import liveness, paths
 from pipeline.errors import FacestationError, UserError
-from pipeline.jobs import holder
 from pipeline.jobs.model import (
     FINAL_STATES,
     STATES,
@@ -253,7 +252,7 @@ class JobStore:
         if job.state != "running":
             return False
         stale = job.heartbeat_at is None or job.heartbeat_at < self._clock() - self.stale_after
-        return stale or holder.process_gone(job.worker_host, job.worker_pid)
+        return stale or liveness.process_gone(job.worker_host, job.worker_pid)
 
     def request_cancel(self, job_id: int) -> Job:
         """A queued job, or a running one whose worker is gone, is cancelled at once; a running one is
@@ -343,7 +342,7 @@ class JobStore:
                 "UPDATE jobs SET state = 'running', worker_id = ?, worker_host = ?, worker_pid = ?, "
                 "heartbeat_at = ?, started_at = ?, attempts = attempts + 1, cancel_requested = 0 "
                 "WHERE id = ? AND state = 'queued'",
-                (worker_id, host or holder.this_host(), pid if pid is not None else holder.this_process(),
+                (worker_id, host or liveness.this_host(), pid if pid is not None else liveness.this_process(),
                  now, now, row["id"]),
             )
             job = self._fetch(con, row["id"])
@@ -377,7 +376,7 @@ class JobStore:
             silent = now - (job.heartbeat_at or 0.0)
             if job.heartbeat_at is None or silent > self.stale_after:
                 self._died(con, job, now, f"worker {job.worker_id} silent for {silent:.0f} s")
-            elif holder.process_gone(job.worker_host, job.worker_pid):
+            elif liveness.process_gone(job.worker_host, job.worker_pid):
                 self._died(con, job, now, f"worker {job.worker_id} (pid {job.worker_pid}) is gone")
             else:
                 continue

@@ -28,8 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
+from pipeline import liveness
 from pipeline.errors import Cancelled, FacestationError, fault_in_text, os_fault
-from pipeline.jobs import holder
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
@@ -79,7 +79,7 @@ _cleaned_lock = threading.Lock()
 
 def _host_tag() -> str:
     """This host's name as it appears in a partial's name (no path separators)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", holder.this_host())
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", liveness.this_host())
 
 
 def partial_name(output: Path) -> Path:
@@ -98,7 +98,7 @@ def remove_stale_partials(folder: Path) -> list[Path]:
     with contextlib.suppress(OSError):
         for entry in folder.iterdir():
             match = mine.match(entry.name)
-            if match and holder.process_gone(holder.this_host(), int(match.group(1))) and entry.is_file():
+            if match and liveness.process_gone(liveness.this_host(), int(match.group(1))) and entry.is_file():
                 with contextlib.suppress(OSError):
                     entry.unlink()
                     removed.append(entry)

@@ -1,4 +1,5 @@
-"""Who holds a running job, and whether that worker is still there.
+"""Whether a process on some host is still there: the queue's workers (who holds a running job) and the
+encoders' temporary files (whose partial is it) both ask.
 
 A claim records the worker's host name and process id beside its worker id. The holder of a running job
 is gone when its heartbeat is older than the store's ``stale_after`` (a worker on any host), or at once when
