@@ -90,7 +90,7 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
                show_progress: bool = True) -> dict[str, Any]:
     """Render a video; a progress bar on stderr when it is a terminal. Returns the render's summary."""
     from pipeline.progress import RunControl
-    from pipeline.render import render
+    from pipeline.render import no_face_notice, render
     from pipeline.video.probe import probe
 
     check_video_output(output)
@@ -101,8 +101,7 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
     if show:
         print(file=sys.stderr)
     if result.faces_swapped == 0:
-        result.notices.append(f"no face to replace was found in any frame of {target.name} "
-                              f"(selector.mode={settings.selector.mode}); the output is an unchanged copy")
+        result.notices.append(no_face_notice(target, settings))
     return result.summary()
 
 

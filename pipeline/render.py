@@ -119,6 +119,12 @@ PROBE_SHARE = 0.05  # the batch probe may cost at most this share of the render 
 PROBE_SECONDS = 10.0
 
 
+def no_face_notice(target: Path, settings: Settings) -> str:
+    """Said of a whole render in which no face was replaced: the output is the target, re-encoded."""
+    return (f"no face to replace was found in any frame of {target.name} "
+            f"(selector.mode={settings.selector.mode}); the output is an unchanged copy")
+
+
 @dataclass
 class RenderPlan:
     """What a render decided before its first frame: batch size, intra-op threads per model stage, the

@@ -179,3 +179,14 @@ def test_concurrent_adders_while_a_worker_runs_lose_and_duplicate_nothing(tmp_pa
     for tag in "ab":
         mine = [int(j.target.rsplit("-", 1)[1].split(".")[0]) for j in jobs if f"/{tag}-" in j.target]
         assert mine == sorted(mine)
+
+
+def test_a_queued_video_without_a_face_says_so(tmp_path: Path) -> None:
+    """The notice the CLI gives is the job's too (it was printed by the CLI only)."""
+    store = JobStore(tmp_path / "q.sqlite3")
+    clip = make_clip(tmp_path / "noface.mp4", seconds=0.5, size=(160, 120))
+    job = store.add([photos.grace_hopper_path()], clip, tmp_path / "o.mp4", FAST)
+    assert run(store, "w", once=True) == 1
+    done = store.get(job.id)
+    assert done.state == "done", done.error
+    assert "no face to replace was found in any frame of noface.mp4" in done.log, done.log

@@ -140,7 +140,7 @@ class VideoJob:
 
     def _render_rest(self, processor: FaceProcessor) -> tuple[int, dict[str, Any]]:
         """Render from ``next_frame`` to the end into segments; (frames rendered, render details)."""
-        from pipeline.render import Render
+        from pipeline.render import Render, no_face_notice
 
         render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
                         processor=processor, control=self.ctx.control.relay(self._job_progress),
@@ -153,6 +153,8 @@ class VideoJob:
             result_info = {"encoder": result.encoder, "batch_size": result.batch_size,
                            "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
                            "peak_rss_mb": result.peak_rss_mb}
+            if result.faces_swapped == 0 and self.next_frame == 0:  # the whole clip (a resume saw a part)
+                processor.notices.append(no_face_notice(self.target, self.settings))
         except BadMedia:
             # resumed exactly at the end (the last segment was recorded, "complete" was not): nothing left
             if not self.done or self.next_frame < self.total - 2:
