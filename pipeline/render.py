@@ -227,12 +227,14 @@ def free_cores(n_cores: int, before: CpuSample, after: CpuSample) -> float:
 
 
 def _set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int], n_cores: int) -> None:
-    """Give each stage's models their threads; a model on onnxruntime's default (0 = every core) keeps
-    it where the plan gives it every core, so that a loaded 554 MB session is not made again."""
+    """Give each stage's CPU models their threads; a model on onnxruntime's default (0 = every core) keeps
+    it where the plan gives it every core, so that a loaded 554 MB session is not made again. A model on a
+    GPU provider is left as it is: its intra-op threads only drive the nodes that fall back to the CPU,
+    and re-making it (a TensorRT engine: seconds) twice per render, per farm segment, bought nothing."""
     for stage, found in models.items():
         for model in found:
             n = threads.get(stage, 1)
-            if not (model.threads == 0 and n == n_cores):
+            if model.on_cpu and not (model.threads == 0 and n == n_cores):
                 model.set_threads(n)
 
 

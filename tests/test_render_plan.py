@@ -136,3 +136,17 @@ def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_mo
     assert proc.face_models.recogniser in render.stage_models(proc)["detect"]
     assert proc.face_models.recogniser.threads == plan.threads["detect"] == 1  # not every core
     assert not FaceProcessor(Settings(), [photos.grace_hopper_path()]).selects_by_identity
+
+
+def test_the_plan_leaves_gpu_sessions_alone() -> None:
+    """Threads are the CPU's business: a CUDA/TensorRT session is not re-made for them (twice a render)."""
+    class Model:
+        def __init__(self, on_cpu: bool) -> None:
+            self.on_cpu, self.threads, self.calls = on_cpu, 0, []
+
+        def set_threads(self, n: int) -> None:
+            self.calls.append(n)
+
+    gpu, cpu = Model(False), Model(True)
+    render._set_threads({"swap": [gpu], "detect": [cpu]}, {"swap": 1, "detect": 1}, 8)  # type: ignore[dict-item]
+    assert gpu.calls == [] and cpu.calls == [1]

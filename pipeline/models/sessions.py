@@ -262,6 +262,11 @@ class CatalogSession:
         return self._session is not None
 
     @property
+    def on_cpu(self) -> bool:
+        """Whether it runs on onnxruntime's CPU provider (the first one of those asked for that is there)."""
+        return resolve_providers(self.providers)[0] == "CPUExecutionProvider"
+
+    @property
     def batch(self) -> int | None:
         """Items per run: None = all at once (dynamic batch axis)."""
         _ = self.session
