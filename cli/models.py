@@ -49,14 +49,27 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     for name in args.names:
-        print(f"installed {name}: {store.fetch(name, progress=None if args.json else download_bar)}")
+        print(f"installed {name}: {store.fetch(name, progress=None) if args.json else _fetch_with_bar(name)}")
     return 0
+
+
+def _fetch_with_bar(name: str) -> Path:
+    drawn: list[int] = []
+
+    def bar(done: int, total: int) -> None:
+        drawn.append(done)
+        download_bar(done, total)
+
+    path = store.fetch(name, progress=bar)
+    if drawn:
+        print(file=sys.stderr)  # ends the bar's line (the size may be unknown: the bar cannot tell)
+    return path
 
 
 def download_bar(done: int, total: int) -> None:
     """Megabytes so far and the percentage, redrawn in place on stderr (``total`` 0: unknown)."""
     pct = f"{100 * done / total:5.1f}%" if total else ""
-    print(f"\r  {done / 1e6:8.1f} MB {pct}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+    print(f"\r  {done / 1e6:8.1f} MB {pct}", end="", file=sys.stderr, flush=True)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,16 @@ def test_fetch_verifies_crc32_when_no_sha256(server: str, monkeypatch: pytest.Mo
     with pytest.raises(ModelMismatch, match="CRC32"):
         store.fetch("hyperswap_1b_256", progress=None)
     assert not store.installed_path(catalog.get("hyperswap_1b_256")).exists()
+
+
+def test_fetch_bar_of_unknown_size_stays_on_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def fetch(name: str, progress: Any = None) -> Path:
+        for done in (1_000_000, 2_000_000, 3_000_000):
+            progress(done, 0)  # no Content-Length: the total is unknown
+        return tmp_path / f"{name}.onnx"
+
+    monkeypatch.setattr(store, "fetch", fetch)
+    assert main(["models", "fetch", "gpen_bfr_256"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith("3.0 MB \n"), repr(err)  # one bar, redrawn, one line end
