@@ -72,7 +72,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     check_output(output, [target, *sources])
     with stop_on_signals():
         if kind_of(target) == "image":
-            from pipeline.process import swap_image  # the models load only for a command that needs them
+            from pipeline.still import swap_image  # the models load only for a command that needs them
 
             summary = swap_image(settings, sources, target, output)
         else:

@@ -24,10 +24,12 @@ from typing import Any
 import cv2
 import numpy as np
 
+from pipeline.chain import Chain
 from pipeline.errors import UserError
 from pipeline.models.runtime import random_feeds
 from pipeline.process import FaceProcessor
-from pipeline.render import Render, cores, stage_models
+from pipeline.render import Render
+from pipeline.renderplan import cores, stage_models
 from pipeline.settings import Settings
 from pipeline.types import Frame
 from pipeline.video.decode import read_frames
@@ -77,11 +79,11 @@ def _loop(target: Path, out: Path, s: Settings, processor: FaceProcessor | None)
     info = probe(target)
     started = time.perf_counter()
     n = 0
+    chain = Chain(processor) if processor is not None else None
     with encoder_for(out, info, s) as enc:
         for frame in read_frames(target, info=info, start=s.video.start, end=s.video.end):
-            if processor is not None:
-                faces = processor.select(frame, processor.detect([frame])[0])
-                frame = processor.apply([frame], [faces])[0]
+            if chain is not None:
+                frame = chain.one(frame).out  # type: ignore[assignment]
             enc.write(frame)
             n += 1
     return n / (time.perf_counter() - started)
@@ -100,12 +102,14 @@ def _temp_frames(processor: FaceProcessor, target: Path, out: Path, s: Settings,
     started = time.perf_counter()
     subprocess.run([exe, "-v", "error", "-i", str(target), "-vsync", "0", str(frames_dir / "%06d.png")],
                    check=True)
+    chain = Chain(processor)
     for png in sorted(frames_dir.glob("*.png")):
         frame: Frame | None = cv2.imread(str(png))  # type: ignore[assignment]
         if frame is None:
             raise UserError(f"cannot read back {png.name}")
-        faces = processor.select(frame, processor.detect([frame])[0])
-        cv2.imwrite(str(png), processor.apply([frame], [faces])[0])
+        out_frame = chain.one(frame).out
+        assert out_frame is not None
+        cv2.imwrite(str(png), out_frame)
     n = len(list(frames_dir.glob("*.png")))
     crf = str(round(35 - 0.23 * s.output.quality))
     subprocess.run([exe, "-v", "error", "-y", "-framerate", str(info.fps), "-i", str(frames_dir / "%06d.png"),
@@ -159,7 +163,7 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
     info = probe(target)
     started = time.perf_counter()
     processor = FaceProcessor(settings, sources)
-    processor.process([next(iter(read_frames(target, info=info)))])  # warm the models
+    Chain(processor).one(next(iter(read_frames(target, info=info))))  # warm the models
     warm_s = time.perf_counter() - started
     bound = model_bound(processor) if limit else None
     transcode = _loop(target, workdir / "transcode.mp4", settings, None)

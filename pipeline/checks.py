@@ -19,6 +19,7 @@ from pipeline import media
 from pipeline.errors import ModelMissing, NoFaceFound, UserError
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
+from pipeline.plan import ModelPlan
 from pipeline.settings import Settings
 
 CLASSIC_IN_USE = ("the built-in classic swapper is in use (lower quality): install a neural swapper "
@@ -55,33 +56,17 @@ def describe_size(size: int | None) -> str:
 
 
 def resolved_swapper(settings: Settings) -> str:
-    """The swapper that will run (``auto`` resolved to an installed one, else ``classic``)."""
-    from pipeline.swap.registry import resolve_name
-
-    return resolve_name(settings.swapper.model, settings.execution.providers)[0]
+    """The swapper that will run (``auto`` resolved to an installed one, else ``classic``): the plan's."""
+    return ModelPlan.from_settings(settings).swapper
 
 
-def required_models(settings: Settings, swapper: str | None = None) -> list[ModelEntry]:
-    """Every catalog model a swap with ``settings`` loads (the landmark model is optional: not listed);
-    ``swapper``: the resolved swapper, when the caller has it already."""
-    names: list[str] = [settings.detector.model]
-    swapper = swapper or resolved_swapper(settings)
-    if swapper != "classic":
-        entry = catalog.get(swapper)
-        names += [swapper, *([entry.recogniser] if entry.recogniser else [])]
-    if settings.enhancer.model != "none":
-        names.append(settings.enhancer.model)
-    if "occlusion" in settings.mask.types:
-        names.append(settings.mask.occluder)
-    if "region" in settings.mask.types:
-        names.append(settings.mask.parser)
-    if settings.selector.mode == "reference" or settings.selector.mapping:
-        names.append("sface")
-    return [catalog.get(n) for n in dict.fromkeys(names)]
+def required_models(settings: Settings) -> list[ModelEntry]:
+    """Every catalog model a swap with ``settings`` loads: the model plan's."""
+    return ModelPlan.from_settings(settings).required()
 
 
-def missing_models(settings: Settings, swapper: str | None = None) -> list[ModelEntry]:
-    return [e for e in required_models(settings, swapper) if not store.is_installed(e)]
+def missing_models(settings: Settings) -> list[ModelEntry]:
+    return ModelPlan.from_settings(settings).missing()
 
 
 def _faces_in_source(source: Path, settings: Settings) -> int:
@@ -117,17 +102,18 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
     for source in sources:
         media.check_media(source, ("image",))
     media.check_media(target)
-    swapper = resolved_swapper(settings)
-    missing = missing_models(settings, swapper)
+    plan = ModelPlan.from_settings(settings)
+    missing = plan.missing()
     if missing:
         raise ModelsMissing(missing)
-    for source in sources:
+    for source in sources if plan.runs_swapper else ():
         if _faces_in_source(Path(source), settings) == 0:
             raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
                               "the face is clearly visible")
     if outputs is not None:
         check_output_folder(outputs)
-    return SwapCheck(swapper, [CLASSIC_IN_USE] if swapper == "classic" else [])
+    classic = plan.runs_swapper and plan.swapper == "classic"
+    return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if classic else [])
 
 
 def choice_label(name: str) -> str:

@@ -102,11 +102,11 @@ def _decode(info: media.MediaInfo, index: int) -> Frame:
 
 
 def _detector(settings: Settings) -> Any:
-    from pipeline.faces.registry import make_detector
+    from pipeline import families
 
     detector, execution = settings.detector, settings.execution
     key = (detector.model_dump_json(), execution.providers, execution.threads)
-    return _detectors.get_or(key, lambda: make_detector(detector, execution.providers, execution.threads))
+    return _detectors.get_or(key, lambda: families.build(detector.model, settings, "detector"))
 
 
 def faces_in(target: str | Path, frame_index: int = 0, settings: Settings | None = None) -> list[FoundFace]:
@@ -179,17 +179,15 @@ def preview(
     """Frame ``frame_index`` of ``target`` processed with ``settings``, as RGB; with ``overlay`` the
     face debugger (pipeline.overlay) draws each detected face's box, score and landmarks, and the outline
     of each swapped face's paste mask."""
+    from pipeline.chain import Chain
+
     frame = read_frame(target, frame_index)
-    proc = processor(settings, sources)
-    detected = proc.detect([frame])[0]
-    chosen = proc.select(frame, detected)
-    swapped = proc.swap([frame], [chosen])
-    proc.enhance([frame], swapped)
-    items = swapped[0]
-    out = proc.blend(frame, items)
+    work = Chain(processor(settings, sources)).one(frame)
+    out = work.out
+    assert out is not None
     if overlay:
-        outlines = [(proc.mask if it.mask is None else it.mask, it.matrix) for it in items]
-        out = draw_debug(out, detected, chosen, masks=outlines)
+        outlines = [(it.paste_mask, it.matrix) for it in work.items if it.framed]
+        out = draw_debug(out, work.detected, work.faces, masks=outlines)
     return np.ascontiguousarray(out[:, :, ::-1])
 
 

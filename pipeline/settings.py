@@ -24,6 +24,7 @@ from pipeline.types import (
     MaskType,
     OccluderName,
     ParserName,
+    ProcessorName,
     Provider,
     SelectorMode,
     SelectorOrder,
@@ -37,6 +38,21 @@ Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class ProcessorSettings(_Section):
+    order: tuple[ProcessorName, ...] = Field(("face_swapper", "face_enhancer"), title="Processors, in order",
+                                             description="what is done to each chosen face, in this order "
+                                             "(an enhancer set to none does nothing)")
+
+    @field_validator("order")
+    @classmethod
+    def _order_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one processor is needed")
+        if len(set(value)) != len(value):
+            raise ValueError("each processor may appear once")
+        return value
 
 
 class DetectorSettings(_Section):
@@ -206,6 +222,7 @@ class ExecutionSettings(_Section):
 
 class Settings(_Section):
     version: int = SCHEMA_VERSION
+    processors: ProcessorSettings = ProcessorSettings()
     detector: DetectorSettings = DetectorSettings()
     selector: SelectorSettings = SelectorSettings()
     swapper: SwapperSettings = SwapperSettings()

@@ -45,6 +45,7 @@ EnhancerName = Literal[
 OccluderName = Literal["xseg", "occluder"]
 ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
+ProcessorName = Literal["face_swapper", "face_enhancer"]  # FaceFusion's vocabulary; see pipeline/processors/
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker"]
 
 SelectorMode = Literal["one", "many", "reference"]

@@ -1,8 +1,8 @@
-"""Run by tests/test_golden.py in a child process, under the code of one commit (PYTHONPATH): render a clip and
-swap a still with default settings and print what they made, as sha256 digests of the pixels (JSON).
+"""Run by tests/test_golden.py in a child process, under the code of one commit (PYTHONPATH): render a clip
+and swap a still with default settings and print what they made, as sha256 digests of the pixels (JSON).
 
-It uses only the engine API that the starting commit of the processor rewrite already had (``Render`` with a
-frame sink, ``swap_image``), so the same script runs against that commit and against the working tree."""
+It uses only the engine API that the starting commit of the processor rewrite already had (``Render`` with
+a frame sink, ``swap_image``), so the same script runs against that commit and against the working tree."""
 
 from __future__ import annotations
 
@@ -35,7 +35,10 @@ class Digests:
 
 
 def main(clip: str, face: str, still: str, work: str, overrides: str) -> None:
-    from pipeline.process import swap_image
+    try:
+        from pipeline.still import swap_image  # after the processor rewrite
+    except ImportError:  # the starting commit
+        from pipeline.process import swap_image  # type: ignore[attr-defined,no-redef]
     from pipeline.render import Render
     from pipeline.settings import Settings, apply_overrides
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pipeline.chain import Chain
 from pipeline.enhance.base import mix
 from pipeline.enhance.onnx import OnnxEnhancer
 from pipeline.errors import ModelMismatch, ModelMissing, UserError
@@ -101,10 +102,10 @@ def test_enhance_stage_batches_across_frames_and_respects_blend(tmp_path: Path) 
     target = photos.astronaut()
     plain = _processor(tmp_path)
     faces = plain.select(target, plain.detect([target])[0])
-    baseline = plain.apply([target], [faces])[0]
+    baseline = Chain(plain).apply([target], [faces])[0]
 
     off = _processor(tmp_path, "enhancer.model=gfpgan_1.4", "enhancer.blend=0")
-    assert np.array_equal(off.apply([target], [faces])[0], baseline)  # blend 0: the swapped face unchanged
+    assert np.array_equal(Chain(off).apply([target], [faces])[0], baseline)  # blend 0: swapped face as is
 
     on = _processor(tmp_path, "enhancer.model=gfpgan_1.4", "enhancer.blend=100")
     assert on.models == ["yunet", "classic", "gfpgan_1.4"]

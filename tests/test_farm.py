@@ -177,7 +177,7 @@ def _install_fake(*names: str) -> None:
 def test_the_driver_resolves_the_swapper_and_ships_exactly_the_models_it_needs() -> None:
     """``auto`` is resolved once on the driver, the tasks get that name, and the models of those settings go
     to the nodes (the swapper and its recogniser included; a model the settings do not use stays)."""
-    from pipeline.swap.registry import CLASSIC_NOTICE
+    from pipeline.plan import CLASSIC_NOTICE
 
     settings = apply_overrides(FAST, ["landmarks.model=2dfan4"])
     assert settings.swapper.model == "auto"
@@ -213,7 +213,7 @@ def test_a_farm_job_reports_the_notices_of_its_segments_once_each(tmp_path: Path
     """Each segment's notices come back with it; the driver keeps them (deduplicated, and in the resume record
     for a driver that resumes) and returns them in the job's summary. Progress is written only when due."""
     from pipeline.jobs import runner
-    from pipeline.swap.registry import CLASSIC_NOTICE
+    from pipeline.plan import CLASSIC_NOTICE
 
     store = open_store()
     clip = make_clip(tmp_path / "clip.mp4", seconds=2.0, size=(64, 48), fps=10)

@@ -1,10 +1,11 @@
-"""Behaviour unchanged by the processor rewrite: a clip made like the bench clip and a still image, swapped with
-default settings (and with a neural swapper + enhancer), give bit-identical pixels under the working tree and under
-the code of the rewrite's starting commit.
+"""Behaviour unchanged by the processor rewrite: a clip made like the bench clip and a still image, swapped
+with default settings (and with a neural swapper + enhancer), give bit-identical pixels under the working
+tree and under the code of the rewrite's starting commit.
 
-The starting commit's ``pipeline/`` is taken from git (``git archive``), so the comparison is made on this machine,
-in this run: no checked-in hash that another CPU's floating point could miss. Both runs happen in child processes
-(tests/golden_run.py) with the same models folder, the same inputs and the same environment."""
+The starting commit's ``pipeline/`` is taken from git (``git archive``), so the comparison is made on this
+machine, in this run: no checked-in hash that another CPU's floating point could miss. Both runs happen in
+child processes (tests/golden_run.py) with the same models folder, the same inputs and the same
+environment."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
+from pipeline.chain import Chain
 from pipeline.errors import UserError
 from pipeline.faces.mapping import assign, distances, identity_of
 from pipeline.faces.recognise import cosine, embed_faces
@@ -61,7 +62,7 @@ def test_two_sources_replace_exactly_the_two_chosen_people_in_t1(tmp_path: Path)
     chosen = proc.select(target, proc.detect([target])[0])
     assert sorted((round(float(f.center[0])), identity_of(f)) for f in chosen) == [
         (round(first.center[0]), 0), (round(second.center[0]), 1)]
-    out = proc.apply([target], [chosen])[0]
+    out = Chain(proc).apply([target], [chosen])[0]
 
     changed = np.any(out != target, axis=2)
     for i, face in enumerate(faces):

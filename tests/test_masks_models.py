@@ -97,7 +97,7 @@ def test_combined_mask_is_the_minimum_of_its_parts() -> None:
     assert item.mask is not None
     assert np.array_equal(item.mask, np.minimum.reduce(parts))
     assert all(np.any(item.mask < p - 0.1) for p in parts[:1])  # the other parts really cut into the box
-    assert proc.models == ["yunet", "inswapper_128", "xseg", "bisenet_resnet34"]
+    assert proc.models == ["yunet", "inswapper_128", "arcface_w600k_r50", "xseg", "bisenet_resnet34"]
 
 
 def test_default_settings_keep_the_plain_box_mask() -> None:

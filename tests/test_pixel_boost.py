@@ -104,7 +104,8 @@ def test_every_neural_swapper_swaps_a_real_photo_end_to_end(name: str) -> None:
     install_surrogate(name)
     install_surrogate(entry.recogniser or "")
     proc = _processor(f"swapper.model={name}")
-    assert proc.models == ["yunet", name] and proc.swapper.recogniser.name == entry.recogniser  # type: ignore[attr-defined]
+    assert proc.models == ["yunet", name, entry.recogniser]  # the recogniser is a model it runs (provenance)
+    assert proc.swapper.recogniser.name == entry.recogniser  # type: ignore[union-attr]
     target = photos.astronaut()
     faces = proc.select(target, proc.detect([target])[0])
     item = proc.swap([target], [faces])[0][0]

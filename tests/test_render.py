@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from cli.main import main
+from pipeline.chain import Chain
 from pipeline.errors import Cancelled
 from pipeline.faces.recognise import cosine, embed_faces
 from pipeline.faces.sface import SFaceRecogniser
@@ -82,8 +83,8 @@ def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_pa
 def test_batches_across_frames_equal_single_frames(face_clip: Path) -> None:
     frames = list(read_frames(face_clip))[:6]
     processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
-    batched = processor.process(frames)
-    single = [processor.process([f])[0] for f in frames]
+    batched = Chain(processor).process(frames)
+    single = [Chain(processor).process([f])[0] for f in frames]
     for a, b in zip(batched, single, strict=True):
         assert np.abs(a.astype(int) - b).max() <= 1
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline import render
+from pipeline import renderplan as render
 from pipeline.models import sessions
 from pipeline.process import FaceProcessor
-from pipeline.render import share_threads
+from pipeline.renderplan import share_threads
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.surrogates import install_surrogate
@@ -49,7 +49,8 @@ def _fake_probe(monkeypatch: pytest.MonkeyPatch, per_frame: float, gain: float =
     return runs
 
 
-PROC = type("P", (), {"settings": Settings()})()
+PROC = type("C", (), {"processor": type("P", (), {"settings": Settings()})()})()  # a chain, as the probe sees
+
 FRAME = np.zeros((8, 8, 3), np.uint8)
 
 
@@ -81,7 +82,7 @@ def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.M
     sessions.release()
     monkeypatch.setattr(render, "cores", lambda: 2)
     plans = iter([{"detect": 1, "swap": 2, "enhance": 1}, {"detect": 1, "swap": 1, "enhance": 1}])
-    monkeypatch.setattr(render, "share_threads", lambda cost, io, n: next(plans))
+    monkeypatch.setattr(render, "share_threads", lambda cost, io, n, stages=(): next(plans))
     settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "selector.mode=one"])
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
     loaded = proc.swapper.session  # the source was prepared: the swapper is loaded, on the default threads
@@ -127,7 +128,8 @@ def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_mo
         monkeypatch: pytest.MonkeyPatch) -> None:
     sessions.release()
     monkeypatch.setattr(render, "cores", lambda: 2)
-    monkeypatch.setattr(render, "share_threads", lambda cost, io, n: {"detect": 1, "swap": 2, "enhance": 1})
+    monkeypatch.setattr(render, "share_threads",
+                        lambda cost, io, n, stages=(): {"detect": 1, "swap": 2, "enhance": 1})
     settings = apply_overrides(Settings(), ["selector.mode=reference",
                                             f"selector.reference={photos.grace_hopper_path()}"])
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
@@ -148,5 +150,5 @@ def test_the_plan_leaves_gpu_sessions_alone() -> None:
             self.calls.append(n)
 
     gpu, cpu = Model(False), Model(True)
-    render._set_threads({"swap": [gpu], "detect": [cpu]}, {"swap": 1, "detect": 1}, 8)  # type: ignore[dict-item]
+    render.set_threads({"swap": [gpu], "detect": [cpu]}, {"swap": 1, "detect": 1}, 8)  # type: ignore[dict-item]
     assert gpu.calls == [] and cpu.calls == [1]

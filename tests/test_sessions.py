@@ -13,6 +13,7 @@ import pytest
 from pipeline.errors import UserError
 from pipeline.models import catalog, runtime, sessions, store
 from pipeline.models.runner import ModelRunner
+from tests import photos
 from tests.surrogates import install_surrogate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,7 +110,7 @@ def test_setup_picks_the_extra_by_whether_a_gpu_answers(tmp_path: Path, smi: str
 
 
 def test_auto_prefers_the_fp16_swapper_on_a_gpu_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.swap.registry import resolve_name
+    from pipeline.plan import resolve_swapper as resolve_name
     from tests.surrogates import install_surrogate
 
     for name in ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
@@ -124,7 +125,7 @@ def test_auto_prefers_the_fp16_swapper_on_a_gpu_provider(monkeypatch: pytest.Mon
 
 
 def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.swap.registry import resolve_name
+    from pipeline.plan import resolve_swapper as resolve_name
     from tests.surrogates import install_surrogate
 
     for name in ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
@@ -176,7 +177,7 @@ def test_an_explicit_budget_evicts_in_lru_order(monkeypatch: pytest.MonkeyPatch)
     sizes = {p.name: p.stat().st_size for p in paths}
     # a budget (bytes) with room for any two of the three files, not for all three
     room = sum(sizes.values()) - min(sizes.values()) // 2
-    monkeypatch.setattr(sessions, "memory_budget", lambda provider="CPUExecutionProvider": room)
+    monkeypatch.setattr(sessions, "memory_budget", lambda provider="CPUExecutionProvider", value="auto": room)
     try:
         models = [sessions.CatalogSession(n) for n in ("arcface_w600k_r50", "inswapper_128", "gfpgan_1.4")]
         _ = models[0].session, models[1].session
@@ -193,13 +194,8 @@ def test_auto_budget_counts_free_memory_and_what_is_loaded(monkeypatch: pytest.M
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: type("VM", (), {"available": 4 * 2**30})())
     sessions.release()
-    sessions.set_memory_budget("auto")
     assert sessions.memory_budget() == int(0.75 * 4 * 2**30)
-    sessions.set_memory_budget(512)
-    try:
-        assert sessions.memory_budget() == 512 * 2**20
-    finally:
-        sessions.set_memory_budget("auto")
+    assert sessions.memory_budget(value=512) == 512 * 2**20
 
 
 def test_a_batch_1_export_is_held_once_as_its_dynamic_batch_rewrite() -> None:
@@ -243,12 +239,37 @@ def test_unload_drops_the_session_and_gives_the_memory_back(monkeypatch: pytest.
 
 
 def test_the_model_memory_setting_applies_wherever_models_are_built() -> None:
-    """Not only in video renders: a still swap, a preview or an image job builds its models the same way."""
+    """Not only in video renders: a still swap, a preview or an image job builds its models the same way; and
+    each owner's budget is its own (a preview's settings do not change a running job's)."""
+    from pipeline.process import FaceProcessor
     from pipeline.process.models import FaceModels
+    from pipeline.processors.face_enhancer import FaceEnhancerProcessor
     from pipeline.settings import Settings, apply_overrides
 
+    install_surrogate("gfpgan_1.4")
+    small = FaceModels.build(apply_overrides(Settings(), ["execution.model_memory=512"]))
+    other = FaceModels.build(Settings())
+    assert small.detector.memory == 512 and other.detector.memory == "auto"  # type: ignore[attr-defined]
+    settings = apply_overrides(Settings(), ["execution.model_memory=640", "enhancer.model=gfpgan_1.4"])
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
+    enhancer = next(p for p in proc.processors if isinstance(p, FaceEnhancerProcessor))
+    assert [s.memory for s in enhancer.sessions()] == [640]
+    assert proc.detector.memory == 640 and small.detector.memory == 512  # type: ignore[attr-defined]
+
+
+def test_a_load_makes_room_within_the_budget_of_whoever_asks() -> None:
+    for name in ("arcface_w600k_r50", "gfpgan_1.4"):
+        install_surrogate(name)
+    sessions.release()
     try:
-        FaceModels.build(apply_overrides(Settings(), ["execution.model_memory=512"]))
-        assert sessions.memory_budget() == 512 * 2**20
+        roomy = sessions.CatalogSession("arcface_w600k_r50")
+        _ = roomy.session
+        tight = sessions.CatalogSession("gfpgan_1.4")
+        tight.memory = 0  # MB: no room for anything else (the surrogates are far smaller than a MB)
+        _ = tight.session
+        assert not roomy.loaded and tight.loaded  # the tight owner's budget dropped the other session
+        again = sessions.CatalogSession("arcface_w600k_r50")  # "auto": plenty of room, nothing dropped
+        _ = again.session
+        assert tight.loaded and again.loaded
     finally:
-        sessions.set_memory_budget("auto")
+        sessions.release()

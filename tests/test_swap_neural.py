@@ -7,10 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pipeline import families
 from pipeline.errors import ModelMismatch, NoFaceFound, UserError
 from pipeline.faces import align
 from pipeline.faces.arcface import OnnxRecogniser
 from pipeline.models import catalog, store
+from pipeline.settings import Settings
 from pipeline.swap.neural import NeuralSwapper, SourceIdentity, read_emap
 from pipeline.types import Face
 from tests.surrogates import install_surrogate
@@ -33,7 +35,7 @@ def _crops(n: int, size: int, seed: int = 5) -> np.ndarray:
 def _install(name: str, **options: Any) -> NeuralSwapper:
     install_surrogate(name, **options)
     install_surrogate(catalog.get(name).recogniser or "")
-    return NeuralSwapper(name)
+    return families.build(name, Settings(), "swapper")  # type: ignore[no-any-return]
 
 
 class _Recorder:

@@ -307,7 +307,7 @@ def _twin_cache() -> Path:
 @pytest.mark.slow
 def test_full_inswapper_twin_runs_in_the_swapper(isolated_dirs: dict[str, Path]) -> None:
     """554 MB, ≈ 350 GFLOP; the swapper loads it (catalog check, dynamic-batch rewrite) and swaps one face."""
-    from pipeline.swap.neural import NeuralSwapper, SourceIdentity, read_emap
+    from pipeline.swap.neural import InswapperSwapper, SourceIdentity, read_emap
 
     twin = mt.TWINS["inswapper_128"]
     result = mt.build_twin(twin, _twin_cache())  # cached across runs: FACESTATION_TWINS or the user cache
@@ -317,7 +317,7 @@ def test_full_inswapper_twin_runs_in_the_swapper(isolated_dirs: dict[str, Path])
 
     installed = isolated_dirs["models"] / catalog.get("inswapper_128").file
     installed.symlink_to(result.path)
-    swapper = NeuralSwapper("inswapper_128")
+    swapper = InswapperSwapper("inswapper_128")
     emap = read_emap(installed)
     assert emap.shape == (512, 512)
     rng = np.random.default_rng(3)
@@ -366,7 +366,7 @@ def test_full_fp16_twin_is_made_once_and_runs_batched_in_the_swapper(isolated_di
     """The 277 MB fp16 conversion of the full twin: a second build is a cache hit; the swapper loads it
     (catalog check, dynamic-batch rewrite kept on disk) and a batch of 2 gives what two batch-1 runs give."""
     from pipeline.models import batching, sessions
-    from pipeline.swap.neural import NeuralSwapper, SourceIdentity, read_emap
+    from pipeline.swap.neural import InswapperSwapper, SourceIdentity, read_emap
 
     twin, cache = mt.TWINS["inswapper_128_fp16"], _twin_cache()
     result = mt.build_twin(twin, cache)  # converted here unless a previous run left it in the cache
@@ -380,7 +380,7 @@ def test_full_fp16_twin_is_made_once_and_runs_batched_in_the_swapper(isolated_di
     installed = isolated_dirs["models"] / catalog.get("inswapper_128_fp16").file
     installed.symlink_to(result.path)
     sessions.release()
-    swapper = NeuralSwapper("inswapper_128_fp16")
+    swapper = InswapperSwapper("inswapper_128_fp16")
     assert swapper.batch is None  # the dynamic-batch rewrite checked out on the fp16 graph
     assert len(sessions.loaded()) == 1
     known, rewritten = batching.lookup(installed)

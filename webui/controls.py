@@ -28,6 +28,7 @@ SECTION_TABS: dict[str, str] = {
     "detector": "Detector",
     "landmarks": "Detector",
     "tracker": "Detector",
+    "processors": "Swapper & Enhancer",
     "swapper": "Swapper & Enhancer",
     "enhancer": "Swapper & Enhancer",
     "mask": "Mask & Colour",
@@ -136,6 +137,8 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
     if key == "execution.providers":  # only what really works here; what does not is dropped, not ticked
         usable = list(api.usable_providers())
         return gr.CheckboxGroup(choices=usable, value=[v for v in value if v in usable] or ["cpu"], **common)
+    if key == "processors.order":  # a list in the order chosen (a checkbox group would sort it)
+        return gr.Dropdown(choices=_literal_choices(args[0]), value=list(value), multiselect=True, **common)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis and _literal_choices(args[0]):
         return gr.CheckboxGroup(choices=_literal_choices(args[0]), value=list(value), **common)
     if annotation is bool:

@@ -1,4 +1,4 @@
-"""Protocols of the face-analysis model families (their registries are in :mod:`pipeline.faces.registry`)."""
+"""Protocols of the face-analysis model families (the registry of families is :mod:`pipeline.families`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Literal
 
 import cv2
 import numpy as np
@@ -99,10 +98,8 @@ def to_faces(scores: npt.NDArray[np.float32], boxes: npt.NDArray[np.float32], po
 class ScrfdDetector(CatalogSession):
     """faces.base.Detector for det_10g ("retinaface") and scrfd_2.5g ("scrfd")."""
 
-    def __init__(self, name: Literal["retinaface", "scrfd"], score: float = 0.5, nms: float = 0.4,
+    def __init__(self, name: str, score: float = 0.5, nms: float = 0.4,
                  size: int = 640, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        if name not in ("retinaface", "scrfd"):
-            raise UserError(f"'{name}' is not an SCRFD-family detector (choose from: retinaface, scrfd)")
         if size % 32 or not 32 <= size <= 1280:
             raise UserError(f"detector size must be a multiple of 32 between 32 and 1280, got {size}")
         super().__init__(name, providers, threads)

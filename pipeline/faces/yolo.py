@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.errors import UserError
 from pipeline.faces.scrfd import letterbox, to_faces
 from pipeline.models.sessions import CatalogSession
 from pipeline.types import Face, Frame, Provider
@@ -37,8 +36,6 @@ class YoloFaceDetector(CatalogSession):
 
     def __init__(self, name: str = "yolo_face", score: float = 0.5, nms: float = 0.4, size: int = 640,
                  providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        if name != "yolo_face":
-            raise UserError(f"'{name}' is not a YOLO face detector (choose: yolo_face)")
         super().__init__(name, providers, threads)
         if size != self.entry.input_size:
             log.info("yolo_face runs at its fixed %d px input (asked for %d)", self.entry.input_size, size)

@@ -415,10 +415,9 @@ def resolved_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """``settings`` with ``swapper.model`` resolved here (``auto`` -> the installed swapper this machine
     picks), so that every node renders with the same swapper; and the notice a local render would give
     about that choice."""
-    from pipeline.checks import resolved_swapper
-    from pipeline.swap.registry import CLASSIC_NOTICE
+    from pipeline.plan import CLASSIC_NOTICE, ModelPlan
 
-    swapper = resolved_swapper(settings)
+    swapper = ModelPlan.from_settings(settings).swapper
     if swapper == settings.swapper.model:
         return settings, []
     resolved = apply_overrides(settings, [f"swapper.model={swapper}"])
@@ -428,14 +427,12 @@ def resolved_settings(settings: Settings) -> tuple[Settings, list[str]]:
 def _shippable_models(settings: Settings) -> dict[str, dict[str, Any]]:
     """The model files a render with ``settings`` (its swapper resolved) loads that the driver has: name ->
     {path, size}. Built-in models are made on each node; a node fetches the others it lacks from the driver.
-    The optional landmark model goes too when the driver has it (a node without it would use other
+    The optional landmark model is in the plan when the driver has it (a node without it would use other
     landmarks)."""
-    from pipeline.checks import required_models
-    from pipeline.models import catalog, store
+    from pipeline.models import store
+    from pipeline.plan import ModelPlan
 
-    entries = required_models(settings, settings.swapper.model)
-    if settings.landmarks.model != "none":
-        entries.append(catalog.get(settings.landmarks.model))
+    entries = ModelPlan.from_settings(settings).required()
     found: dict[str, dict[str, Any]] = {}
     for entry in entries:
         path = store.installed_path(entry)

@@ -82,7 +82,7 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
 
 def _image(settings: Settings, sources: list[Path], target: Path, output: Path,
            ctx: JobContext) -> dict[str, Any]:
-    from pipeline.process import swap_image
+    from pipeline.still import swap_image
 
     if ctx.control.cancelled:
         raise Cancelled("job cancelled")

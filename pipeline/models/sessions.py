@@ -44,7 +44,7 @@ _Key = tuple[str, tuple[str, ...], int]
 _cache: OrderedDict[_Key, Any] = OrderedDict()  # least recently used first
 _sizes: dict[_Key, int] = {}  # bytes each session is reckoned to hold (its file's size)
 _holders: dict[_Key, weakref.WeakSet[Any]] = {}  # the CatalogSessions holding each cached session
-_budget: list[int | str] = ["auto"]  # execution.model_memory: MB, or "auto"
+Budget = int | str  # execution.model_memory: MB, or "auto"
 
 
 def available_providers() -> list[str]:
@@ -77,11 +77,12 @@ def _key(path: Path | str, names: Sequence[str], threads: int) -> _Key:
 
 
 def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",),
-         threads: int = 0) -> Any:
+         threads: int = 0, memory: Budget = "auto") -> Any:
     """A cached, validated session for the model file at ``path``.
 
     Before a new session is made, the least recently used ones are dropped until the model memory
-    budget (``execution.model_memory``, see :func:`set_memory_budget`) has room for this file.
+    budget of whoever asks (``memory``: their ``execution.model_memory``, see :func:`memory_budget`) has room
+    for this file.
     """
     names = resolve_providers(providers)
     key = _key(path, names, threads)
@@ -91,7 +92,7 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
             _cache.move_to_end(key)
             return session
     size = Path(path).stat().st_size
-    _make_room(size, names[0])
+    _make_room(size, names[0], memory)
     rt = ort()
     options = rt.SessionOptions()
     options.log_severity_level = 3
@@ -134,17 +135,10 @@ def return_freed_memory() -> None:
         ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
 
 
-def set_memory_budget(value: int | str) -> None:
-    """``execution.model_memory``: MB that loaded sessions may hold together, or "auto" (see
-    :func:`memory_budget`)."""
-    _budget[0] = value
-
-
-def memory_budget(provider: str = "CPUExecutionProvider") -> int:
-    """Bytes the loaded sessions may hold together: the setting, or by default ("auto") 3/4 of what
-    they hold now plus the memory still free (RAM on CPU, the GPU's free memory where a session runs
-    on CUDA or TensorRT and nvidia-smi can tell)."""
-    value = _budget[0]
+def memory_budget(provider: str = "CPUExecutionProvider", value: Budget = "auto") -> int:
+    """Bytes the loaded sessions may hold together under ``value`` (``execution.model_memory``): that many MB,
+    or ("auto") 3/4 of what they hold now plus the memory still free (RAM on CPU, the free GPU memory where a
+    session runs on CUDA or TensorRT and nvidia-smi can tell)."""
     if value != "auto":
         return int(value) * 1024 * 1024
     import psutil
@@ -158,9 +152,9 @@ def memory_budget(provider: str = "CPUExecutionProvider") -> int:
     return int(0.75 * (held + free))
 
 
-def _make_room(size: int, provider: str) -> None:
-    """Drop least recently used sessions of ``provider``'s memory until ``size`` more bytes fit."""
-    budget = memory_budget(provider)
+def _make_room(size: int, provider: str, memory: Budget) -> None:
+    """Drop least recently used sessions of ``provider``'s memory until ``size`` more bytes fit ``memory``."""
+    budget = memory_budget(provider, memory)
     dropped = False
     with _lock:
         same = [k for k in _cache if k[1][:1] == (provider,)]
@@ -188,7 +182,7 @@ def _fixed_batches(session: Any) -> set[int]:
 
 
 def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
-                 threads: int = 0) -> tuple[Any, int | None, Path]:
+                 threads: int = 0, memory: Budget = "auto") -> tuple[Any, int | None, Path]:
     """A validated session for ``entry``, how many items it takes per run (None: any number) and the
     file it was loaded from.
 
@@ -201,8 +195,8 @@ def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
     known, batched = batching.lookup(path)
     if known and batched is not None:
         log.info("%s runs with a dynamic batch", entry.name)
-        return load(batched, entry, providers, threads), None, batched
-    session = load(path, entry, providers, threads)
+        return load(batched, entry, providers, threads, memory), None, batched
+    session = load(path, entry, providers, threads, memory)
     fixed = _fixed_batches(session)
     if not fixed:
         return session, None, path
@@ -212,8 +206,8 @@ def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
         batched = batching.batched_path(path)
         if batched is not None:
             log.info("%s runs with a dynamic batch", entry.name)
-            return load(batched, entry, providers, threads), None, batched
-        session = load(path, entry, providers, threads)
+            return load(batched, entry, providers, threads, memory), None, batched
+        session = load(path, entry, providers, threads, memory)
     log.info("%s runs one item at a time (its batch axis is fixed)", entry.name)
     return session, min(fixed), path
 
@@ -236,6 +230,7 @@ class CatalogSession:
         self._session: Any = None  # dropped (set to None) when the memory budget evicts it
         self._key: _Key | None = None  # its key in the session cache, once loaded
         self._batch: int | None = None
+        self.memory: Budget = "auto"  # its owner's model memory budget (execution.model_memory)
 
     @property
     def session(self) -> Any:
@@ -245,10 +240,11 @@ class CatalogSession:
             _touch(self._key)  # mark it as just used
             return session
         if self.batched:
-            session, self._batch, self._path = load_batched(self.entry, self.providers, self.threads)
+            session, self._batch, self._path = load_batched(self.entry, self.providers, self.threads,
+                                                            self.memory)
         else:
             path = store.model_path(self.entry)
-            session = load(path, self.entry, self.providers, self.threads)
+            session = load(path, self.entry, self.providers, self.threads, self.memory)
             fixed = _fixed_batches(session)
             self._path, self._batch = path, min(fixed) if fixed else None
         key = _key(self._path, resolve_providers(self.providers), self.threads)

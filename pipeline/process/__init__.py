@@ -1,13 +1,12 @@
-"""The face-swap work on frames: detect -> select -> swap (align, swap, paste masks) -> enhance -> blend
-(colour, paste back), batched across frames.
+"""The face-swap work on frames: detect -> select -> the processors of ``processors.order`` -> blend, batched
+across frames.
 
-- ``models.py``      FaceModels: every model one swap uses, built from the settings
+- ``models.py``      FaceModels: the models the processors share (detector, landmarker, recogniser, masks)
 - ``identities.py``  Identities: the source faces as swapper identities; the references that pick targets
-- ``crops.py``       CropStages: the per-crop stages (swap + masks, enhance, colour/paste) and ``Swapped``
-- ``processor.py``   FaceProcessor, which puts them together, and ``swap_image`` for a still
+- ``processor.py``   FaceProcessor: them and the processors together (the chain, pipeline/chain.py, runs it)
 """
 
-from pipeline.process.crops import Swapped
-from pipeline.process.processor import FaceProcessor, swap_image
+from pipeline.process.processor import FaceProcessor
+from pipeline.processors.crops import Swapped
 
-__all__ = ["FaceProcessor", "Swapped", "swap_image"]
+__all__ = ["FaceProcessor", "Swapped"]

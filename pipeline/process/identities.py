@@ -15,6 +15,7 @@ from pipeline.errors import NoFaceFound, UserError
 from pipeline.faces import mapping
 from pipeline.image import read_image
 from pipeline.process.models import FaceModels
+from pipeline.swap.base import Swapper
 from pipeline.types import Embedding, Face, Frame
 
 
@@ -44,27 +45,30 @@ def read_face(models: FaceModels, src: Path | str | Frame, index: int, role: str
 
 class Identities:
     """The identities to swap in (``prepared`` by the swapper: one per source with a mapping, else one for
-    all sources) and what picks the faces to replace (``references`` with a mapping, ``reference`` in
-    reference mode)."""
+    all sources; none where no swapper runs) and what picks the faces to replace (``references`` with a
+    mapping, ``reference`` in reference mode)."""
 
-    def __init__(self, models: FaceModels, sources: Sequence[Path | str | Frame]) -> None:
+    def __init__(self, models: FaceModels, sources: Sequence[Path | str | Frame],
+                 swapper: Swapper | None) -> None:
         selector = models.settings.selector
-        swapper = models.swapper
         self.source_faces = [read_face(models, src, i) for i, src in enumerate(sources)]
-        if not self.source_faces:
+        if not self.source_faces and swapper is not None:
             raise UserError("no source image given")
         self.references: np.ndarray | None = None  # (M, D) mapping references, one per source
         self.reference: Embedding | None = None
+        self.prepared: list[object] = []
         if selector.mapping:
             if len(selector.mapping) != len(self.source_faces):
                 raise UserError(f"selector.mapping names {len(selector.mapping)} reference image(s) but "
                                 f"{len(self.source_faces)} source image(s) were given: "
                                 "give one reference per source")
-            self.prepared = [swapper.prepare_source([(src.frame, src.face)]) for src in self.source_faces]
+            if swapper is not None:
+                self.prepared = [swapper.prepare_source([(src.frame, src.face)]) for src in self.source_faces]
             refs = [read_face(models, r, i, role="reference") for i, r in enumerate(selector.mapping)]
             self.references = np.stack([models.embed(r.frame, [r.face])[0] for r in refs])
             return
-        self.prepared = [swapper.prepare_source([(src.frame, src.face) for src in self.source_faces])]
+        if swapper is not None:
+            self.prepared = [swapper.prepare_source([(src.frame, src.face) for src in self.source_faces])]
         if selector.mode == "reference":
             if not selector.reference:
                 raise UserError("selector.mode=reference needs selector.reference=IMAGE "
@@ -75,4 +79,4 @@ class Identities:
     def index_of(self, face: Face) -> int:
         """Which identity goes onto ``face``: its mapping position (without a mapping: the one identity)."""
         who = mapping.identity_of(face) if self.references is not None else 0
-        return min(who, len(self.prepared) - 1)
+        return max(0, min(who, len(self.prepared) - 1))

@@ -1,22 +1,22 @@
-"""The models one face swap uses, built once from the settings: detector, swapper, recogniser (on first
-use), enhancer, and the mask and landmark models. A model file that is missing fails here, not mid-render."""
+"""The models one swap shares across its processors, built once from the model plan: the detector, the
+optional 68-point landmarker, the recogniser that picks faces by identity (on first use) and the mask models.
+The processors build their own (process/processor.py puts them together). A model file that is missing fails
+here, not mid-render. Every onnxruntime model built here gets the memory budget of these settings
+(``execution.model_memory``): the sessions' owner sets it, not a module global."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.enhance.base import Enhancer
-from pipeline.enhance.registry import make_enhancer
+from pipeline import families
 from pipeline.faces.base import Detector, Recogniser
-from pipeline.faces.registry import make_detector, make_recogniser
-from pipeline.models import catalog, sessions, store
+from pipeline.models import catalog, store
+from pipeline.models.sessions import CatalogSession
 from pipeline.settings import Settings
-from pipeline.swap.base import Swapper
-from pipeline.swap.registry import make_swapper, resolve_name
 from pipeline.types import Face, Frame
 
 if TYPE_CHECKING:
@@ -25,16 +25,28 @@ if TYPE_CHECKING:
     from pipeline.faces.landmark68 import Landmarker68
 
 
+def sessions_of(objects: Iterable[object]) -> list[CatalogSession]:
+    """The onnxruntime-backed models among ``objects`` (each a session, or holding one as ``runner``)."""
+    found: list[CatalogSession] = []
+    for obj in objects:
+        for candidate in (obj, getattr(obj, "runner", None)):
+            if isinstance(candidate, CatalogSession) and candidate not in found:
+                found.append(candidate)
+    return found
+
+
+def give_budget(models: Iterable[object], settings: Settings) -> None:
+    """Every session among ``models`` loads within ``execution.model_memory`` of ``settings``."""
+    for session in sessions_of(models):
+        session.memory = settings.execution.model_memory
+
+
 @dataclass
 class FaceModels:
-    """Every model a face swap with ``settings`` runs; ``notices`` collects what the user should know
-    (a swapper chosen for them, a landmark model that is not installed)."""
+    """The shared models of a swap with ``settings``; ``notices`` collects what the user should know."""
 
     settings: Settings
     detector: Detector
-    swapper: Swapper
-    swapper_name: str
-    enhancer: Enhancer | None = None
     occluder: Occluder | None = None
     parser: FaceParser | None = None
     landmarker: Landmarker68 | None = None
@@ -42,49 +54,34 @@ class FaceModels:
     _recogniser: Recogniser | None = None
 
     @classmethod
-    def build(cls, settings: Settings) -> FaceModels:
-        providers, threads = settings.execution.providers, settings.execution.threads
-        sessions.set_memory_budget(settings.execution.model_memory)  # before any of them loads
-        swapper_name, notice = resolve_name(settings.swapper.model, providers)
-        models = cls(settings, make_detector(settings.detector, providers, threads),
-                     make_swapper(settings.swapper, providers, threads, name=swapper_name), swapper_name,
-                     notices=[notice] if notice else [])
-        models.enhancer = make_enhancer(settings.enhancer, providers, threads)
-        if models.enhancer is not None:
-            store.model_path(catalog.get(models.enhancer.name))  # a missing model fails now, not mid-render
-        models._load_mask_models()
+    def build(cls, settings: Settings, masks: Sequence[str] = (),
+              landmarker: str | None = None) -> FaceModels:
+        """``masks``/``landmarker``: the plan's (catalog names)."""
+        models = cls(settings, families.build(settings.detector.model, settings, "detector"))
+        for name in masks:
+            entry = catalog.get(name)
+            if entry.role == "parser":
+                from pipeline.blend.region import region_classes
+
+                region_classes(settings.mask.regions)
+            store.model_path(entry)  # a missing model fails now, not mid-render
+            setattr(models, entry.role, families.build(name, settings, entry.role))
+        if landmarker is not None:
+            models.landmarker = families.build(landmarker, settings, "landmarker")
+        give_budget(models.all(), settings)
         return models
 
-    def _load_mask_models(self) -> None:
-        s = self.settings
-        providers, threads = s.execution.providers, s.execution.threads
-        if "occlusion" in s.mask.types:
-            from pipeline.blend.occlusion import Occluder
-
-            store.model_path(catalog.get(s.mask.occluder))
-            self.occluder = Occluder(s.mask.occluder, providers, threads)
-        if "region" in s.mask.types:
-            from pipeline.blend.region import FaceParser, region_classes
-
-            region_classes(s.mask.regions)
-            store.model_path(catalog.get(s.mask.parser))
-            self.parser = FaceParser(s.mask.parser, providers, threads)
-        if s.landmarks.model != "none":
-            entry = catalog.get(s.landmarks.model)
-            if store.is_installed(entry):
-                from pipeline.faces.landmark68 import Landmarker68
-
-                self.landmarker = Landmarker68(s.landmarks.model, providers, threads)
-            else:
-                self.notices.append(f"landmarks.model={entry.name} is not installed: using the detector's "
-                                    f"five points (facestation models fetch {entry.name})")
+    def all(self) -> list[Any]:
+        """The models built so far."""
+        return [m for m in (self.detector, self.landmarker, self.occluder, self.parser, self._recogniser)
+                if m is not None]
 
     @property
     def recogniser(self) -> Recogniser:
         """SFace, loaded the first time a face is compared with a reference."""
         if self._recogniser is None:
-            execution = self.settings.execution
-            self._recogniser = make_recogniser("sface", execution.providers, execution.threads)
+            self._recogniser = families.build("sface", self.settings, "recogniser")
+            give_budget([self._recogniser], self.settings)
         return self._recogniser
 
     def embed(self, frame: Frame, faces: Sequence[Face]) -> np.ndarray:
@@ -92,15 +89,3 @@ class FaceModels:
         from pipeline.faces.recognise import embed_faces
 
         return embed_faces(self.recogniser, frame, list(faces))
-
-    @property
-    def names(self) -> list[str]:
-        """The catalog names of the models this swap uses (for the provenance tag and the summary)."""
-        s = self.settings
-        used = [s.detector.model, self.swapper_name]
-        if s.selector.mode == "reference" or s.selector.mapping:
-            used.append("sface")
-        for model in (self.landmarker, self.occluder, self.parser, self.enhancer):
-            if model is not None:
-                used.append(model.name)
-        return used

@@ -1,38 +1,38 @@
-"""One face swap's work on frames, batched across frames: detect -> select -> swap -> enhance -> blend.
+"""One swap's work on frames, batched across frames: detect -> select -> the face processors of
+``processors.order`` -> blend.
 
-:class:`FaceProcessor` is built once per job from the validated settings and the source images, keeps its
-models warm, and processes lists of frames. It puts three parts together:
+:class:`FaceProcessor` is built once per job from the validated settings, its model plan and the source
+images, keeps its models warm, and processes lists of frames. It puts together:
 
-- :class:`~pipeline.process.models.FaceModels`: every model, built from the settings;
+- the :class:`~pipeline.plan.ModelPlan`: which models run;
+- :class:`~pipeline.process.models.FaceModels`: the shared models (detector, landmarker, recogniser, masks);
+- the processors (pipeline/processors/), each with its own models, in the plan's order;
 - :class:`~pipeline.process.identities.Identities`: the identities to swap in and the references that pick
-  the faces to replace;
-- :class:`~pipeline.process.crops.CropStages`: the per-crop stages (swap with its paste masks, enhance,
-  blend).
+  the faces to replace.
 
-The video render calls the stages one by one (``detect``, ``select``, ``swap``, ``enhance``, ``blend``) so
-that tracking runs between detection and swapping and each stage's time is its own; ``apply`` and
-``process`` run them in a row (stills, the preview, the bench).
+The chain (pipeline/chain.py) runs them; ``swap`` and ``enhance`` run one processor by hand (tests, scripts).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pipeline.errors import UserError
 from pipeline.faces import mapping
 from pipeline.faces import select as selection
 from pipeline.faces.base import Detector
-from pipeline.image import output_format, read_image, write_image
-from pipeline.process.crops import CropStages, Swapped
+from pipeline.models.sessions import CatalogSession
+from pipeline.plan import ModelPlan
 from pipeline.process.identities import Identities
-from pipeline.process.models import FaceModels
-from pipeline.provenance import provenance_tag
+from pipeline.process.models import FaceModels, give_budget, sessions_of
+from pipeline.processors import PROCESSORS, FaceProcessorBase
+from pipeline.processors.crops import FaceMasks, Swapped, blend
+from pipeline.processors.face_enhancer import FaceEnhancerProcessor
+from pipeline.processors.face_swapper import FaceSwapperProcessor
 from pipeline.settings import Settings
 from pipeline.swap.base import Swapper
-from pipeline.types import Face, Frame, Mask
+from pipeline.types import Face, Frame, Mask, ProcessorName
 
 if TYPE_CHECKING:
     from pipeline.blend.occlusion import Occluder
@@ -41,17 +41,33 @@ if TYPE_CHECKING:
 
 
 class FaceProcessor:
-    def __init__(self, settings: Settings, sources: Sequence[Path | str | Frame]) -> None:
+    def __init__(self, settings: Settings, sources: Sequence[Path | str | Frame],
+                 plan: ModelPlan | None = None) -> None:
         self.settings = settings
-        self.face_models = FaceModels.build(settings)
-        self.identities = Identities(self.face_models, sources)
-        self.crops = CropStages(self.face_models)
+        self.plan = plan or ModelPlan.from_settings(settings)
+        self.face_models = FaceModels.build(settings, self.plan.masks, self.plan.landmarker)
+        self.notices.extend(self.plan.notices)
+        self.processors: list[FaceProcessorBase] = []
+        for step in self.plan.processors:
+            built = PROCESSORS[step.name](settings, self.plan.swapper, step.models)
+            give_budget(built.sessions(), settings)
+            self.notices.extend(built.notices)
+            self.processors.append(built)
+        swapper = self._step("face_swapper")
+        if isinstance(swapper, FaceSwapperProcessor):
+            give_budget([getattr(swapper.swapper, "recogniser", None)], settings)
+        self.masks = FaceMasks(settings, self.face_models.occluder, self.face_models.parser)
+        self.identities = Identities(self.face_models, sources,
+                                     swapper.swapper if isinstance(swapper, FaceSwapperProcessor) else None)
+
+    def _step(self, name: ProcessorName) -> FaceProcessorBase | None:
+        return next((p for p in self.processors if p.name == name), None)
 
     # --- what it is made of ---------------------------------------------------------------------------
     @property
     def models(self) -> list[str]:
-        """The catalog names of the models in use (provenance tag, summaries)."""
-        return self.face_models.names
+        """The catalog names of the models in use (provenance tag, summaries): the plan's."""
+        return self.plan.names
 
     @property
     def notices(self) -> list[str]:
@@ -62,12 +78,14 @@ class FaceProcessor:
         return self.face_models.detector
 
     @property
-    def swapper(self) -> Swapper:
-        return self.face_models.swapper
+    def swapper(self) -> Swapper | None:
+        step = self._step("face_swapper")
+        return step.swapper if isinstance(step, FaceSwapperProcessor) else None
 
     @property
     def enhancer(self) -> Enhancer | None:
-        return self.face_models.enhancer
+        step = self._step("face_enhancer")
+        return step.enhancer if isinstance(step, FaceEnhancerProcessor) else None
 
     @property
     def occluder(self) -> Occluder | None:
@@ -84,16 +102,35 @@ class FaceProcessor:
 
     @property
     def boost(self) -> int:
-        return self.crops.boost
+        step = self._step("face_swapper")
+        return step.boost if isinstance(step, FaceSwapperProcessor) else 1
 
     @property
     def crop_size(self) -> int:
-        return self.crops.crop_size
+        """The side of the first face processor's crop (the swap crop in the default order)."""
+        return self.processors[0].crop_size if self.processors else 0
 
     @property
     def mask(self) -> Mask:
-        """The box paste mask of a swapped crop (an item whose own ``mask`` is None pastes with this)."""
-        return self.crops.mask
+        """The box paste mask of the swap crop (an item whose own ``mask`` is None pastes with its box)."""
+        step = self._step("face_swapper")
+        assert isinstance(step, FaceSwapperProcessor), "no face_swapper in processors.order"
+        return step.box
+
+    @property
+    def poisson(self) -> bool:
+        step = self._step("face_swapper")
+        return isinstance(step, FaceSwapperProcessor) and step.poisson
+
+    def stage_sessions(self) -> dict[str, list[CatalogSession]]:
+        """The onnxruntime-backed models each stage runs (detect, then each processor's stage)."""
+        m = self.face_models
+        recogniser = m.recogniser if self.selects_by_identity else None  # runs on every frame's faces
+        out = {"detect": sessions_of([m.detector, m.landmarker, recogniser])}
+        for i, step in enumerate(self.processors):
+            mask_models = [m.occluder, m.parser] if i == 0 else []
+            out[step.stage] = [*step.sessions(), *sessions_of(mask_models)]
+        return out
 
     # --- stages ---------------------------------------------------------------------------------------
     @property
@@ -124,58 +161,29 @@ class FaceProcessor:
             chosen = models.landmarker.refine(frame, chosen)
         return chosen
 
+    def run_step(self, index: int, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]]) -> None:
+        """Processor ``index`` of the order on the faces of ``frames``, in place; the first sets the masks."""
+        self.processors[index].run(frames, items, self.identities, self.masks if index == 0 else None)
+
     def swap(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[list[Swapped]]:
         """Align and swap every given face (all crops of all frames batched), with their paste masks."""
-        return self.crops.swap(frames, faces, self.identities.prepared, self.identities.index_of)
+        items = [[Swapped.unframed(f) for f in row] for row in faces]
+        step = self._step("face_swapper")
+        if step is not None:
+            self.run_step(self.processors.index(step), frames, items)
+        return items
 
     @property
     def enhances(self) -> bool:
         """Whether :meth:`enhance` does anything with these settings."""
-        return self.crops.enhances
+        return self._step("face_enhancer") is not None
 
     def enhance(self, frames: Sequence[Frame], swapped: Sequence[Sequence[Swapped]]) -> None:
         """Restore the swapped faces (``swap``'s output for ``frames``) with the enhancer, in one batch."""
-        if not self.enhances:
-            return
-        owners = [frame for frame, row in zip(frames, swapped, strict=True) for _ in row]
-        self.crops.enhance(owners, [item for row in swapped for item in row])
+        step = self._step("face_enhancer")
+        if step is not None:
+            self.run_step(self.processors.index(step), frames, swapped)
 
     def blend(self, frame: Frame, items: Sequence[Swapped], inplace: bool = False) -> Frame:
-        """Colour-match each swapped crop and paste it back (``inplace``: into ``frame`` itself)."""
-        return self.crops.blend(frame, items, inplace=inplace)
-
-    def apply(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[Frame]:
-        """Swap the given faces in their frames: swap, enhance, blend."""
-        swapped = self.swap(frames, faces)
-        self.enhance(frames, swapped)
-        return [self.blend(f, items) for f, items in zip(frames, swapped, strict=True)]
-
-    def process(self, frames: Sequence[Frame]) -> list[Frame]:
-        detected = self.detect(frames)
-        chosen = [self.select(f, d) for f, d in zip(frames, detected, strict=True)]
-        return self.apply(frames, chosen)
-
-
-def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
-               output: Path) -> dict[str, Any]:
-    """Swap faces in one still image and write ``output`` in kind, with the provenance tag; returns a
-    summary."""
-    output_format(output)  # refuse an unwritable format before any work
-    started = time.perf_counter()
-    picture = read_image(target)
-    processor = FaceProcessor(settings, list(sources))
-    faces = processor.select(picture.bgr, processor.detect([picture.bgr])[0])
-    if not faces:
-        raise UserError(f"no face to replace in the target {target.name} "
-                        f"(selector.mode={settings.selector.mode})")
-    result = processor.apply([picture.bgr], [faces])[0]
-    write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality)
-    return {
-        "output": str(output),
-        "kind": "image",
-        "frames": 1,
-        "faces_swapped": len(faces),
-        "models": processor.models,
-        "notices": [*processor.notices, *filter(None, [picture.depth_notice(target.name)])],
-        "seconds": round(time.perf_counter() - started, 3),
-    }
+        """Colour-match each processed crop and paste it back (``inplace``: into ``frame`` itself)."""
+        return blend(self.settings, frame, items, poisson=self.poisson, inplace=inplace)

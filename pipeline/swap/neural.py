@@ -71,13 +71,15 @@ class NeuralSwapper(ModelRunner):
         if self.entry.template is None or self.entry.recogniser is None:
             valid = [e.name for e in catalog.by_role("swapper")]
             raise UserError(f"'{name}' is not a neural swapper (choose from: {', '.join(valid)})")
+        if self.entry.family not in self.families:
+            raise UserError(f"'{name}' ({self.entry.family}) is not run by {type(self).__name__}: build it "
+                            "with pipeline.families.build")
         self.crop_size = self.entry.input_size
         self.template: Template = self.entry.template
         self.recogniser = OnnxRecogniser(self.entry.recogniser, providers, threads)
 
-    @property
-    def uses_emap(self) -> bool:
-        return self.name.startswith("inswapper")
+    uses_emap = False  # InswapperSwapper: the latent is the embedding through the model's own emap
+    families: tuple[str, ...] = ("hyperswap", "simswap", "ghost")  # the catalog families this class runs
 
     def prepare_source(self, sources: Sequence[tuple[Frame, Face]]) -> SourceIdentity:
         """Average the embeddings of the source faces into the vector this model takes."""
@@ -119,3 +121,10 @@ class NeuralSwapper(ModelRunner):
             feeds = {target.name: chunk, source.name: np.repeat(latent, len(chunk), axis=0)}
             out.append(np.asarray(self.run_feeds(feeds)[0], dtype=np.float32))  # IO-bound on a GPU
         return denormalise(np.concatenate(out), self.entry)
+
+
+class InswapperSwapper(NeuralSwapper):
+    """inswapper_128 (and its fp16 file): takes ``embedding @ emap``, renormalised (MODELS.md §5)."""
+
+    uses_emap = True
+    families = ("inswapper",)

@@ -1,0 +1,155 @@
+"""The chain, written once: detect -> select -> the face processors of ``processors.order`` -> blend.
+
+Generator-first: :meth:`Chain.run` takes frames and yields each one processed, in order, as a
+:class:`Work` (the frame, its faces, the processed face items, the blended output); :attr:`Chain.busy`
+holds each stage's seconds. A still, the preview and the bench's naive loop run it frame by frame
+(:meth:`Chain.one`); the video render (pipeline/render.py) is its threaded driver: one thread for
+:class:`Finder` (detection and selection, on keyframes with tracking in a video) and one per
+:attr:`Chain.stages` entry, the same stage bodies."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from pipeline.faces.base import region_detection
+from pipeline.faces.keyframes import KeyframeDetector, interval_for
+from pipeline.faces.track import Tracker
+from pipeline.models.sessions import CatalogSession
+from pipeline.process import FaceProcessor
+from pipeline.processors.crops import Swapped
+from pipeline.types import Face, Frame
+
+
+@dataclass
+class Work:
+    """One frame on its way through the chain."""
+
+    frame: Frame
+    faces: list[Face]  # the faces chosen to process
+    detected: list[Face] = field(default_factory=list)  # every face found (frame by frame; for the debugger)
+    items: list[Swapped] = field(default_factory=list)  # the chosen faces as the processors left them
+    out: Frame | None = None  # the blended frame (after the last stage)
+
+    def __post_init__(self) -> None:
+        if not self.items:
+            self.items = [Swapped.unframed(f) for f in self.faces]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step after detection: a face processor, or the blend."""
+
+    name: str  # its stage name (timing, the render's thread): swap, enhance, blend…
+    run: Callable[[list[Work]], None]
+    batches: bool  # takes the frames of a batch at once (else one frame a run)
+    sessions: list[CatalogSession]  # the onnxruntime models it runs
+
+
+class Finder:
+    """Detection and selection. Frame by frame (``fps`` None) every frame is detected in full; in a video the
+    detector runs on keyframes (``detector.interval``), faces are followed in between and tracked (the tracker
+    holds a few frames back to bridge gaps: :meth:`flush` at the end)."""
+
+    def __init__(self, processor: FaceProcessor, fps: float | None = None) -> None:
+        self.processor = processor
+        self.keys: KeyframeDetector | None = None
+        self.tracker: Tracker[Frame] | None = None
+        if fps is not None:
+            s, models = processor.settings, processor.face_models
+            self.tracker = Tracker(s.tracker, fps)
+            interval = interval_for(s.detector.interval, fps)
+            refine = None if models.landmarker is None else models.landmarker.refine
+            self.keys = KeyframeDetector(processor.detect, processor.select, interval, s.tracker.scene_cut,
+                                         region_detection(models.detector), refine)
+
+    def push(self, frames: Sequence[Frame]) -> list[Work]:
+        """The frames whose faces are known now (a video's tracker may hold some back)."""
+        if self.keys is None or self.tracker is None:
+            detected = self.processor.detect(frames)
+            return [Work(f, self.processor.select(f, d), d) for f, d in zip(frames, detected, strict=True)]
+        ready: list[Work] = []
+        found = self.keys.faces(frames)
+        for frame, faces, cut in zip(frames, found, self.keys.cuts, strict=True):
+            ready.extend(Work(f, list(fs)) for f, fs in self.tracker.push(frame, faces, frame, cut=cut))
+        return ready
+
+    def flush(self) -> list[Work]:
+        if self.tracker is None:
+            return []
+        return [Work(f, list(fs)) for f, fs in self.tracker.flush()]
+
+
+class Chain:
+    """The stages of one :class:`~pipeline.process.FaceProcessor`, and their busy time."""
+
+    def __init__(self, processor: FaceProcessor, *, inplace: bool = False) -> None:
+        """``inplace``: the blend writes into the decoded frame itself (a render owns its frames)."""
+        self.processor = processor
+        self.inplace = inplace
+        self.stages: list[Stage] = [
+            Stage(p.stage, self._face_step(i), p.batches, processor.stage_sessions()[p.stage])
+            for i, p in enumerate(processor.processors)]
+        self.stages.append(Stage("blend", self._blend, False, []))
+        self.busy: dict[str, float] = dict.fromkeys(["detect", *(s.name for s in self.stages)], 0.0)
+
+    def finder(self, fps: float | None = None) -> Finder:
+        return Finder(self.processor, fps)
+
+    def _face_step(self, index: int) -> Callable[[list[Work]], None]:
+        def run(batch: list[Work]) -> None:
+            self.processor.run_step(index, [w.frame for w in batch], [w.items for w in batch])
+        return run
+
+    def _blend(self, batch: list[Work]) -> None:
+        for w in batch:
+            w.out = self.processor.blend(w.frame, w.items, inplace=self.inplace)
+
+    @contextlib.contextmanager
+    def timing(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.busy[stage] = self.busy.get(stage, 0.0) + time.perf_counter() - started
+
+    def through(self, works: list[Work]) -> list[Work]:
+        """``works`` through every stage after detection, timed."""
+        for stage in self.stages:
+            if works:
+                with self.timing(stage.name):
+                    stage.run(works)
+        return works
+
+    def run(self, frames: Iterable[Frame], batch: int = 1, fps: float | None = None) -> Iterator[Work]:
+        """Each frame of ``frames`` processed, in order (``batch`` frames a run; ``fps``: a video's, for
+        keyframes and tracking)."""
+        finder = self.finder(fps)
+        chunk: list[Frame] = []
+        for frame in frames:
+            chunk.append(frame)
+            if len(chunk) >= batch:
+                with self.timing("detect"):
+                    ready = finder.push(chunk)
+                yield from self.through(ready)
+                chunk = []
+        with self.timing("detect"):
+            ready = finder.push(chunk) if chunk else []
+            ready += finder.flush()
+        yield from self.through(ready)
+
+    def apply(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[Frame]:
+        """The given faces of ``frames`` through every stage after detection, as one batch."""
+        done = self.through([Work(f, list(fs)) for f, fs in zip(frames, faces, strict=True)])
+        return [w.out for w in done if w.out is not None]
+
+    def process(self, frames: Sequence[Frame]) -> list[Frame]:
+        """``frames`` detected in full and processed as one batch."""
+        done = self.through(self.finder().push(frames))
+        return [w.out for w in done if w.out is not None]
+
+    def one(self, frame: Frame) -> Work:
+        """One frame, detected in full, processed and blended."""
+        return next(self.run([frame]))

@@ -1,0 +1,20 @@
+"""The processors and their registry: a name of ``processors.order`` -> the class that does it.
+
+- ``base.py``           the contract every processor declares (name, settings section, where it works,
+                        whether it batches, its cost class, the models it needs) and how a face processor runs
+- ``face_swapper.py``   face_swapper: the source identity onto each chosen face
+- ``face_enhancer.py``  face_enhancer: each chosen face restored by a face-restoration model
+"""
+
+from __future__ import annotations
+
+from pipeline.processors.base import FaceProcessorBase, Processor
+from pipeline.processors.face_enhancer import FaceEnhancerProcessor
+from pipeline.processors.face_swapper import FaceSwapperProcessor
+from pipeline.types import ProcessorName
+
+PROCESSORS: dict[ProcessorName, type[FaceProcessorBase]] = {
+    cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor)
+}
+
+__all__ = ["PROCESSORS", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "Processor"]

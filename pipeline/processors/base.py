@@ -1,0 +1,93 @@
+"""The processor contract: what every processor declares and how it is run.
+
+A processor is one module (``face_swapper.py``, ``face_enhancer.py``…) whose class says, as class data:
+
+- ``name``: its name in ``processors.order`` (FaceFusion's vocabulary);
+- ``section``: the settings section it reads (``swapper``, ``enhancer``…);
+- ``where``: ``"face"`` (each selected face's aligned crop, at its own template and size) or ``"frame"``;
+- ``batches``: whether one run takes the faces of several frames at once (a render batches across frames);
+- ``cost``: its class in the render's thread plan (``"model"``: an onnxruntime stage that shares the cores by
+  measured cost; ``"light"``: image work, one thread);
+- ``stage``: the name its work is timed under (a render stage; ``swap``, ``enhance``…);
+
+and, as class methods, the models it needs for given settings (:meth:`Processor.models`, read by the model
+plan) and whether it does anything with them (:meth:`Processor.active`). An instance is built from settings
+and the names the plan gave it, and runs on a batch (:meth:`FaceProcessorBase.run`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+
+from pipeline.settings import Settings
+from pipeline.types import Face, Frame, ProcessorName
+
+if TYPE_CHECKING:
+    from pipeline.models.sessions import CatalogSession
+    from pipeline.processors.crops import FaceMasks, Swapped
+
+Where = Literal["face", "frame"]
+Cost = Literal["model", "light"]
+
+
+class Identities(Protocol):
+    """Who goes onto which face (pipeline.process.identities.Identities)."""
+
+    prepared: list[object]  # one identity per source (mapping) or one for all, as the swapper prepared it
+
+    def index_of(self, face: Face) -> int: ...
+
+
+class Processor(ABC):
+    name: ClassVar[ProcessorName]
+    section: ClassVar[str]
+    where: ClassVar[Where]
+    batches: ClassVar[bool]
+    cost: ClassVar[Cost]
+    stage: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def models(cls, settings: Settings, swapper: str) -> tuple[str, ...]:
+        """The catalog models it runs with ``settings`` (``swapper``: the resolved swapper)."""
+
+    @abstractmethod
+    def __init__(self, settings: Settings, swapper: str, models: tuple[str, ...]) -> None:
+        """Build it: ``models``: the plan's for it ``swapper``: the resolved one."""
+
+    @classmethod
+    def active(cls, settings: Settings) -> bool:
+        """Whether it changes anything with ``settings`` (an enhancer set to none does not)."""
+        return True
+
+    @abstractmethod
+    def sessions(self) -> list[CatalogSession]:
+        """The onnxruntime-backed models it runs (for loading and the thread plan)."""
+
+    @property
+    def notices(self) -> list[str]:
+        """What the user should know about how it runs (filled while it is built)."""
+        return []
+
+
+class FaceProcessorBase(Processor):
+    """A processor on each selected face's aligned crop."""
+
+    where: ClassVar[Where] = "face"
+
+    @property
+    @abstractmethod
+    def crop_size(self) -> int:
+        """Side of the crop it works on."""
+
+    @abstractmethod
+    def run(self, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]], who: Identities,
+            masks: FaceMasks | None) -> None:
+        """Work on the faces of ``frames`` (``items[i]``: frame i's), all of them in one batch, in place.
+
+        An item that no processor has framed yet (``item.framed`` is False) is aligned from the frame at this
+        processor's template and size; one framed by an earlier processor is re-framed here (its result
+        composited over the frame). ``masks``: set the items' paste masks on the crop this processor frames
+        (given to the first face processor of the order), else None."""

@@ -1,0 +1,127 @@
+"""Generic stage plumbing for a threaded pipeline: bounded pipes, one thread per stage, batches, busy time.
+
+Nothing here knows about faces or video: :class:`Stages` starts named threads that take items in order from
+their :class:`Pipe` and hand results on; the first failure stops them all (every pipe gives up once the stop
+event is set) and is kept for the caller; :meth:`Stages.timed` counts the seconds each stage is busy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+END = object()  # the last item through a pipe
+
+
+class Stop(Exception):
+    """Another stage failed or the run was cancelled: leave quietly."""
+
+
+class Pipe:
+    """A bounded queue whose get/put give up when the run is stopping."""
+
+    def __init__(self, size: int, stop: threading.Event) -> None:
+        self.q: queue.Queue[Any] = queue.Queue(maxsize=size)
+        self.stop = stop
+
+    def put(self, item: Any) -> None:
+        while True:
+            if self.stop.is_set():
+                raise Stop
+            try:
+                self.q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def get(self) -> Any:
+        while True:
+            if self.stop.is_set():
+                raise Stop
+            try:
+                return self.q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+
+    def __iter__(self) -> Iterator[Any]:
+        while (item := self.get()) is not END:
+            yield item
+
+    def batches(self, size: int) -> Iterator[list[Any]]:
+        """The items in lists of ``size`` (the last may be shorter)."""
+        batch: list[Any] = []
+        for item in self:
+            batch.append(item)
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+class Stages:
+    """The threads of one run, their pipes and their busy seconds."""
+
+    def __init__(self, names: Iterable[str], queue_size: int) -> None:
+        self.stop = threading.Event()  # set when the run ends, fails or is cancelled: every stage leaves
+        self.errors: list[BaseException] = []
+        self.names = list(names)
+        self.inbox = {name: Pipe(queue_size, self.stop) for name in self.names[1:]}  # the first has none
+        self.busy = dict.fromkeys(self.names, 0.0)
+        self.threads: list[threading.Thread] = []
+
+    def after(self, name: str) -> Pipe:
+        """The pipe into the stage after ``name``."""
+        return self.inbox[self.names[self.names.index(name) + 1]]
+
+    def start(self, name: str, body: Callable[..., None], *args: Any) -> None:
+        def run() -> None:
+            try:
+                body(*args)
+            except Stop:
+                pass
+            except BaseException as exc:  # handed to the caller
+                self.errors.append(exc)
+                self.stop.set()
+
+        t = threading.Thread(target=run, name=f"render-{name}", daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    @contextlib.contextmanager
+    def timing(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        self.busy[stage] += time.perf_counter() - started
+
+    def timed(self, stage: str, items: Iterable[Any]) -> Iterator[Any]:
+        """``items``, with the time spent waiting for each counted as ``stage``'s."""
+        it = iter(items)
+        while True:
+            started = time.perf_counter()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            self.busy[stage] += time.perf_counter() - started
+            yield item
+
+    def join(self, tick: Callable[[], None], timeout: float = 0.2) -> None:
+        """Wait for every thread, calling ``tick`` every ``timeout`` seconds meanwhile."""
+        for t in self.threads:
+            while t.is_alive():
+                t.join(timeout=timeout)
+                tick()
+
+    def halt(self, timeout: float = 5.0) -> None:
+        """Stop every stage and wait for each up to ``timeout`` seconds."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=timeout)
+
+    def seconds(self) -> dict[str, float]:
+        return {k: round(v, 3) for k, v in self.busy.items()}

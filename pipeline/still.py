@@ -1,0 +1,41 @@
+"""A still image through the chain: read, swap, write in kind with the provenance tag."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.chain import Chain, Work
+from pipeline.errors import UserError
+from pipeline.image import output_format, read_image, write_image
+from pipeline.process import FaceProcessor
+from pipeline.provenance import provenance_tag
+from pipeline.settings import Settings
+
+
+def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
+               output: Path) -> dict[str, Any]:
+    """Swap faces in one still image and write ``output`` in kind, with the provenance tag; returns a
+    summary."""
+    output_format(output)  # refuse an unwritable format before any work
+    started = time.perf_counter()
+    picture = read_image(target)
+    processor = FaceProcessor(settings, list(sources))
+    work: Work = Chain(processor).one(picture.bgr)
+    faces = work.faces
+    if not faces:
+        raise UserError(f"no face to replace in the target {target.name} "
+                        f"(selector.mode={settings.selector.mode})")
+    result = work.out
+    write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality)
+    return {
+        "output": str(output),
+        "kind": "image",
+        "frames": 1,
+        "faces_swapped": len(faces),
+        "models": processor.models,
+        "notices": [*processor.notices, *filter(None, [picture.depth_notice(target.name)])],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
