@@ -212,7 +212,8 @@ FFMPEG = Executable("FACESTATION_FFMPEG", None, "the ffmpeg to run (an ffprobe b
                     "`ffmpeg` on PATH, else imageio-ffmpeg's")
 # limits and the queue (pipeline/image.py, pipeline/jobs/)
 MAX_PIXELS = Whole("FACESTATION_MAX_PIXELS", 16384 * 16384 // 2,
-                   "the largest still image read, in pixels; a larger one is refused before decoding")
+                   "the largest still image read, in pixels; a larger one is refused before decoding",
+                   "`134217728` (about 134 MP)")
 QUEUE_STALE_AFTER = Positive("FACESTATION_QUEUE_STALE_AFTER", 120.0,
                              "a running job whose heartbeat is this old is taken over by another worker",
                              unit="seconds")
@@ -229,7 +230,7 @@ FARM_OBJECT_STORE_MB = Whole("FACESTATION_FARM_OBJECT_STORE_MB", 1024,
                              "Ray's object store, in MiB, when the farm starts its own runtime")
 FARM_LOGS = Flag("FACESTATION_FARM_LOGS", False, "Ray workers' logs are printed by the driver")
 FARM_SHIP = Flag("FACESTATION_FARM_SHIP", False,
-                 "segments and models travel through Ray's object store even when a node sees the folder")
+                 "a segment comes back through Ray's object store even when its node sees the work folder")
 # the command line (cli/main.py)
 DEBUG = Flag("FACESTATION_DEBUG", False, "an internal error shows its traceback")
 
