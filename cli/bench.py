@@ -8,15 +8,15 @@ real models' I/O, size and FLOPs) built once into the cache and installed in a t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipeline import presets
+from pipeline import env, presets
 from pipeline.errors import UserError
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_twins.py"
@@ -88,11 +88,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     sources = [Path(s) for s in args.source] if args.source else [default_face()]
     with tempfile.TemporaryDirectory(prefix="facestation-bench-") as tmp:
         overrides = list(args.set or [])
-        saved = os.environ.get("FACESTATION_MODELS")
         if args.twins:
             overrides = install_twins(args.twins.split(","), Path(tmp) / "models") + overrides
-            os.environ["FACESTATION_MODELS"] = str(Path(tmp) / "models")
-        try:
+        with env.MODELS.set_to(Path(tmp) / "models") if args.twins else contextlib.nullcontext():
             settings = presets.settings_from(args.preset, overrides)
             target = Path(args.target) if args.target else None
             if target is None:
@@ -100,12 +98,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 target = make_test_clip(Path(tmp) / "bench-1080p.mp4", sources[0], seconds=seconds)
             report = run_bench(settings, sources, target, Path(tmp),
                                with_temp=not (args.no_temp_frames or args.twins), limit=bool(args.twins))
-        finally:
-            if args.twins:
-                if saved is None:
-                    os.environ.pop("FACESTATION_MODELS", None)
-                else:
-                    os.environ["FACESTATION_MODELS"] = saved
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from cli import bench, models, presets, queue, swap, ui
-from pipeline import __version__
+from pipeline import __version__, env
 from pipeline.errors import Cancelled, UserError, os_fault
 
 COMMANDS = (swap, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
@@ -40,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "-v" in argv or "--verbose" in argv
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="facestation: %(message)s")
+    debug = False
     try:
+        debug = env.DEBUG.get()  # every command reads it, so a bad value is refused before any runs
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "handler", None):
@@ -62,16 +63,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a full or read-only disk, a missing permission: the user's to fix
         fault = os_fault(exc)
         if fault is None:
-            return _internal(exc)
+            return _internal(exc, debug)
         print(f"facestation: error: {fault}", file=sys.stderr)
         return 2
     except Exception as exc:
-        return _internal(exc)
+        return _internal(exc, debug)
 
 
-def _internal(exc: Exception) -> int:
+def _internal(exc: Exception, debug: bool) -> int:
     """An internal error: one line, the traceback on request."""
-    if os.environ.get("FACESTATION_DEBUG"):
+    if debug:
         raise exc
     print(f"facestation: internal error: {type(exc).__name__}: {exc} "
           "(set FACESTATION_DEBUG=1 for details)", file=sys.stderr)

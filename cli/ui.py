@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pipeline import env
 from pipeline.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    config = config_from_args(args)  # refuse bad options before importing Gradio (slow)
+    env.check()  # refuse a bad FACESTATION_* value, and bad options, before importing Gradio (slow)
+    config = config_from_args(args)
     from webui.app import serve
 
     scheme = "https" if config.tls else "http"

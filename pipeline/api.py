@@ -12,6 +12,7 @@ from pathlib import Path
 from pipeline import paths
 from pipeline.bench import BackgroundBench
 from pipeline.checks import ModelsMissing, check_swap, choice_label
+from pipeline.env import check as check_environment
 from pipeline.errors import ModelMissing, UserError
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
@@ -53,6 +54,8 @@ from pipeline.workspace import output_path, remove_download_copies, stash
 __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
     "Settings", "apply_overrides", "settings_keys",
+    # environment: every FACESTATION_* variable read once, UserError naming the first bad one (start-up)
+    "check_environment",
     # errors: the one exception type whose message is shown to the user as it is
     "UserError", "ModelMissing",
     # media: what an upload may be, and the check of one by content

@@ -18,13 +18,12 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
+from pipeline import env
 from pipeline.errors import BadMedia, UserError, not_a_file
 from pipeline.types import Frame
 
-MAX_PIXELS = int(os.environ.get("FACESTATION_MAX_PIXELS", str(16384 * 16384 // 2)))  # ~134 MP
 FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
 IMAGE_SUFFIXES = frozenset(FORMATS) | {".bmp", ".tif", ".tiff"}
-Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's bomb check then agrees with ours
 
 
 def is_image_path(path: Path | str) -> bool:
@@ -60,15 +59,16 @@ def read_image(path: Path | str) -> Picture:
         raise special
     if path.stat().st_size == 0:
         raise BadMedia(f"{path.name} is empty (0 bytes)")
+    limit = Image.MAX_IMAGE_PIXELS = env.MAX_PIXELS.get()  # Pillow's bomb check then agrees with ours
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as img:
                 width, height = img.size
-                if width * height > MAX_PIXELS:
+                if width * height > limit:
                     raise BadMedia(
                         f"{path.name} is {width}×{height} ({width * height / 1e6:.0f} MP), over the "
-                        f"{MAX_PIXELS / 1e6:.0f} MP limit; refused before decoding"
+                        f"{limit / 1e6:.0f} MP limit; refused before decoding"
                     )
                 fmt = img.format
                 bits = _bits_per_channel(path, img)
@@ -79,7 +79,7 @@ def read_image(path: Path | str) -> Picture:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         size = f" ({int(found.group(1)) / 1e6:.0f} MP)" if found else ""
         raise BadMedia(
-            f"{path.name} is too large{size}, over the {MAX_PIXELS / 1e6:.0f} MP limit; "
+            f"{path.name} is too large{size}, over the {limit / 1e6:.0f} MP limit; "
             "refused before decoding"
         ) from None
     except UnidentifiedImageError:

@@ -1,4 +1,4 @@
-"""Where facestation keeps its files. Every folder can be moved with an environment variable."""
+"""Where facestation keeps its files. Every folder can be moved with an environment variable (see env.py)."""
 
 from __future__ import annotations
 
@@ -8,29 +8,30 @@ from pathlib import Path
 
 import platformdirs
 
+from pipeline import env
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _env_dir(var: str, default: Path) -> Path:
-    value = os.environ.get(var)
-    path = Path(value).expanduser() if value else default
+def _env_dir(var: env.Folder, default: Path) -> Path:
+    path = var.get() or default
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def models_dir() -> Path:
     """Installed model weights (``models/`` in the checkout unless FACESTATION_MODELS is set)."""
-    return _env_dir("FACESTATION_MODELS", REPO_ROOT / "models")
+    return _env_dir(env.MODELS, REPO_ROOT / "models")
 
 
 def data_dir() -> Path:
     """User data: queue database, user presets, outputs."""
-    return _env_dir("FACESTATION_DATA", Path(platformdirs.user_data_dir("facestation")))
+    return _env_dir(env.DATA, Path(platformdirs.user_data_dir("facestation")))
 
 
 def cache_dir() -> Path:
     """Derived files that can be rebuilt: converted built-in models, TensorRT engines."""
-    return _env_dir("FACESTATION_CACHE", Path(platformdirs.user_cache_dir("facestation")))
+    return _env_dir(env.CACHE, Path(platformdirs.user_cache_dir("facestation")))
 
 
 def builtin_presets_dir() -> Path:
@@ -38,11 +39,11 @@ def builtin_presets_dir() -> Path:
 
 
 def user_presets_dir() -> Path:
-    return _env_dir("FACESTATION_PRESETS", data_dir() / "presets")
+    return _env_dir(env.PRESETS, data_dir() / "presets")
 
 
 def outputs_dir() -> Path:
-    return _env_dir("FACESTATION_OUTPUTS", data_dir() / "outputs")
+    return _env_dir(env.OUTPUTS, data_dir() / "outputs")
 
 
 def write_atomic(dest: Path, data: bytes) -> None:

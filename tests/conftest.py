@@ -6,10 +6,11 @@ them is the slowest step of a fresh run.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
+from pipeline import env
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +37,7 @@ def isolated_dirs(tmp_path: Path, session_cache: Path, monkeypatch: pytest.Monke
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("FACESTATION_GPU_TESTS") == "1":
+    if env.GPU_TESTS.get():
         return
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (set FACESTATION_GPU_TESTS=1 on a GPU machine)")
     for item in items:

@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 import pytest
 
+from pipeline import env
 from pipeline.types import Frame
 
 T1_WHEEL = "insightface==2.1"
@@ -25,8 +26,7 @@ T1_MEMBER = "insightface/data/images/t1.jpg"
 
 def cache_folder() -> Path:
     """Downloads kept between test runs, outside the checkout (FACESTATION_TEST_DATA overrides)."""
-    value = os.environ.get("FACESTATION_TEST_DATA")
-    path = Path(value).expanduser() if value else Path.home() / ".cache" / "facestation-tests"
+    path = env.TEST_DATA.get() or Path.home() / ".cache" / "facestation-tests"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -4,7 +4,8 @@
 - ``pipeline`` never imports ``webui`` or ``cli``, not even by a string handed to importlib;
 - ``webui`` reaches the engine only through ``pipeline.api`` (plus the shared vocabulary it re-exports);
 - no module uses another module's ``_private`` name;
-- no function or method is longer than 80 lines.
+- no function or method is longer than 80 lines;
+- only ``pipeline/env.py`` reads a ``FACESTATION_*`` environment variable (writes are fine).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pipeline", "webui", "cli")
 MAX_FUNCTION_LINES = 80
+ENV_READERS = ("get", "getenv")  # os.environ.get(NAME), os.getenv(NAME); setdefault and pop are writes
 
 
 @dataclass
@@ -206,3 +208,57 @@ def test_architecture_page_matches_the_tree() -> None:
              or (p.is_dir() and (p / "__init__.py").exists())]
     unnamed = [r for r in sorted(rooms) if (r if r.endswith(".py") else r + "/") not in page]
     assert not unnamed, f"pipeline rooms missing from ARCHITECTURE.md: {unnamed}"
+
+
+def _is_environ(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or \
+        (isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _env_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, key) of every read of the environment: ``os.environ.get(k)``, ``os.getenv(k)``,
+    ``os.environ[k]`` (not as a target), ``k in os.environ``; key is the literal, or ``?`` if computed."""
+    keys: list[tuple[int, ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and (
+                (node.func.attr == "get" and _is_environ(node.func.value))
+                or (node.func.attr == "getenv" and isinstance(node.func.value, ast.Name))):
+            keys.append((node.lineno, node.args[0]))
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
+            keys.append((node.lineno, node.slice))
+        elif isinstance(node, ast.Compare) and any(_is_environ(c) for c in node.comparators):
+            keys.append((node.lineno, node.left))
+    return [(line, key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "?")
+            for line, key in keys]
+
+
+def test_env_read_finder_finds_reads() -> None:
+    source = "\n".join([
+        "import os",
+        "from os import environ",
+        'os.environ.get("FACESTATION_DATA")',
+        'os.getenv("FACESTATION_DEBUG")',
+        'x = os.environ["FACESTATION_MODELS"]',
+        'if "FACESTATION_CACHE" in environ: pass',
+        "os.environ.get(name)",
+        'os.environ["FACESTATION_DATA"] = "d"',  # writes are fine
+        'os.environ.setdefault("FACESTATION_DATA", "d")',
+        'os.environ.get("PYTHONPATH")',
+    ])
+    assert _env_reads(ast.parse(source)) == [(3, "FACESTATION_DATA"), (4, "FACESTATION_DEBUG"),
+                                             (5, "FACESTATION_MODELS"), (6, "FACESTATION_CACHE"), (7, "?"),
+                                             (10, "PYTHONPATH")]
+
+
+def test_only_pipeline_env_reads_facestation_variables() -> None:
+    """Every FACESTATION_* value is parsed by one rule (pipeline/env.py): elsewhere, read ``env.NAME.get()``.
+    A read whose key is computed is refused too, since it could be one."""
+    bad = []
+    for folder in (*PACKAGES, "scripts", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path in (ROOT / "pipeline" / "env.py", ROOT / "tests" / "test_env.py"):  # the rule, its tests
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            bad += [f"{path.relative_to(ROOT)}:{line} reads {key}" for line, key in _env_reads(tree)
+                    if key == "?" or key.startswith("FACESTATION_")]
+    assert not bad, "read these through pipeline.env:\n" + "\n".join(bad)

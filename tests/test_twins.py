@@ -23,6 +23,7 @@ import platformdirs
 import pytest
 from onnx import numpy_helper
 
+from pipeline import env
 from pipeline.models import catalog
 from pipeline.models.validate import check_io, session_io
 
@@ -300,8 +301,7 @@ def test_narrow_fp16_twin_is_converted_from_its_base_and_cached(tmp_path: Path) 
 
 
 def _twin_cache() -> Path:
-    root = os.environ.get("FACESTATION_TWINS") or Path(platformdirs.user_cache_dir("facestation")) / "twins"
-    return Path(root)
+    return env.TWINS.get() or Path(platformdirs.user_cache_dir("facestation")) / "twins"
 
 
 @pytest.mark.slow

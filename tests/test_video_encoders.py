@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import stat
 import sys
 from pathlib import Path
 
 import pytest
 
+from pipeline.env import BadEnvironment
 from pipeline.video import encoders, ffmpeg
 
 _FAKE = """#!{python}
@@ -108,7 +110,8 @@ def test_env_override_selects_ffmpeg(tmp_path: Path, monkeypatch: pytest.MonkeyP
     tools = ffmpeg.find_tools()
     assert tools.ffmpeg == exe and tools.origin == "env" and tools.ffprobe is None
     monkeypatch.setenv(ffmpeg.ENV_VAR, str(tmp_path / "nope"))
-    with pytest.raises(ffmpeg.FFmpegMissing, match="FACESTATION_FFMPEG"):
+    line = f"FACESTATION_FFMPEG must be an executable: a path, or a name on PATH (got '{tmp_path / 'nope'}')"
+    with pytest.raises(BadEnvironment, match=re.escape(line)):
         ffmpeg.find_tools()
 
 

@@ -203,6 +203,7 @@ def _secure(config: UiConfig) -> UiConfig:
 
 def serve(config: UiConfig, *, block: bool = True) -> tuple[App, Any]:
     """Launch the app (and the render worker). With ``block=False`` returns at once; close with ``stop``."""
+    api.check_environment()  # a bad FACESTATION_* value stops the start with the line that names it
     config = _secure(config)
     api.remove_download_copies()  # private copies older versions handed out
     app = build(config)

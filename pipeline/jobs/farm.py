@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import paths
+from pipeline import env, paths
 from pipeline.errors import Cancelled, FacestationError, UserError
 from pipeline.image import is_image_path
 from pipeline.jobs import runner, segments
@@ -49,8 +49,8 @@ log = logging.getLogger(__name__)
 INSTALL = 'pip install "facestation[farm]"'
 CORES_PER_RENDER = 2  # a CPU render keeps about two cores busy (decode/encode threads + onnxruntime)
 MAX_RETRIES = 3  # a task whose worker process or node died runs again, at most this many times
-SEGMENT_VAR = "FACESTATION_FARM_SEGMENT_SECONDS"
-DEFAULT_SEGMENT_SECONDS = 3.0  # of video per task: long against a task's set-up, short against a crash
+SEGMENT_VAR = env.FARM_SEGMENT_SECONDS.name
+DEFAULT_SEGMENT_SECONDS = env.FARM_SEGMENT_SECONDS.default  # long against a task's set-up, short vs a crash
 STATUS_FILE = "farm.json"
 _ADDRESS = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
@@ -74,11 +74,7 @@ def ray_module() -> Any:
 
 def default_segment_seconds() -> float:
     """Seconds of video per farm task: ``$FACESTATION_FARM_SEGMENT_SECONDS`` or 3."""
-    value = os.environ.get(SEGMENT_VAR)
-    try:
-        return max(0.05, float(value)) if value else DEFAULT_SEGMENT_SECONDS
-    except ValueError:
-        raise UserError(f"{SEGMENT_VAR}={value!r} is not a number of seconds") from None
+    return max(0.05, env.FARM_SEGMENT_SECONDS.get())
 
 
 def parse_address(text: str) -> str | None:
@@ -152,8 +148,8 @@ class Farm:
         where = parse_address(address)
         if slots is not None and slots < 1:
             raise UserError(f"--slots must be at least 1, got {slots}")
-        store_mb = object_store_mb or int(os.environ.get("FACESTATION_FARM_OBJECT_STORE_MB", "0") or 0)
-        kwargs: dict[str, Any] = {"log_to_driver": bool(os.environ.get("FACESTATION_FARM_LOGS")),
+        store_mb = object_store_mb or env.FARM_OBJECT_STORE_MB.get()
+        kwargs: dict[str, Any] = {"log_to_driver": env.FARM_LOGS.get(),
                                   "include_dashboard": False}
         if where not in (None, "auto"):
             _check_reachable(address, where)
@@ -342,7 +338,7 @@ class FarmVideoJob:
         inputs = {f: segments.fingerprint(Path(f)) for f in files}
         models = _shippable_models(self.settings)
         ray.get(self.farm.server.allow.remote(files + [m["path"] for m in models.values()]))
-        ship = bool(os.environ.get("FACESTATION_FARM_SHIP"))
+        ship = env.FARM_SHIP.get()
         settings_json = self.settings.model_dump_json()  # the swapper resolved here, not on each node
 
         def task(start: int, frames: int | None) -> SegmentTask:

@@ -8,7 +8,6 @@ gets back a summary dict or an exception (:class:`~pipeline.errors.Cancelled` wh
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline import paths
+from pipeline import env, paths
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.image import is_image_path
 from pipeline.jobs import segments
@@ -30,19 +29,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_VAR = "FACESTATION_QUEUE_CHECKPOINT_SECONDS"
+CHECKPOINT_VAR = env.QUEUE_CHECKPOINT_SECONDS.name
 
 
 def checkpoint_seconds() -> float:
     """Wall time between two checkpoints (finished segments) of a video job:
     ``$FACESTATION_QUEUE_CHECKPOINT_SECONDS`` or 3 s. A crash loses at most this much work, whatever the
     machine's speed."""
-    value = os.environ.get(CHECKPOINT_VAR)
-    try:
-        return max(0.05, float(value)) if value else segments.DEFAULT_CHECKPOINT_SECONDS
-    except ValueError:
-        log.warning("ignoring %s=%r (not a number)", CHECKPOINT_VAR, value)
-        return segments.DEFAULT_CHECKPOINT_SECONDS
+    return max(0.05, env.QUEUE_CHECKPOINT_SECONDS.get())
 
 
 @dataclass

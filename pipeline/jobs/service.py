@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline import env
 from pipeline.errors import UserError
 from pipeline.image import is_image_path, output_format, read_image
 from pipeline.jobs.model import Job
@@ -26,17 +27,8 @@ from pipeline.video.probe import probe
 
 def open_store(path: str | Path | None = None) -> JobStore:
     """The queue (the default database unless ``path``), with ``FACESTATION_QUEUE_STALE_AFTER`` and
-    ``FACESTATION_QUEUE_MAX_ATTEMPTS`` applied if set."""
-    kwargs: dict[str, Any] = {}
-    for var, key, kind in (("FACESTATION_QUEUE_STALE_AFTER", "stale_after", float),
-                           ("FACESTATION_QUEUE_MAX_ATTEMPTS", "max_attempts", int)):
-        value = os.environ.get(var)
-        if value:
-            try:
-                kwargs[key] = kind(value)
-            except ValueError:
-                raise UserError(f"{var}={value!r} is not a number") from None
-    return JobStore(path, **kwargs)
+    ``FACESTATION_QUEUE_MAX_ATTEMPTS``."""
+    return JobStore(path, stale_after=env.QUEUE_STALE_AFTER.get(), max_attempts=env.QUEUE_MAX_ATTEMPTS.get())
 
 
 def validate(sources: Sequence[Path], target: Path, output: Path) -> MediaKind:

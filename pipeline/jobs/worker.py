@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from pipeline import env
 from pipeline.errors import Cancelled, UserError, os_fault
 from pipeline.jobs import runner
 from pipeline.jobs.model import Job
@@ -51,7 +52,7 @@ T = TypeVar("T")
 def default_worker_id(device: str | None = None) -> str:
     """``host/device``; device from ``FACESTATION_DEVICE`` (default ``default``: the providers of the
     settings)."""
-    return f"{socket.gethostname()}/{device or os.environ.get('FACESTATION_DEVICE') or 'default'}"
+    return f"{socket.gethostname()}/{device or env.DEVICE.get()}"
 
 
 class WorkerBusy(UserError):

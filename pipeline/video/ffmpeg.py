@@ -16,11 +16,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import env
 from pipeline.errors import FacestationError
 
 log = logging.getLogger(__name__)
 
-ENV_VAR = "FACESTATION_FFMPEG"
+ENV_VAR = env.FFMPEG.name
 
 
 class FFmpegMissing(FacestationError):
@@ -45,11 +46,8 @@ def _sibling_ffprobe(ffmpeg: str) -> str | None:
 
 def find_tools() -> Tools:
     """The ffmpeg to use right now (reads the environment on each call; cheap)."""
-    override = os.environ.get(ENV_VAR)
-    if override:
-        exe = shutil.which(override) or (override if os.access(override, os.X_OK) else None)
-        if exe is None:
-            raise FFmpegMissing(f"{ENV_VAR}={override} is not an executable ffmpeg")
+    exe = env.FFMPEG.get()  # BadEnvironment if it names no executable
+    if exe:
         return Tools(exe, _sibling_ffprobe(exe), "env")
     exe = shutil.which("ffmpeg")
     if exe:

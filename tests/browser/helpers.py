@@ -7,7 +7,6 @@ Playwright or chromium is missing.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -16,7 +15,9 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = os.environ.get("FACESTATION_CHROMIUM", "/usr/bin/chromium")
+from pipeline import env
+
+CHROMIUM = str(env.CHROMIUM.get())
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -24,8 +25,8 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screensh
 
 def free_port() -> int:
     """A free loopback port: from FACESTATION_TEST_PORTS (e.g. ``7900-7949``) when set, else any."""
-    first, _, last = os.environ.get("FACESTATION_TEST_PORTS", "0-0").partition("-")
-    for port in range(int(first), int(last or first) + 1):
+    first, last = env.TEST_PORTS.get()
+    for port in range(first, last + 1):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind(("127.0.0.1", port))
