@@ -117,8 +117,8 @@ def test_recogniser_surrogate_separates_images_and_is_deterministic(tmp_path: Pa
 def test_codeformer_fidelity_changes_the_output(tmp_path: Path) -> None:
     session = sessions.load(make_surrogate("codeformer", tmp_path / "c.onnx"), catalog.get("codeformer"))
     x = np.random.default_rng(0).uniform(-0.5, 0.5, (1, 3, 512, 512)).astype(np.float16)
-    low = session.run(None, {"x": x, "w": np.array(0.0)})[0]
-    high = session.run(None, {"x": x, "w": np.array(1.0)})[0]
+    low = session.run(None, {"x": x, "w": np.array([0.0])})[0]  # w: a double of shape [1], as declared
+    high = session.run(None, {"x": x, "w": np.array([1.0])})[0]
     np.testing.assert_allclose(low.astype(np.float32), x.astype(np.float32), atol=1e-3)
     assert np.abs(high.astype(np.float32) - x.astype(np.float32)).mean() > 0.01
 
@@ -132,9 +132,12 @@ def test_parser_and_masks_follow_their_options(tmp_path: Path) -> None:
     assert np.array_equal(logits[0].argmax(axis=0), classes)
     mask = np.zeros((256, 256), np.float32)
     mask[50:150, 60:200] = 1.0
+    xseg = sessions.load(install_surrogate("xseg", tmp_path, mask=mask), catalog.get("xseg"))
+    out = xseg.run(["out_mask:0"], {"in_face:0": np.zeros((1, 3, 256, 256), np.float32)})[0]
+    np.testing.assert_allclose(out[0, 0], mask)  # a probability, 1 = face
     occluder = sessions.load(install_surrogate("occluder", tmp_path, mask=mask), catalog.get("occluder"))
-    out = occluder.run(None, {"input": np.zeros((1, 256, 256, 3), np.float32)})[0]
-    np.testing.assert_allclose(out[0, :, :, 0], mask)
+    logits = occluder.run(["output"], {"img": np.zeros((1, 3, 256, 256), np.float32)})[0]
+    np.testing.assert_allclose(logits[0, 0], (mask - 0.5) * 0.8, atol=1e-6)  # logits: face where > 0
 
 
 def test_2dfan4_surrogate_reports_its_landmarks(tmp_path: Path) -> None:
