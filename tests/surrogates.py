@@ -145,13 +145,13 @@ def _to_pixels(g: _Graph, x: str, mean: Any, std: Any, inverse: bool = False) ->
 
 def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: float = 0.5,
              dtype: str | None = None, batch: int | None = 1, hardcode_batch: bool = False,
-             emap: Any = "random", seed: int = 0, output_norm: tuple[Any, Any] | None = None,
-             full_norm: float | None = None,
+             emap: Any = "random", seed: int = 0, input_norm: tuple[Any, Any] | None = None,
+             output_norm: tuple[Any, Any] | None = None, full_norm: float | None = None,
              ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """Target = the entry's image input (rank 4), source = its vector input (rank 2), by the entry's names.
 
-    ``output_norm`` (mean, std) and ``full_norm`` default to the entry's (``output_norm()``; 20 where it
-    takes a raw embedding, else 1)."""
+    ``input_norm`` and ``output_norm`` (mean, std) and ``full_norm`` default to the entry's (``mean``/``std``,
+    ``output_norm()``; 20 where it takes a raw embedding, else 1)."""
     target = next(s for s in entry.inputs if len(s.shape) == 4)
     source = next(s for s in entry.inputs if len(s.shape) == 2)
     t_name, s_name = _name(target, "target"), _name(source, "source")
@@ -160,16 +160,17 @@ def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: flo
     out_spec = entry.outputs[0]
     out_name = _name(out_spec, "output")
     o_dtype = _io_dtype(entry, out_spec, dtype)
-    out_mean, out_std = _default(output_norm, entry.output_norm)
-    full = _default(full_norm, lambda: RAW_NORM if entry.source_embedding == "raw" else 1.0)
+    in_mean, in_std = _default(input_norm, lambda: (entry.mean, entry.std))
+    out_mean, out_std = _default(output_norm, lambda: entry.output_norm())
     inputs = {t_name: _vi(t_name, t_dtype, _dims(target, b)), s_name: _vi(s_name, s_dtype, _dims(source, b))}
     outputs = [_vi(out_name, o_dtype, _dims(out_spec, b))]
-    same_range = np.allclose(entry.mean, out_mean) and np.allclose(entry.std, out_std)
+    same_range = np.allclose(in_mean, out_mean) and np.allclose(in_std, out_std)
     if identity and same_range:
         g.from_float(g.to_float(t_name, t_dtype), o_dtype, out_name)
     else:
-        pixels = _to_pixels(g, g.to_float(t_name, t_dtype), entry.mean, entry.std)  # the target in [0, 1]
+        pixels = _to_pixels(g, g.to_float(t_name, t_dtype), in_mean, in_std)  # the target in [0, 1]
         if not identity:
+            full = _default(full_norm, lambda: RAW_NORM if entry.source_embedding == "raw" else 1.0)
             pixels = _mix_identity(g, pixels, g.to_float(s_name, s_dtype), alpha, full, hardcode_batch, seed)
         g.from_float(_to_pixels(g, pixels, out_mean, out_std, inverse=True), o_dtype, out_name)
     if entry.name.startswith("inswapper"):  # the emap must be the LAST initializer
@@ -305,15 +306,18 @@ def _enhancer(entry: ModelEntry, g: _Graph, *, sharpen: float = 0.5, dtype: str 
               ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """An unsharp mask of the image input; a second input (CodeFormer's ``w``, as the entry declares it)
     scales it; ``decoys``: outputs of the image's shape (the negated input) listed before the image."""
-    image, out_spec = entry.inputs[0], entry.outputs[0]
+    image, out_spec = next(s for s in entry.inputs if len(s.shape) == 4), entry.outputs[0]
     name, out_name = _name(image, "input"), _name(out_spec, "output")
     i_dtype = _io_dtype(entry, image, dtype)
     o_dtype = _io_dtype(entry, out_spec, dtype)
     x = g.to_float(name, i_dtype)
     blur = g.op("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0)
     gain = g.const(sharpen)
-    inputs = [_vi(name, i_dtype, _dims(image))]
-    for spec in entry.inputs[1:]:  # codeformer's fidelity weight scales the effect
+    inputs = []
+    for spec in entry.inputs:  # in the entry's order; codeformer's fidelity weight scales the effect
+        if spec is image:
+            inputs.append(_vi(name, i_dtype, _dims(image)))
+            continue
         w_name, w_dtype = _name(spec, "w"), spec.dtype or "double"
         gain = g.op("Mul", gain, g.op("Cast", w_name, to=TensorProto.FLOAT))
         inputs.append(_vi(w_name, w_dtype, _dims(spec)))
