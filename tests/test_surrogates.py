@@ -20,6 +20,7 @@ from tests.surrogates import (
 )
 
 _NP = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
+_CATALOG_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "double"}
 
 
 def _feeds(session: object, size: int = 160) -> dict[str, np.ndarray]:
@@ -50,6 +51,21 @@ def test_surrogate_loads_through_the_validator_and_runs(name: str, tmp_path: Pat
             if isinstance(expected, int):
                 assert actual == expected
         assert np.isfinite(out.astype(np.float64)).all()
+
+
+@pytest.mark.parametrize("name", SURROGATE_NAMES)
+def test_surrogate_io_is_the_catalog_declaration_one_for_one(name: str, tmp_path: Path) -> None:
+    """Names, order, ranks, fixed dims and dtypes come from the catalog entry (nothing restated that could
+    drift from it): a declared name is the graph's, in the declared order."""
+    entry = catalog.get(name)
+    session = sessions.load(make_surrogate(name, tmp_path / entry.file), entry)
+    for declared, graph in ((entry.inputs, session.get_inputs()), (entry.outputs, session.get_outputs())):
+        assert len(graph) == len(declared)
+        for spec, arg in zip(declared, graph, strict=True):
+            assert spec.name in (None, arg.name)
+            assert len(arg.shape) == len(spec.shape)
+            assert all(a == d for a, d in zip(arg.shape, spec.shape, strict=True) if isinstance(d, int))
+            assert spec.dtype in (None, _CATALOG_TYPES[arg.type])
 
 
 @pytest.mark.parametrize(("built", "loaded_as"), [
