@@ -245,6 +245,7 @@ _add(ModelEntry(
     licence="S-Lab License 1.0 (CodeFormer)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
     inputs=(_img(512, 1, "x", None), TensorSpec("w", (1,), "double")),  # every caller feeds w as [1]
+    unverified="the rank of w: [1] as every reference feeds it, not yet read off the file",
     outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
     description="CodeFormer (fidelity weight = enhancer.fidelity)",
 ))
