@@ -43,7 +43,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
         size = f"{r.size / 1e6:.1f} MB" if r.size else "?"
-        print(f"{r.name:26} {r.role:11} {state:10} {size:>9}  {r.licence}")
+        unsure = f"  (not yet checked against the real file: {r.unverified})" if r.unverified else ""
+        print(f"{r.name:26} {r.role:11} {state:10} {size:>9}  {r.licence}{unsure}")
     return 0
 
 

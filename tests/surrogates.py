@@ -1,24 +1,37 @@
 """Surrogate ONNX models with the exact I/O of the catalog, generated at test time.
 
 No real swapper, detector or enhancer weights can be downloaded where the tests run, so each
-non-builtin catalog entry gets a tiny graph built with ``onnx.helper`` whose inputs and outputs
-match the entry (names, ranks, fixed dims, dtypes) and whose behaviour is simple but useful:
+non-builtin catalog entry gets a tiny graph built with ``onnx.helper``. Its inputs and outputs are
+built from the entry's declarations (names, ranks, fixed dims, dtypes: nothing restated here; a tensor
+the catalog leaves unnamed gets a name of ours, and is bound by position), and its value ranges follow
+the entry's conventions (input and output normalisation, raw or normalised source embedding, logits or
+probabilities). ``signature=(inputs, outputs)`` builds it with another signature instead: a test of
+a real file's facts gives them from shared/MODELS.md, so that it checks the catalog instead of echoing
+it. Behaviour is simple but useful:
 
-- swappers: ``out = target·(1−a) + a·colour(tanh(source @ W))`` per channel, so changing the source
-  changes the output; inswapper also carries a 512×512 ``emap`` as its last initializer;
-  ``identity=True`` returns the target unchanged; batch fixed to 1 as exported (``batch=None``
-  for a dynamic axis; ``hardcode_batch=True`` adds a Reshape to a literal batch of 1);
+- swappers: in [0, 1] pixels, ``out = target·(1−a) + a·colour(tanh(source @ W))`` per channel, where
+  ``a = alpha·min(1, |source| / full_norm)`` (full_norm: the source norm the real file expects, ≈20 for
+  GHOST's raw embedding, else 1), so changing the source changes the output and a too-weak source
+  barely does; inswapper also carries a 512×512 ``emap`` as its last initializer; ``identity=True``
+  returns the target; batch fixed to 1 as exported (``batch=None`` for a dynamic axis;
+  ``hardcode_batch=True`` adds a Reshape to a literal batch of 1);
 - detectors (SCRFD family, YOLO face): emit exactly the ``faces`` given (input-pixel coordinates);
-- recognisers: a fixed random projection of an 8×8 pooled, mean-centred image;
-- enhancers: an unsharp mask in [−1, 1] (codeformer scales it by its double ``w``);
-- occluders / parser / 2dfan4: fixed masks, class maps and landmarks chosen by options.
+  ``channel_gate=True``: only where channel 0 of the input is on average above channel 2 (skin, fed
+  RGB as the real files were trained), like a model that finds no face in a blue-cast image;
+- recognisers: a fixed random projection of an 8×8 pooled, mean-centred image, of norm ``norm`` (≈20,
+  as ArcFace's raw outputs);
+- enhancers: an unsharp mask in [−1, 1] (codeformer scales it by its double ``w``); ``decoys``: other
+  outputs of the image's shape listed before it (as RestoreFormer++ has);
+- occluders: a fixed mask (``mask``), or ``skin=True``: face where red is above blue (R − B), as
+  logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +50,8 @@ _DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "double
 _NP = {"float32": np.float32, "float16": np.float16, "double": np.float64}
 
 FaceSpec = tuple[float, float, float, float, Any]  # x1, y1, x2, y2, kps (5, 2)
+Signature = tuple[Sequence[TensorSpec], Sequence[TensorSpec]]  # (inputs, outputs)
+RAW_NORM = 20.0  # the norm of an ArcFace's raw output (GHOST's swappers take it so)
 
 
 class _Graph:
@@ -90,6 +105,16 @@ def _dims(spec: TensorSpec, batch: int | str | None = None, prefix: str = "d") -
     return dims
 
 
+def _name(spec: TensorSpec, fallback: str) -> str:
+    """The catalog's name of a tensor, or ours where the catalog leaves it open (bound by position)."""
+    return spec.name if spec.name is not None else fallback
+
+
+def _default(value: Any, from_entry: Callable[[], Any]) -> Any:
+    """An option as given, else what the catalog entry says (read only when needed)."""
+    return from_entry() if value is None else value
+
+
 def _io_dtype(entry: ModelEntry, spec: TensorSpec, override: str | None) -> str:
     if spec.dtype is not None:
         return spec.dtype
@@ -111,42 +136,67 @@ def _emap(kind: Any, seed: int) -> npt.NDArray[np.float32]:
     return (rng.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
 
 
+def _to_pixels(g: _Graph, x: str, mean: Any, std: Any, inverse: bool = False) -> str:
+    """x·std + mean (normalised -> [0, 1] pixels), or with ``inverse`` (x − mean)/std, per channel."""
+    m = g.const(np.asarray(mean, np.float64).reshape(1, 3, 1, 1))
+    s = g.const(np.asarray(std, np.float64).reshape(1, 3, 1, 1))
+    return g.op("Div", g.op("Sub", x, m), s) if inverse else g.op("Add", g.op("Mul", x, s), m)
+
+
 def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: float = 0.5,
              dtype: str | None = None, batch: int | None = 1, hardcode_batch: bool = False,
-             emap: Any = "random", seed: int = 0,
+             emap: Any = "random", seed: int = 0, input_norm: tuple[Any, Any] | None = None,
+             output_norm: tuple[Any, Any] | None = None, full_norm: float | None = None,
              ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
-    specs = {s.name: s for s in entry.inputs}
-    target, source = specs["target"], specs["source"]
+    """Target = the entry's image input (rank 4), source = its vector input (rank 2), by the entry's names.
+
+    ``input_norm`` and ``output_norm`` (mean, std) and ``full_norm`` default to the entry's (``mean``/``std``,
+    ``output_norm()``; 20 where it takes a raw embedding, else 1)."""
+    target = next(s for s in entry.inputs if len(s.shape) == 4)
+    source = next(s for s in entry.inputs if len(s.shape) == 2)
+    t_name, s_name = _name(target, "target"), _name(source, "source")
     b: int | str = "batch" if batch is None else batch
     t_dtype, s_dtype = _io_dtype(entry, target, dtype), _io_dtype(entry, source, dtype)
     out_spec = entry.outputs[0]
-    out_name = out_spec.name or "output"
+    out_name = _name(out_spec, "output")
     o_dtype = _io_dtype(entry, out_spec, dtype)
-    inputs = {"target": _vi("target", t_dtype, _dims(target, b)),
-              "source": _vi("source", s_dtype, _dims(source, b))}
+    in_mean, in_std = _default(input_norm, lambda: (entry.mean, entry.std))
+    out_mean, out_std = _default(output_norm, lambda: entry.output_norm())
+    inputs = {t_name: _vi(t_name, t_dtype, _dims(target, b)), s_name: _vi(s_name, s_dtype, _dims(source, b))}
     outputs = [_vi(out_name, o_dtype, _dims(out_spec, b))]
-    if identity:
-        g.from_float(g.to_float("target", t_dtype), o_dtype, out_name)
+    same_range = np.allclose(in_mean, out_mean) and np.allclose(in_std, out_std)
+    if identity and same_range:
+        g.from_float(g.to_float(t_name, t_dtype), o_dtype, out_name)
     else:
-        rng = np.random.default_rng(seed)
-        latent = g.op("MatMul", g.to_float("source", s_dtype), g.const(rng.standard_normal((512, 3))))
-        colour = g.op("Tanh", latent)
-        if hardcode_batch:  # what some exports do: a Reshape to a literal batch of 1
-            colour = g.op("Reshape", colour, g.const([1, 3, 1, 1], np.int64))
-        else:
-            colour = g.op("Unsqueeze", colour, g.const([2, 3], np.int64))
-        # map tanh's [-1, 1] onto the model's normalised output range of [0, 1] pixels
-        mean, std = np.array(entry.mean), np.array(entry.std)
-        lo, hi = (0 - mean) / std, (1 - mean) / std
-        colour = g.op("Add", g.op("Mul", colour, g.const(((hi - lo) / 2).reshape(1, 3, 1, 1))),
-                      g.const(((hi + lo) / 2).reshape(1, 3, 1, 1)))
-        kept = g.op("Mul", g.to_float("target", t_dtype), g.const(1.0 - alpha))
-        mixed = g.op("Add", kept, g.op("Mul", colour, g.const(alpha)))
-        g.from_float(mixed, o_dtype, out_name)
+        pixels = _to_pixels(g, g.to_float(t_name, t_dtype), in_mean, in_std)  # the target in [0, 1]
+        if not identity:
+            full = _default(full_norm, lambda: RAW_NORM if entry.source_embedding == "raw" else 1.0)
+            pixels = _mix_identity(g, pixels, g.to_float(s_name, s_dtype), alpha, full, hardcode_batch, seed)
+        g.from_float(_to_pixels(g, pixels, out_mean, out_std, inverse=True), o_dtype, out_name)
     if entry.name.startswith("inswapper"):  # the emap must be the LAST initializer
         e_dtype = np.float16 if t_dtype == "float16" else np.float32
         g.const(_emap(emap, seed), e_dtype, name="emap")
-    return [inputs[s.name] for s in entry.inputs if s.name], outputs  # type: ignore[index]
+    return [inputs[t_name] if spec is target else inputs[s_name] for spec in entry.inputs], outputs
+
+
+def _mix_identity(g: _Graph, pixels: str, source: str, alpha: float, full_norm: float, hardcode_batch: bool,
+                  seed: int) -> str:
+    """pixels·(1 − a) + colour·a, colour = (tanh(source @ W) + 1)/2 per channel,
+    a = alpha·min(1, |source|/full_norm)."""
+    rng = np.random.default_rng(seed)
+    colour = g.op("Tanh", g.op("MatMul", source, g.const(rng.standard_normal((512, 3)))))
+    strength = g.op("Min", g.op("Div", g.op("ReduceL2", source, axes=[1], keepdims=1), g.const(full_norm)),
+                    g.const(1.0))
+    a = g.op("Mul", strength, g.const(alpha))  # [N, 1]
+    if hardcode_batch:  # what some exports do: a Reshape to a literal batch of 1
+        colour = g.op("Reshape", colour, g.const([1, 3, 1, 1], np.int64))
+        a = g.op("Reshape", a, g.const([1, 1, 1, 1], np.int64))
+    else:
+        colour = g.op("Unsqueeze", colour, g.const([2, 3], np.int64))
+        a = g.op("Unsqueeze", a, g.const([2, 3], np.int64))
+    colour = g.op("Add", g.op("Mul", colour, g.const(0.5)), g.const(0.5))
+    kept = g.op("Mul", pixels, g.op("Sub", g.const(1.0), a))
+    return g.op("Add", kept, g.op("Mul", colour, a))
 
 
 # --- detectors ---------------------------------------------------------------------------------------
@@ -178,16 +228,36 @@ def _scrfd_arrays(faces: Sequence[FaceSpec], size: int, background: float, dupli
 
 
 def _scrfd(entry: ModelEntry, g: _Graph, *, faces: Sequence[FaceSpec] = (), size: int = 640,
-           background: float = 0.02, duplicate: bool = True,
+           background: float = 0.02, duplicate: bool = True, channel_gate: bool = False,
            ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """Outputs computed at build time for a ``size``×``size`` input; faces in input pixels."""
-    zero = g.zero_of("input.1", "float32")
-    names = [f"{k}_{s}" for k in ("score", "bbox", "kps") for s in (8, 16, 32)]
+    image = entry.inputs[0]
+    x = _name(image, "input.1")
+    zero = g.zero_of(x, "float32")
+    gate = _channel_gate(g, x) if channel_gate else None
+    fallback = [f"{k}_{s}" for k in ("score", "bbox", "kps") for s in (8, 16, 32)]
     outputs = []
-    for name, arr in zip(names, _scrfd_arrays(faces, size, background, duplicate), strict=True):
-        g.op("Add", g.const(arr), zero, out=name)
-        outputs.append(_vi(name, "float32", [f"anchors_{name}", arr.shape[1]]))
-    return [_vi("input.1", "float32", [1, 3, "height", "width"])], outputs
+    arrays = _scrfd_arrays(faces, size, background, duplicate)
+    for i, (spec, arr) in enumerate(zip(entry.outputs, arrays, strict=True)):
+        name = _name(spec, fallback[i])
+        if gate is not None and i < 3:  # the scores
+            g.op("Mul", g.op("Add", g.const(arr), zero), gate, out=name)
+        else:
+            g.op("Add", g.const(arr), zero, out=name)
+        outputs.append(_vi(name, "float32", _dims(spec, prefix=f"anchors_{name}_")))
+    return [_vi(x, "float32", _dims(image, 1, prefix="side"))], outputs
+
+
+def _channel(g: _Graph, x: str, c: int) -> str:
+    """Channel ``c`` of the (N, 3, H, W) tensor ``x``, as (N, 1, H, W)."""
+    return g.op("Slice", x, g.const([c], np.int64), g.const([c + 1], np.int64), g.const([1], np.int64))
+
+
+def _channel_gate(g: _Graph, x: str) -> str:
+    """1.0 where the mean of channel 0 of the (N, 3, H, W) input ``x`` exceeds that of channel 2, else 0.0."""
+    difference = g.op("Sub", g.op("ReduceMean", _channel(g, x, 0), keepdims=0),
+                      g.op("ReduceMean", _channel(g, x, 2), keepdims=0))
+    return g.op("Cast", g.op("Greater", difference, g.const(0.0)), to=TensorProto.FLOAT)
 
 
 def _yolo(entry: ModelEntry, g: _Graph, *, faces: Sequence[FaceSpec] = (), duplicate: bool = True,
@@ -205,41 +275,60 @@ def _yolo(entry: ModelEntry, g: _Graph, *, faces: Sequence[FaceSpec] = (), dupli
             hits.append(((col + 1) % 8400, score - 0.05))
         for j, s in hits:
             out[:, j] = [(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1, s, *kc]
-    g.op("Add", g.const(out[None]), g.zero_of("images", "float32"), out="output0")
-    return [_vi("images", "float32", [1, 3, 640, 640])], [_vi("output0", "float32", [1, 20, 8400])]
+    image, output = entry.inputs[0], entry.outputs[0]
+    x, y = _name(image, "images"), _name(output, "output0")
+    g.op("Add", g.const(out[None]), g.zero_of(x, "float32"), out=y)
+    return [_vi(x, "float32", _dims(image))], [_vi(y, "float32", _dims(output))]
 
 
 # --- recognisers, enhancers, masks, landmarks -----------------------------------------------------------
 
 def _recogniser(entry: ModelEntry, g: _Graph, *, seed: int = 0, batch: int | None = None,
+                norm: float = RAW_NORM,
                 ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """A fixed projection of the pooled, mean-centred image, scaled to the norm ``norm``."""
+    image, output = entry.inputs[0], entry.outputs[0]
+    x, y = _name(image, "input.1"), _name(output, "embedding")
     size = entry.input_size
-    pooled = g.op("AveragePool", "input.1", kernel_shape=[size // 8] * 2, strides=[size // 8] * 2)
+    pooled = g.op("AveragePool", x, kernel_shape=[size // 8] * 2, strides=[size // 8] * 2)
     flat = g.op("Flatten", pooled, axis=1)
     centred = g.op("Sub", flat, g.op("ReduceMean", flat, axes=[1], keepdims=1))
-    weights = np.random.default_rng(1000 + seed).standard_normal((3 * 64, 512))
-    g.op("MatMul", centred, g.const(weights), out="embedding")
+    weights = np.random.default_rng(1000 + seed).standard_normal((3 * 64, output.shape[-1]))
+    raw = g.op("MatMul", centred, g.const(weights))
+    length = g.op("Max", g.op("ReduceL2", raw, axes=[1], keepdims=1), g.const(1e-6))
+    g.op("Mul", g.op("Div", raw, length), g.const(norm), out=y)
     b: int | str = "N" if batch is None else batch
-    return [_vi("input.1", "float32", [b, 3, size, size])], [_vi("embedding", "float32", [b, 512])]
+    return [_vi(x, "float32", _dims(image, b))], [_vi(y, "float32", _dims(output, b))]
 
 
 def _enhancer(entry: ModelEntry, g: _Graph, *, sharpen: float = 0.5, dtype: str | None = None,
+              decoys: Sequence[str] = (),
               ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
-    image = entry.inputs[0]
-    name = image.name or "input"
+    """An unsharp mask of the image input; a second input (CodeFormer's ``w``, as the entry declares it)
+    scales it; ``decoys``: outputs of the image's shape (the negated input) listed before the image."""
+    image, out_spec = next(s for s in entry.inputs if len(s.shape) == 4), entry.outputs[0]
+    name, out_name = _name(image, "input"), _name(out_spec, "output")
     i_dtype = _io_dtype(entry, image, dtype)
-    o_dtype = _io_dtype(entry, entry.outputs[0], dtype)
+    o_dtype = _io_dtype(entry, out_spec, dtype)
     x = g.to_float(name, i_dtype)
     blur = g.op("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0)
     gain = g.const(sharpen)
-    inputs = [_vi(name, i_dtype, _dims(image))]
-    if len(entry.inputs) > 1:  # codeformer's fidelity weight scales the effect
-        gain = g.op("Mul", gain, g.op("Cast", entry.inputs[1].name or "w", to=TensorProto.FLOAT))
-        inputs.append(_vi(entry.inputs[1].name or "w", "double", []))
+    inputs = []
+    for spec in entry.inputs:  # in the entry's order; codeformer's fidelity weight scales the effect
+        if spec is image:
+            inputs.append(_vi(name, i_dtype, _dims(image)))
+            continue
+        w_name, w_dtype = _name(spec, "w"), spec.dtype or "double"
+        gain = g.op("Mul", gain, g.op("Cast", w_name, to=TensorProto.FLOAT))
+        inputs.append(_vi(w_name, w_dtype, _dims(spec)))
+    outputs = []
+    for decoy in decoys:
+        g.from_float(g.op("Neg", x), o_dtype, decoy)
+        outputs.append(_vi(decoy, o_dtype, _dims(out_spec)))
     y = g.op("Add", x, g.op("Mul", g.op("Sub", x, blur), gain))
     y = g.op("Clip", y, g.const(-1.0), g.const(1.0))
-    g.from_float(y, o_dtype, "output")
-    return inputs, [_vi("output", o_dtype, _dims(entry.outputs[0]))]
+    g.from_float(y, o_dtype, out_name)
+    return inputs, [*outputs, _vi(out_name, o_dtype, _dims(out_spec))]
 
 
 def _ellipse(size: int, cx: float, cy: float, rx: float, ry: float) -> npt.NDArray[np.bool_]:
@@ -247,15 +336,34 @@ def _ellipse(size: int, cx: float, cy: float, rx: float, ry: float) -> npt.NDArr
     return np.asarray(((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1.0)
 
 
-def _occluder(entry: ModelEntry, g: _Graph, *, mask: npt.ArrayLike | None = None,
+def _occluder(entry: ModelEntry, g: _Graph, *, mask: npt.ArrayLike | None = None, skin: bool = False,
+              logits: bool | None = None,
               ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
-    """A fixed [0, 1] mask (1 = face visible); default a central ellipse."""
+    """[1, 1, S, S] from [1, 3, S, S] RGB /255 (the entry's layout and names), 1 / > 0 = face visible.
+
+    ``mask`` (S×S in [0, 1], default a central ellipse) is fixed; ``skin=True`` sees the face where red
+    is above blue (R − B of the input). ``logits`` (default: the entry's ``mask_output``): logits with a
+    magnitude below 1 (mask 1 -> 0.4, 0 -> −0.4; skin: R − B itself), so that reading them as a
+    probability gives a measurably weaker mask; else probabilities (skin: sigmoid(8·(R − B)))."""
+    image, output = entry.inputs[0], entry.outputs[0]
+    x, y = _name(image, "input"), _name(output, "output")
+    as_logits = _default(logits, lambda: entry.mask_output == "logits")
     s = entry.input_size
-    m = _ellipse(s, s / 2, s * 0.55, s * 0.35, s * 0.42) if mask is None else np.asarray(mask, np.float32)
-    quantised = np.round(np.clip(m, 0, 1) * 255).astype(np.uint8).reshape(1, s, s, 1)
-    values = g.op("Mul", g.op("Cast", g.const(quantised, np.uint8), to=TensorProto.FLOAT), g.const(1 / 255))
-    g.op("Add", values, g.zero_of("input", "float32"), out="output")
-    return [_vi("input", "float32", [1, s, s, 3])], [_vi("output", "float32", [1, s, s, 1])]
+    if skin:
+        redness = g.op("Sub", _channel(g, x, 0), _channel(g, x, 2))
+        if as_logits:
+            g.op("Identity", redness, out=y)
+        else:
+            g.op("Sigmoid", g.op("Mul", redness, g.const(8.0)), out=y)
+    else:
+        m = _ellipse(s, s / 2, s * 0.55, s * 0.35, s * 0.42) if mask is None else np.asarray(mask, np.float32)
+        quantised = np.round(np.clip(m, 0, 1) * 255).astype(np.uint8).reshape(1, 1, s, s)
+        stored = g.op("Cast", g.const(quantised, np.uint8), to=TensorProto.FLOAT)
+        values = g.op("Mul", stored, g.const(1 / 255))
+        if as_logits:
+            values = g.op("Mul", g.op("Sub", values, g.const(0.5)), g.const(0.8))
+        g.op("Add", values, g.zero_of(x, "float32"), out=y)
+    return [_vi(x, "float32", _dims(image))], [_vi(y, "float32", _dims(output))]
 
 
 def default_classes(size: int = 512) -> npt.NDArray[np.uint8]:
@@ -283,8 +391,10 @@ def _parser(entry: ModelEntry, g: _Graph, *, classes: npt.ArrayLike | None = Non
     classes_19 = g.const(np.arange(19).reshape(1, 19, 1, 1))
     hit = g.op("Cast", g.op("Equal", cmap_f, classes_19), to=TensorProto.FLOAT)
     logits = g.op("Sub", g.op("Mul", hit, g.const(8.0)), g.const(4.0))
-    g.op("Add", logits, g.zero_of("input", "float32"), out="output")
-    return [_vi("input", "float32", [1, 3, s, s])], [_vi("output", "float32", [1, 19, s, s])]
+    image, output = entry.inputs[0], entry.outputs[0]
+    x, y = _name(image, "input"), _name(output, "output")
+    g.op("Add", logits, g.zero_of(x, "float32"), out=y)
+    return [_vi(x, "float32", _dims(image))], [_vi(y, "float32", _dims(output))]
 
 
 def default_landmarks68(size: int = 256) -> npt.NDArray[np.float32]:
@@ -314,11 +424,13 @@ def _landmarker(entry: ModelEntry, g: _Graph, *, landmarks: npt.ArrayLike | None
     coords = np.concatenate([pts, np.full((68, 1), confidence)], 1)[None].astype(np.float32)
     yy, xx = np.mgrid[0:64, 0:64]
     heat = confidence * np.exp(-((xx[None] - pts[:, :1, None]) ** 2 + (yy[None] - pts[:, 1:, None]) ** 2) / 2)
-    zero = g.zero_of("input", "float32")
-    g.op("Add", g.const(coords), zero, out="landmarks")
-    g.op("Add", g.op("Cast", g.const(heat[None], np.float16), to=TensorProto.FLOAT), zero, out="heatmaps")
-    return ([_vi("input", "float32", [1, 3, s, s])],
-            [_vi("landmarks", "float32", [1, 68, 3]), _vi("heatmaps", "float32", [1, 68, 64, 64])])
+    image, (points, heatmaps) = entry.inputs[0], entry.outputs
+    x, p_name, h_name = _name(image, "input"), _name(points, "landmarks"), _name(heatmaps, "heatmaps")
+    zero = g.zero_of(x, "float32")
+    g.op("Add", g.const(coords), zero, out=p_name)
+    g.op("Add", g.op("Cast", g.const(heat[None], np.float16), to=TensorProto.FLOAT), zero, out=h_name)
+    return ([_vi(x, "float32", _dims(image))],
+            [_vi(p_name, "float32", _dims(points)), _vi(h_name, "float32", _dims(heatmaps))])
 
 
 def _builder(entry: ModelEntry) -> Any:
@@ -328,11 +440,15 @@ def _builder(entry: ModelEntry) -> Any:
             "parser": _parser, "landmarker": _landmarker}[entry.role]
 
 
-def make_surrogate(name: str, path: Path, **options: Any) -> Path:
-    """Write a surrogate for catalog model ``name`` to ``path`` (options: see each family's builder)."""
+def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:
+    """Write a surrogate for catalog model ``name`` to ``path`` (options: see each family's builder).
+
+    Its I/O is the catalog entry's, or ``signature`` (inputs, outputs) where given (a real file's facts)."""
     entry = catalog.get(name)
     if entry.builtin:
         raise ValueError(f"{name} is built in: use the real model")
+    if signature is not None:
+        entry = dataclasses.replace(entry, inputs=tuple(signature[0]), outputs=tuple(signature[1]))
     g = _Graph()
     inputs, outputs = _builder(entry)(entry, g, **options)
     graph = helper.make_graph(g.nodes, f"surrogate_{entry.name}", inputs, outputs, initializer=g.inits)
@@ -348,7 +464,8 @@ def make_surrogate(name: str, path: Path, **options: Any) -> Path:
 
 
 def install_surrogate(name: str, directory: Path | None = None, **options: Any) -> Path:
-    """Write the surrogate where the store looks for ``name`` (``directory / entry.file``)."""
+    """Write the surrogate where the store looks for ``name`` (``directory / entry.file``); options as
+    make_surrogate's."""
     entry = catalog.get(name)
     return make_surrogate(name, Path(directory or models_dir()) / entry.file, **options)
 

@@ -85,8 +85,8 @@ def test_letterbox_is_top_left_and_normalised_per_catalog() -> None:
     frame[..., 0], frame[..., 2] = 255, 0  # blue
     blob, scale = scrfd.letterbox(frame, 320, catalog.get("scrfd"))
     assert blob.shape == (1, 3, 320, 320) and scale == pytest.approx(1.6)
-    assert blob[0, 0, :160, :].min() == pytest.approx((255 - 127.5) / 128)  # BGR: channel 0 is blue
-    assert blob[0, 2, :160, :].max() == pytest.approx(-127.5 / 128)
+    assert blob[0, 2, :160, :].min() == pytest.approx((255 - 127.5) / 128)  # RGB: channel 2 is blue
+    assert blob[0, 0, :160, :].max() == pytest.approx(-127.5 / 128)
     assert np.all(blob[0, :, 160:, :] == pytest.approx(-127.5 / 128))  # zero padding below
     rgb, _ = scrfd.letterbox(frame, 640, catalog.get("yolo_face"))
     assert rgb[0, 2, :320].min() == pytest.approx(1.0) and rgb[0, 0].max() == 0.0  # RGB /255: blue last

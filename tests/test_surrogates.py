@@ -20,6 +20,7 @@ from tests.surrogates import (
 )
 
 _NP = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
+_CATALOG_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "double"}
 
 
 def _feeds(session: object, size: int = 160) -> dict[str, np.ndarray]:
@@ -50,6 +51,21 @@ def test_surrogate_loads_through_the_validator_and_runs(name: str, tmp_path: Pat
             if isinstance(expected, int):
                 assert actual == expected
         assert np.isfinite(out.astype(np.float64)).all()
+
+
+@pytest.mark.parametrize("name", SURROGATE_NAMES)
+def test_surrogate_io_is_the_catalog_declaration_one_for_one(name: str, tmp_path: Path) -> None:
+    """Names, order, ranks, fixed dims and dtypes come from the catalog entry (nothing restated that could
+    drift from it): a declared name is the graph's, in the declared order."""
+    entry = catalog.get(name)
+    session = sessions.load(make_surrogate(name, tmp_path / entry.file), entry)
+    for declared, graph in ((entry.inputs, session.get_inputs()), (entry.outputs, session.get_outputs())):
+        assert len(graph) == len(declared)
+        for spec, arg in zip(declared, graph, strict=True):
+            assert spec.name in (None, arg.name)
+            assert len(arg.shape) == len(spec.shape)
+            assert all(a == d for a, d in zip(arg.shape, spec.shape, strict=True) if isinstance(d, int))
+            assert spec.dtype in (None, _CATALOG_TYPES[arg.type])
 
 
 @pytest.mark.parametrize(("built", "loaded_as"), [
@@ -117,8 +133,8 @@ def test_recogniser_surrogate_separates_images_and_is_deterministic(tmp_path: Pa
 def test_codeformer_fidelity_changes_the_output(tmp_path: Path) -> None:
     session = sessions.load(make_surrogate("codeformer", tmp_path / "c.onnx"), catalog.get("codeformer"))
     x = np.random.default_rng(0).uniform(-0.5, 0.5, (1, 3, 512, 512)).astype(np.float16)
-    low = session.run(None, {"x": x, "w": np.array(0.0)})[0]
-    high = session.run(None, {"x": x, "w": np.array(1.0)})[0]
+    low = session.run(None, {"x": x, "w": np.array([0.0])})[0]  # w: a double of shape [1], as declared
+    high = session.run(None, {"x": x, "w": np.array([1.0])})[0]
     np.testing.assert_allclose(low.astype(np.float32), x.astype(np.float32), atol=1e-3)
     assert np.abs(high.astype(np.float32) - x.astype(np.float32)).mean() > 0.01
 
@@ -132,9 +148,12 @@ def test_parser_and_masks_follow_their_options(tmp_path: Path) -> None:
     assert np.array_equal(logits[0].argmax(axis=0), classes)
     mask = np.zeros((256, 256), np.float32)
     mask[50:150, 60:200] = 1.0
+    xseg = sessions.load(install_surrogate("xseg", tmp_path, mask=mask), catalog.get("xseg"))
+    out = xseg.run(["out_mask:0"], {"in_face:0": np.zeros((1, 3, 256, 256), np.float32)})[0]
+    np.testing.assert_allclose(out[0, 0], mask)  # a probability, 1 = face
     occluder = sessions.load(install_surrogate("occluder", tmp_path, mask=mask), catalog.get("occluder"))
-    out = occluder.run(None, {"input": np.zeros((1, 256, 256, 3), np.float32)})[0]
-    np.testing.assert_allclose(out[0, :, :, 0], mask)
+    logits = occluder.run(["output"], {"img": np.zeros((1, 3, 256, 256), np.float32)})[0]
+    np.testing.assert_allclose(logits[0, 0], (mask - 0.5) * 0.8, atol=1e-6)  # logits: face where > 0
 
 
 def test_2dfan4_surrogate_reports_its_landmarks(tmp_path: Path) -> None:

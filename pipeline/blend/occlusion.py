@@ -1,7 +1,9 @@
 """Occlusion masks from the XSeg / occluder models: hands, hair, glasses or a microphone in front of the face.
 
-The models take the aligned swap crop resized to 256, NHWC BGR in [0, 1], and return a [0, 1] map,
-1 where the face is visible. The map is resized back to the crop and lightly feathered; pixels the
+The models take the aligned swap crop resized to 256, NCHW RGB /255 (the catalog entry's normalisation),
+and return a [1, 1, 256, 256] map: XSeg a probability in [0, 1] (1 = face visible; values below the
+entry's ``mask_floor``, 0.1, count as occluded, as VisoMaster does), the occluder logits (face visible
+where > 0: a hard 0/1 mask). The map is resized back to the crop and lightly feathered; pixels the
 model marks fully occluded stay exactly 0, so those target pixels survive the paste unchanged.
 """
 
@@ -13,7 +15,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.models.runner import ModelRunner
+from pipeline.models.runner import ModelRunner, normalise
 from pipeline.types import OccluderName, Provider
 
 FEATHER = 1 / 128  # Gaussian sigma as a fraction of the crop side
@@ -56,9 +58,11 @@ class Occluder:
         n, side = len(crops), crops.shape[1]
         if n == 0:
             return np.zeros((0, side, side), np.float32)
-        small = resize_stack(crops, self.size, cv2.INTER_AREA)
-        if self.runner.entry.channels == "rgb":
-            small = small[..., ::-1]
-        blob = small.astype(np.float32) * np.float32(1 / 255)
-        raw = self.runner.run(blob)[0].reshape(n, self.size, self.size)
-        return feather(raw, side)
+        entry = self.runner.entry
+        small = np.asarray(resize_stack(crops, self.size, cv2.INTER_AREA), np.uint8)
+        raw = self.runner.run(normalise(small, entry))[0].reshape(n, self.size, self.size)
+        if entry.mask_output == "logits":
+            visible = (raw > 0).astype(np.float32)
+        else:
+            visible = np.where(raw < entry.mask_floor, 0.0, raw).astype(np.float32)
+        return feather(visible, side)

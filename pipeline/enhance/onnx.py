@@ -1,9 +1,11 @@
 """ONNX face restorers of the catalog: GFPGAN 1.4, CodeFormer, GPEN-BFR 256/512/1024, RestoreFormer++.
 
 All take an RGB face aligned to the ffhq_512 template at the model's size, normalised to [−1, 1], and
-return the same shape in [−1, 1]. CodeFormer also takes its fidelity weight ``w`` (a double scalar;
-0 = strongest restoration, 1 = closest to the input). The batch axis is made dynamic where the export
-allows (models.runner), so every face of every frame in a batch goes through in one run.
+return the same shape in [−1, 1]. CodeFormer also takes its fidelity weight ``w`` (a double, shaped as
+the file declares it: [1] in the real file; 0 = strongest restoration, 1 = closest to the input).
+RestoreFormer++ has several outputs: its image is read by name (the catalog's ``2359``). The batch axis
+is made dynamic where the export allows (models.runner), so every face of every frame in a batch goes
+through in one run.
 """
 
 from __future__ import annotations
@@ -49,6 +51,6 @@ class OnnxEnhancer:
                              f"got {crops.shape} {crops.dtype}")
         if len(crops) == 0 or blend == 0:
             return mix(crops, crops, blend)
-        scalars = {a.name: self.fidelity for a in self.runner.session.get_inputs() if len(a.shape) == 0}
-        raw = self.runner.run(normalise(crops, self.entry), scalars)[0]
+        params = {str(spec.name): self.fidelity for spec in self.entry.inputs[1:]}  # CodeFormer's w
+        raw = self.runner.run(normalise(crops, self.entry), params)[0]
         return mix(crops, denormalise(raw, self.entry), blend)

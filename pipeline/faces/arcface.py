@@ -1,8 +1,9 @@
 """ArcFace-family recognisers (w600k r50, SimSwap's, GHOST's) as ONNX models.
 
 Template, crop size and normalisation come from the catalog entry; the crops are (N, 112, 112, 3)
-BGR uint8 aligned to that template. The batch axis is dynamic in these exports, so all crops run at
-once; where a file fixes it, they run one at a time.
+BGR uint8 aligned to that template. ``embed`` returns L2-normalised embeddings, ``raw_embeddings`` the
+model's own output (GHOST's swapper takes it so: norm ≈ 20). The batch axis is dynamic in these
+exports, so all crops run at once; where a file fixes it, they run one at a time.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class OnnxRecogniser(CatalogSession):
 
     def embed(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         """(N, size, size, 3) BGR uint8 aligned crops -> (N, D) L2-normalised embeddings."""
+        return l2_normalise(self.embed_raw(crops))
+
+    def embed_raw(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+        """(N, size, size, 3) BGR uint8 aligned crops -> (N, D) the model's output as it is."""
         crops = np.asarray(crops)
         if crops.ndim == 3:
             crops = crops[None]
@@ -57,10 +62,10 @@ class OnnxRecogniser(CatalogSession):
         if len(crops) == 0:
             return np.zeros((0, self.dim), np.float32)
         blob = normalise(crops, self.entry)
-        arg = self.session.get_inputs()[0]
+        (name,), (output, *_) = self.io
         step = self.batch or len(blob)
-        outputs = [self.session.run(None, {arg.name: blob[i:i + step]})[0] for i in range(0, len(blob), step)]
-        return l2_normalise(np.concatenate(outputs).astype(np.float32))
+        outputs = [self.session.run([output], {name: blob[i:i + step]})[0] for i in range(0, len(blob), step)]
+        return np.concatenate(outputs).astype(np.float32)
 
     def align(self, frame: Frame, face: Face) -> npt.NDArray[np.uint8]:
         """The face's crop aligned to this model's template and size."""
@@ -68,6 +73,10 @@ class OnnxRecogniser(CatalogSession):
 
     def embed_faces(self, pairs: Sequence[tuple[Frame, Face]]) -> npt.NDArray[np.float32]:
         """Align and embed each (frame, face) pair: (N, D) L2-normalised."""
+        return l2_normalise(self.raw_embeddings(pairs))
+
+    def raw_embeddings(self, pairs: Sequence[tuple[Frame, Face]]) -> npt.NDArray[np.float32]:
+        """Align and embed each (frame, face) pair: (N, D) as the model outputs them."""
         if not pairs:
             return np.zeros((0, self.dim), np.float32)
-        return self.embed(np.stack([self.align(frame, face) for frame, face in pairs]))
+        return self.embed_raw(np.stack([self.align(frame, face) for frame, face in pairs]))

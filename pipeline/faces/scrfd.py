@@ -1,7 +1,8 @@
 """SCRFD-family detectors (insightface det_10g "retinaface", scrfd_2.5g).
 
 The frame is letterboxed into the top-left corner of a ``size`` × ``size`` input (aspect kept, the
-rest zero), normalised BGR (x − 127.5) / 128. The graph has nine outputs: scores, box distances
+rest zero), normalised RGB (x − 127.5) / 128 (trained with to_rgb: insightface and VisoMaster feed
+RGB; the catalog entry's channel order). The graph has nine outputs: scores, box distances
 and landmark offsets for strides 8, 16 and 32, with two anchors per grid cell, row-major, each
 anchor centred on its cell's corner (col·s, row·s). Scores are probabilities already; a box is
 (cx − l·s, cy − t·s, cx + r·s, cy + b·s) and landmark k is (cx + dx_k·s, cy + dy_k·s). Outputs may
@@ -109,10 +110,10 @@ class ScrfdDetector(CatalogSession):
 
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         """One list of faces per frame (frame pixels), best score first. One frame per run."""
-        name = self.session.get_inputs()[0].name
+        (name,), outputs_named = self.io  # the catalog's nine outputs, in its order
         results = []
         for frame in frames:
             blob, scale = letterbox(frame, self.size, self.entry)
-            outputs = self.session.run(None, {name: blob})[:9]
+            outputs = self.session.run(list(outputs_named), {name: blob})
             results.append(to_faces(*decode(outputs, self.size, self.score), scale, self.nms, frame.shape))
         return results

@@ -45,10 +45,10 @@ class YoloFaceDetector(CatalogSession):
 
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         """One list of faces per frame (frame pixels), best score first."""
-        name = self.session.get_inputs()[0].name
+        (name,), (output_name, *_) = self.io
         results = []
         for frame in frames:
             blob, scale = letterbox(frame, self.size, self.entry)
-            output = self.session.run(None, {name: blob})[0]
+            output = self.session.run([output_name], {name: blob})[0]
             results.append(to_faces(*decode(output, self.score), scale, self.nms, frame.shape))
         return results

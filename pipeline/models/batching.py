@@ -29,12 +29,13 @@ _lock = threading.Lock()
 _memo: dict[tuple[str, int, int], Path | None] = {}
 
 
-def _unbatch(value_infos: Any) -> int:
-    """Set dim 0 of each tensor type whose dim 0 is fixed to 1 to the symbolic batch dim; how many changed."""
+def _unbatch(value_infos: Any, min_rank: int = 1) -> int:
+    """Set dim 0 of each tensor type of rank ≥ ``min_rank`` whose dim 0 is fixed to 1 to the symbolic batch
+    dim; how many changed."""
     changed = 0
     for vi in value_infos:
         tensor = vi.type.tensor_type
-        if not tensor.HasField("shape") or not tensor.shape.dim:
+        if not tensor.HasField("shape") or len(tensor.shape.dim) < max(min_rank, 1):
             continue
         first = tensor.shape.dim[0]
         if first.HasField("dim_value") and first.dim_value == 1:
@@ -53,7 +54,7 @@ def _verify(path: Path) -> None:
     rng = np.random.default_rng(0)
     feeds = random_feeds(session, rng, batch=2, free=64)
     both = session.run(None, feeds)
-    singles = [session.run(None, {k: v[i:i + 1] if v.ndim else v for k, v in feeds.items()})
+    singles = [session.run(None, {k: v[i:i + 1] if v.ndim >= 2 else v for k, v in feeds.items()})
                for i in range(2)]
     for index, out in enumerate(both):
         joined = np.concatenate([s[index] for s in singles])
@@ -74,7 +75,7 @@ def dynamic_batch(src: Path, dst: Path) -> bool:
     graph = model.graph
     initialisers = {i.name for i in graph.initializer}
     real_inputs = [i for i in graph.input if i.name not in initialisers]
-    if _unbatch(real_inputs) == 0:
+    if _unbatch(real_inputs, min_rank=2) == 0:  # parameters (CodeFormer's w [1]) carry no batch
         log.info("%s: no input has a fixed batch of 1; nothing to rewrite", src.name)
         return False
     _unbatch(graph.output)

