@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from pipeline.jobs import runner, segments
-from pipeline.jobs.hold import Gate
+from pipeline.jobs.hold import FolderGate, Gate
 from pipeline.jobs.resume import ResumeRecord
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread
@@ -278,45 +278,63 @@ def _check_done(store: JobStore, job_id: int, out: Path, clip: Path) -> None:
 @pytest.mark.slow
 def test_twenty_kills_at_random_moments_then_done_frame_exact_with_audio(tmp_path: Path,
                                                                          clip_720p: Path) -> None:
-    """A 10 s 720p job; its worker is killed with SIGKILL 20 times, each 1 to 8 s after it started (by then
-    it may be loading, rendering, between segments or joining). Workers take turns under the same id (the
-    next one puts back its own job at start) and under another id (it sees the dead pid; the heartbeat is
-    never stale here). The job never fails, ends frame-exact with its audio, and no ffmpeg outlives its
-    worker. (A kill before a run's first segment counts as a death without progress: more attempts than kills,
-    so that early kills in a row do not fail the job here.)"""
-    env = {**os.environ, "FACESTATION_QUEUE_STALE_AFTER": "3600", "FACESTATION_QUEUE_CHECKPOINT_SECONDS": "2",
-           "FACESTATION_QUEUE_MAX_ATTEMPTS": "25", "PYTHONPATH": str(REPO)}
+    """A 10 s 720p job in 10-frame segments; its worker is killed with SIGKILL 20 times. Each run may record
+    one segment more than the last kept (a hold, armed by ``FACESTATION_TEST_HOLD``), so the job is never
+    done before the test lets it be, on any machine: a kill lands either while the run is held mid-render
+    (its ffmpeg processes running) or at a random moment (loading, rendering, encoding, held). Workers take
+    turns under the same id (the next one puts back its own job at start) and under another id (it sees the
+    dead pid; the heartbeat is never stale here). The job never fails, ends frame-exact with its audio, no
+    finished segment is ever lost, and no ffmpeg outlives its worker. (A kill before a run's first segment
+    counts as a death without progress: more attempts than kills, so that early kills in a row do not fail
+    the job here.)"""
+    hold = FolderGate(tmp_path / "hold")
+    hold.folder.mkdir()
+    (hold.folder / "pace_frames").write_text("10", encoding="utf-8")
+    env = {**os.environ, "FACESTATION_QUEUE_STALE_AFTER": "3600", "FACESTATION_QUEUE_MAX_ATTEMPTS": "25",
+           "PYTHONPATH": str(REPO), "FACESTATION_TEST_HOLD": str(hold.folder)}
     store = JobStore()  # FACESTATION_DATA is this test's own folder
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip_720p, out, FAST)
     rng = random.Random(20)
-    history: list[tuple[float, str, int]] = []
-    started = time.perf_counter()
+    history: list[tuple[str, str, int]] = []
     for kill in range(20):
+        recorded = len(store.get(job.id).resume.get("segments", []))
+        hold.allow(recorded + 1)
         proc = _worker(env, ("w-a", "w-b")[kill % 3 == 2])
-        delay = rng.uniform(1.0, 8.0)
-        time.sleep(delay)
+        held = kill % 2 == 0 or rng.random() < 0.3
+        if held:  # wait until this run has recorded its segment and waits: mid-render
+            deadline = time.monotonic() + scaled(180)
+            while len(store.get(job.id).resume.get("segments", [])) <= recorded or hold.reached() <= recorded:
+                assert time.monotonic() < deadline and proc.poll() is None, store.get(job.id).log
+                time.sleep(0.02)
+            moment = "held"
+        else:
+            delay = rng.uniform(0.2, 4.0)
+            time.sleep(delay)
+            moment = f"{delay:.1f} s"
         assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        if held:  # a held run still renders: its decoder is running, blocked on its full pipe
+            names = [c.name() for c in psutil.Process(proc.pid).children(recursive=True)]
+            assert any("ffmpeg" in n for n in names), names
         children = _kill_with_children(proc)
         now = store.get(job.id)
-        history.append((round(delay, 1), now.state, now.kept_frames))
-        assert now.state in ("queued", "running", "done") and now.failures == 0, (now.error, now.log)
-        assert not out.exists() or now.state == "done" or count_frames(out) == 300  # whole, or not there
-        left = _wait_gone(children)
+        history.append((moment, now.state, now.kept_frames))
+        assert now.state in ("queued", "running") and now.failures == 0, (now.error, now.log)
+        assert not out.exists()  # never done while held
+        left = _wait_gone(children, timeout=scaled(60))
         assert left == [], f"children of the killed worker still running: {left}"
+    hold.allow(None)  # the last run goes to the end
     proc = _worker(env, "w-a", "--once")
     try:
-        _, err = proc.communicate(timeout=600)
+        _, err = proc.communicate(timeout=scaled(600))
     finally:
         proc.kill()
     assert proc.returncode == 0, err.decode()[-3000:]
-    total_s = time.perf_counter() - started
     _check_done(store, job.id, out, clip_720p)
     kept = [k for _, _, k in history]
-    assert kept == sorted(kept), history  # a death never loses a finished segment
+    assert kept == sorted(kept) and kept[-1] > 0, history  # a death never loses a finished segment
+    assert sum(m == "held" for m, _, _ in history) >= 10, history
     log = store.get(job.id).log
-    resumed = log.count("resuming at frame")
-    if kept[-1] and history[-1][1] != "done":  # the last run went on from the segments it found
-        assert f"resuming at frame {kept[-1]} " in log, log
-    print(f"kills (delay s, state, frames kept): {history}; {log.count(' on worker ')} runs, {resumed} "
-          f"resumed; total {total_s:.0f} s")
+    assert f"resuming at frame {kept[-1]} " in log, log  # the last run went on from the segments it found
+    print(f"kills (moment, state, frames kept): {history}; {log.count(' on worker ')} runs, "
+          f"{log.count('resuming at frame')} resumed")

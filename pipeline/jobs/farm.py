@@ -40,6 +40,7 @@ from pipeline.errors import Cancelled, FacestationError, UserError
 from pipeline.image import is_image_path
 from pipeline.jobs import runner, segments
 from pipeline.jobs.farm_task import TOKEN_FILE, FileServer, SegmentDone, SegmentTask, render_segment
+from pipeline.jobs.hold import FolderGate
 from pipeline.jobs.model import Job
 from pipeline.jobs.resume import ResumeRecord, fingerprint
 from pipeline.progress import Progress
@@ -300,10 +301,11 @@ class FarmVideoJob(runner.SegmentedJob):
         ray.get(self.farm.server.allow.remote(files + [m["path"] for m in models.values()]))
         ship = bool(os.environ.get("FACESTATION_FARM_SHIP"))
         settings_json = self.settings.model_dump_json()  # the swapper resolved here, not on each node
+        hold = str(self.ctx.hold.folder) if isinstance(self.ctx.hold, FolderGate) else None  # tests only
 
         def task(start: int, frames: int | None) -> SegmentTask:
             return SegmentTask(self.job.id, settings_json, tuple(self.job.sources), self.job.target,
-                               inputs, str(self.work), token, start, frames, models, ship)
+                               inputs, str(self.work), token, start, frames, models, ship, hold)
 
         return task
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline import paths
 from pipeline.jobs import resume, segments
+from pipeline.jobs.hold import FolderGate
 from pipeline.settings import Settings, apply_overrides, validate
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class SegmentTask:
     frames: int | None  # None: to the end of the clip
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # shippable: name -> {path, size}
     ship: bool = False  # return the bytes even when the folder is visible (a node with a look-alike path)
+    hold: str | None = None  # a test's FolderGate folder: the task may wait there before it renders
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,8 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
     from pipeline.render import Render
     from pipeline.video.probe import probe
 
+    if task.hold is not None:
+        FolderGate(Path(task.hold)).hold_task(task.start)
     started = time.perf_counter()
     context = ray.get_runtime_context()
     cpus = context.get_assigned_resources().get("CPU") if not ray.get_gpu_ids() else None

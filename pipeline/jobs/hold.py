@@ -10,7 +10,9 @@ is stopped (its ``cancel`` event set). While a video job is held, its render wai
 - :class:`Gate`: for a worker in this process (threading events);
 - :class:`FolderGate`: for a worker in another process, armed by ``FACESTATION_TEST_HOLD=<folder>`` (read by
   :func:`hold_from_env`, the one place): the job writes how many segments it holds to ``<folder>/reached`` and
-  waits while that is at least the number in ``<folder>/allowed``.
+  waits while that is at least the number in ``<folder>/allowed``. ``<folder>/pace_frames`` (a number) makes
+  that worker end its segments by frame count; while ``<folder>/hold_tasks`` exists, each farm task waits
+  before it renders (``<folder>/waiting-<start>`` holds its pid meanwhile).
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from pipeline.jobs.segments import Pace
 
 HOLD_VAR = "FACESTATION_TEST_HOLD"
 _TICK = 0.01  # seconds between two looks at the cancel event while held
@@ -69,6 +74,40 @@ class FolderGate:
         os.replace(part, self.folder / "reached")
         while (limit := self.allowed()) is not None and segments >= limit and not cancel.wait(_TICK):
             pass
+
+    def pace(self) -> Pace | None:
+        """The frame-counted pace ``pace_frames`` asks for (None: the worker's own)."""
+        with contextlib.suppress(OSError, ValueError):
+            return Pace.frames(int((self.folder / "pace_frames").read_text(encoding="utf-8")))
+        return None
+
+    def hold_tasks(self, on: bool) -> None:
+        """Make the farm's tasks wait before they render (``on``), or let them go."""
+        path = self.folder / "hold_tasks"
+        if on:
+            path.touch()
+        else:
+            path.unlink(missing_ok=True)
+
+    def hold_task(self, start: int) -> None:
+        """In a farm task (another process, maybe): wait while tasks are held, saying so with this pid."""
+        if not (self.folder / "hold_tasks").exists():
+            return
+        mark = self.folder / f"waiting-{start}"
+        mark.write_text(str(os.getpid()), encoding="utf-8")
+        try:
+            while (self.folder / "hold_tasks").exists():
+                time.sleep(_TICK)
+        finally:
+            mark.unlink(missing_ok=True)
+
+    def waiting_tasks(self) -> dict[int, int]:
+        """Segment start -> pid of the farm tasks held now."""
+        found = {}
+        for mark in self.folder.glob("waiting-*"):
+            with contextlib.suppress(OSError, ValueError):
+                found[int(mark.name.removeprefix("waiting-"))] = int(mark.read_text(encoding="utf-8"))
+        return found
 
     def reached(self) -> int:
         """What the held job last wrote (0 before its first segment)."""

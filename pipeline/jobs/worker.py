@@ -115,8 +115,10 @@ class Worker:
         self.poll = poll
         self.poll_cancel = poll_cancel
         self.heartbeat_every = heartbeat_every or max(0.2, min(store.stale_after / 4, 15.0))
-        self.pace = pace or runner.segments.Pace.every(checkpoint_seconds or runner.checkpoint_seconds())
-        self.hold = hold or hold_from_env()  # a test's grip on every job (pipeline.jobs.hold); None otherwise
+        armed = hold_from_env()  # a test's grip on every job of a worker in another process; None otherwise
+        self.hold = hold or armed
+        self.pace = (pace or (armed.pace() if armed else None)
+                     or runner.segments.Pace.every(checkpoint_seconds or runner.checkpoint_seconds()))
         self.jobs_done = 0
         self.jobs_failed = 0
         self.current: int | None = None
