@@ -14,6 +14,7 @@ from cli.main import main
 from pipeline.errors import UserError
 from pipeline.jobs import farm, segments
 from pipeline.jobs.farm_task import FileServer, SegmentDone, task_settings
+from pipeline.jobs.resume import ResumeRecord
 from pipeline.jobs.service import open_store
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
@@ -41,23 +42,29 @@ def test_plan_covers_every_frame_once_and_the_last_segment_runs_to_the_end(total
     assert total - starts[-1] <= size
 
 
-def test_recorded_segments_keep_out_of_order_segments_and_drop_mismatches(tmp_path: Path) -> None:
+def test_a_farm_record_keeps_out_of_order_segments_and_drops_mismatches(tmp_path: Path) -> None:
+    """The keep rules of a run with a fixed segment length (:mod:`pipeline.jobs.resume`)."""
     clip = make_clip(tmp_path / "c.mp4", seconds=0.5, audio=False)
     work = tmp_path / "work"
     work.mkdir()
-    done = [segments.Segment(segments.segment_name(s), s, 10) for s in (0, 20, 40)]  # 10 missing
-    for s in done:
+    done = [segments.Segment(segments.segment_name(s), s, 10, "n1", "id1", 7, 1.5) for s in (0, 20, 40)]
+    for s in done:  # 10 is missing
         (work / s.file).write_bytes(b"x")
-    record = farm.record_header(work, 10, clip, FAST)
-    record["segments"] = [{**s.__dict__, "node": "n1", "pid": 7} for s in done]
-    record["segments"].append({"file": "seg-00000035.mkv", "start": 35, "frames": 10})  # not on the plan
-    kept = farm.recorded_segments(record, work, 10, clip, FAST)
-    assert sorted(kept) == [0, 20, 40] and kept[20]["pid"] == 7
-    assert farm.recorded_segments(record, work, 12, clip, FAST) == {}  # another segment length
+    run = ResumeRecord.for_run(work, clip, FAST, segment_frames=10)
+    saved = run.with_segments([*done, segments.Segment("seg-00000035.mkv", 35, 10)],  # not on the plan
+                              models=("inswapper_128",), notices=("n",)).to_json()
+    assert saved["segments"][1] == {"file": "seg-00000020.mkv", "start": 20, "frames": 10, "node": "n1",
+                                    "node_id": "id1", "pid": 7, "seconds": 1.5}  # the format queue show reads
+    kept = run.kept(saved)
+    assert [s.start for s in kept.segments] == [0, 20, 40] and kept.segments[1] == done[1]
+    assert (kept.models, kept.notices) == (("inswapper_128",), ("n",))
+    assert not ResumeRecord.for_run(work, clip, FAST, segment_frames=12).kept(saved).segments  # other length
     other = apply_overrides(FAST, ["output.quality=50"])
-    assert farm.recorded_segments(record, work, 10, clip, other) == {}  # other settings
+    assert not ResumeRecord.for_run(work, clip, other, segment_frames=10).kept(saved).segments  # settings
     (work / done[1].file).unlink()
-    assert sorted(farm.recorded_segments(record, work, 10, clip, FAST)) == [0, 40]
+    assert [s.start for s in run.kept(saved).segments] == [0, 40]
+    # a local (time-paced) run of the same job keeps the gap-free part from frame 0, whatever the length
+    assert [s.start for s in ResumeRecord.for_run(work, clip, FAST).kept(saved).segments] == [0]
 
 
 def test_farm_segment_length_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,10 +92,11 @@ def test_queue_show_lists_segments_with_node_pid_and_time(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     store = open_store()
     job = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "o.mp4", FAST)
-    rows = [SegmentDone(segments.segment_name(s), s, 30, "box", f"n{s}", 100 + s, 1.5).record()
+    rows = [SegmentDone(segments.segment_name(s), s, 30, "box", f"n{s}", 100 + s, 1.5).segment().row()
             for s in (30, 0)]
-    assert store.claim_next("box/ray") is not None
-    store.set_resume(job.id, {"segments": rows}, worker_id="box/ray")
+    lease = store.claim_next("box/ray")
+    assert lease is not None
+    lease.save_resume({"segments": rows})
     assert main(["queue", "show", str(job.id), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["id"] == job.id and shown["state"] == "running"
@@ -136,8 +144,9 @@ def test_farm_status_is_shown_while_fresh_and_the_queue_shows_segments_at_once(t
     assert api.farm_status() is None  # a driver that stopped writing is not shown as running
     store = open_store()
     job = store.add([photos.grace_hopper_path()], photos.astronaut_path(tmp_path), tmp_path / "o.mp4", FAST)
-    store.claim_next("box/ray")
-    store.update_progress(job.id, Progress(30, 300, stage={"running": 2}), worker_id="box/ray")
+    lease = store.claim_next("box/ray")
+    assert lease is not None
+    lease.progress(Progress(30, 300, stage={"running": 2}))
     assert "2 at once" in render_jobs([store.get(job.id)])
 
 
@@ -218,8 +227,9 @@ def test_a_farm_job_reports_the_notices_of_its_segments_once_each(tmp_path: Path
     store = open_store()
     clip = make_clip(tmp_path / "clip.mp4", seconds=2.0, size=(64, 48), fps=10)
     job = store.add([photos.grace_hopper_path()], clip, tmp_path / "o.mp4", FAST)
-    job = store.claim_next("box/ray")
-    assert job is not None
+    lease = store.claim_next("box/ray")
+    assert lease is not None
+    job = lease.job
     saved: list[dict] = []
     control = _Control()
     ctx = runner.JobContext(control=control,  # type: ignore[arg-type]
@@ -242,8 +252,8 @@ def test_a_farm_job_reports_the_notices_of_its_segments_once_each(tmp_path: Path
     assert len(control.reports) == 1
     assert saved[-1]["notices"] == [CLASSIC_NOTICE, odd, damaged]
     assert "notices" not in saved[-1]["segments"][0]
-    store.set_resume(job.id, saved[-1], worker_id="box/ray")
+    lease.save_resume(saved[-1])
     monkeypatch.setattr(segments, "join_segments", lambda *args, **kwargs: None)
     resumed = farm.FarmVideoJob(the_farm, store.get(job.id), ctx)  # a driver that died and came back
-    assert sorted(resumed.done) == [0, 10]
+    assert [s.start for s in resumed.record.segments] == [0, 10]
     assert resumed.run()["notices"] == [CLASSIC_NOTICE, odd, damaged]

@@ -25,10 +25,12 @@ ray = pytest.importorskip("ray")
 from cli.main import main  # noqa: E402
 from pipeline.jobs import farm_task, runner  # noqa: E402
 from pipeline.jobs.farm import Farm, read_status  # noqa: E402
+from pipeline.jobs.hold import FolderGate, Gate  # noqa: E402
 from pipeline.jobs.store import JobStore  # noqa: E402
 from pipeline.jobs.worker import run, start_in_thread  # noqa: E402
 from pipeline.settings import Settings, apply_overrides  # noqa: E402
 from tests import photos  # noqa: E402
+from tests.timing import scaled  # noqa: E402
 from tests.videos import count_frames, make_clip, stream_info  # noqa: E402
 
 FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1", "detector.size=320"])
@@ -84,6 +86,15 @@ def _render_processes() -> list[psutil.Process]:
         if " ".join(proc.info["cmdline"] or []).startswith("ray::render_segment"):
             found.append(proc)
     return found
+
+
+def _until(ready: Any, handle: Any, store: JobStore, job_id: int, timeout: float = 300) -> Any:
+    """Wait for ``ready()`` to be truthy (and return it) while the in-thread worker lives."""
+    deadline = time.monotonic() + scaled(timeout)
+    while not (value := ready()):
+        assert time.monotonic() < deadline and handle.alive, store.get(job_id).log
+        time.sleep(0.05)
+    return value
 
 
 def test_an_address_where_nothing_answers_exits_2_at_once(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,22 +179,23 @@ def test_two_node_cluster_survives_a_killed_worker_process(
     job = store.add([photos.grace_hopper_path()], clip10, out, FAST)
     farm = Farm.connect(two_nodes.address)
     assert farm.slots == 2 and len(farm.nodes()) == 2
-    handle = start_in_thread(store, "test/ray", execute=farm.execute)
-    killed = None
-    deadline = time.time() + 300
+    hold = FolderGate(tmp_path / "hold")
+    hold.folder.mkdir()
+    hold.allow(2)  # the driver waits once two segments are recorded
+    handle = start_in_thread(store, "test/ray", execute=farm.execute, hold=hold)
     try:
-        while not store.get(job.id).finished:
-            assert time.time() < deadline and handle.alive, store.get(job.id).log
-            recorded = len(store.get(job.id).resume.get("segments", []))
-            busy = _render_processes()
-            if killed is None and recorded >= 2 and busy:
-                killed = busy[0].pid
-                os.kill(killed, signal.SIGKILL)
-            time.sleep(0.1)
+        _until(lambda: hold.reached() >= 2, handle, store, job.id)
+        hold.hold_tasks(True)  # the next tasks wait in their Ray worker process, before they render
+        hold.allow(None)  # the driver goes on and submits them
+        waiting = _until(hold.waiting_tasks, handle, store, job.id)
+        start, killed = min(waiting.items())
+        assert killed in {p.pid for p in _render_processes()}  # a Ray worker process mid-task
+        os.kill(killed, signal.SIGKILL)
+        hold.hold_tasks(False)
+        _until(lambda: store.get(job.id).finished, handle, store, job.id)
     finally:
         handle.stop()
         farm.close()
-    assert killed is not None, "no render process to kill"
     done = store.get(job.id)
     assert done.state == "done", (done.error, done.log)
     _check_output(out, clip10)
@@ -191,6 +203,7 @@ def test_two_node_cluster_survives_a_killed_worker_process(
     assert [s["start"] for s in segs] == list(range(0, 300, 30))
     assert len({s["node_id"] for s in segs}) == 2, segs  # both nodes rendered
     assert len({s["pid"] for s in segs} - {killed}) >= 2, segs  # the killed worker's node went on too
+    assert killed not in {s["pid"] for s in segs if s["start"] == start}, segs  # its segment ran again
 
 
 def _driver(address: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -205,22 +218,24 @@ def test_killed_driver_resumes_from_the_recorded_segments(
     store = JobStore()
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip10, out, FAST)
-    env = dict(os.environ)
-    driver = _driver(two_nodes.address, env)
-    deadline = time.time() + 300
-    while len(store.get(job.id).resume.get("segments", [])) < 3:
-        assert time.time() < deadline and driver.poll() is None, store.get(job.id).log
+    hold = FolderGate(tmp_path / "hold")
+    hold.folder.mkdir()
+    hold.allow(3)  # the driver (another process) waits once three segments are recorded: kill it there
+    driver = _driver(two_nodes.address, {**os.environ, "FACESTATION_TEST_HOLD": str(hold.folder)})
+    deadline = time.monotonic() + scaled(300)
+    while hold.reached() < 3:
+        assert time.monotonic() < deadline and driver.poll() is None, store.get(job.id).log
         time.sleep(0.05)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     before = {s["start"]: s["pid"] for s in store.get(job.id).resume["segments"]}
-    assert store.get(job.id).state == "running" and not out.exists()
-    driver = _driver(two_nodes.address, env)
-    _, err = driver.communicate(timeout=300)
+    assert len(before) == 3 and store.get(job.id).state == "running" and not out.exists()
+    driver = _driver(two_nodes.address, dict(os.environ))
+    _, err = driver.communicate(timeout=scaled(300))
     assert driver.returncode == 0, err.decode()
     done = store.get(job.id)
     assert done.state == "done", (done.error, done.log)
-    assert f"resuming: {len(before)} of 10 segments kept" in done.log, done.log
+    assert "resuming: 3 of 10 segments kept, 7 to render" in done.log, done.log
     _check_output(out, clip10)
     after = {s["start"]: s["pid"] for s in _shown(job.id, capsys)["segments"]}
     assert sorted(after) == list(range(0, 300, 30))
@@ -235,17 +250,14 @@ def test_a_node_that_leaves_has_its_segments_run_elsewhere(
     job = store.add([photos.grace_hopper_path()], clip10, out, FAST)
     farm = Farm.connect(two_nodes.address)
     leaving = next(n for n in two_nodes.list_all_nodes() if n is not two_nodes.head_node)
-    handle = start_in_thread(store, "test/ray", execute=farm.execute)
-    deadline = time.time() + 300
-    removed_after = None
+    gate = Gate(after=2)  # the driver waits once two segments are recorded: the node leaves then
+    handle = start_in_thread(store, "test/ray", execute=farm.execute, hold=gate)
     try:
-        while not store.get(job.id).finished:
-            assert time.time() < deadline and handle.alive, store.get(job.id).log
-            recorded = len(store.get(job.id).resume.get("segments", []))
-            if removed_after is None and recorded >= 2:
-                removed_after = recorded
-                two_nodes.remove_node(leaving, allow_graceful=False)
-            time.sleep(0.1)
+        _until(gate.reached.is_set, handle, store, job.id)
+        removed_after = len(store.get(job.id).resume["segments"])
+        two_nodes.remove_node(leaving, allow_graceful=False)
+        gate.open()
+        _until(lambda: store.get(job.id).finished, handle, store, job.id)
     finally:
         handle.stop()
         farm.close()
@@ -254,4 +266,4 @@ def test_a_node_that_leaves_has_its_segments_run_elsewhere(
     _check_output(out, clip10)
     segs = _shown(job.id, capsys)["segments"]
     assert [s["start"] for s in segs] == list(range(0, 300, 30))
-    assert removed_after is not None and removed_after < 10
+    assert removed_after == 2  # 8 segments were left for the node that stayed

@@ -14,10 +14,12 @@ import pytest
 
 from pipeline import paths
 from pipeline.errors import UserError
+from pipeline.jobs.db import _SCHEMA_V1, SCHEMA_VERSION
 from pipeline.jobs.model import IllegalTransition, JobNotFound, OutputTaken
-from pipeline.jobs.store import _SCHEMA_V1, SCHEMA_VERSION, ClaimLost, JobStore
+from pipeline.jobs.store import ClaimLost, JobStore, Lease
 from pipeline.progress import Progress
 from pipeline.settings import Settings, validate
+from tests.timing import scaled
 
 
 class FakeClock:
@@ -44,6 +46,12 @@ def _add(store: JobStore, n: int = 1, owner: str = "ann") -> list[int]:
                   owner).id
         for i in range(n)
     ]
+
+
+def _claim(store: JobStore, worker: str, **kwargs: Any) -> Lease:
+    lease = store.claim_next(worker, **kwargs)
+    assert lease is not None, "nothing to claim"
+    return lease
 
 
 def _queued(store: JobStore) -> list[int]:
@@ -87,41 +95,40 @@ def test_state_machine(tmp_path: Path) -> None:
     clock = FakeClock()
     store = JobStore(tmp_path / "q.db", clock=clock)
     a, b, c = _add(store, 3)
-    job = store.claim_next("w1")
-    assert job is not None and job.id == a and job.state == "running" and job.worker_id == "w1"
+    lease = _claim(store, "w1")
+    job = lease.job
+    assert job.id == a and job.state == "running" and job.worker_id == "w1" and lease.worker_id == "w1"
     assert job.attempts == 1 and job.started_at == clock.now
     for action in (store.retry, store.delete):
         with pytest.raises(IllegalTransition, match=f"job {a}: it is running"):
             action(a)
     clock.now += 5
-    done = store.finish(a, "done", worker_id="w1")
+    done = lease.finish("done")
     assert done.state == "done" and done.finished_at == clock.now and done.error is None
     for action in (store.retry, store.request_cancel):
         with pytest.raises(IllegalTransition, match="it is done"):
             action(a)
-    with pytest.raises(IllegalTransition, match="it is done"):
-        store.finish(a, "failed", "late")
-    with pytest.raises(IllegalTransition, match="it is queued"):
-        store.finish(b, "done")
+    with pytest.raises(ClaimLost, match=f"job {a} is done"):  # a lease ends its job once
+        lease.fail("late")
+    second = _claim(store, "w1")
+    assert second.id == b
     with pytest.raises(ValueError):
-        store.finish(b, "running")
-    assert store.claim_next("w1").id == b  # type: ignore[union-attr]
-    failed = store.finish(b, "failed", "ffmpeg exited with 1")
+        second.finish("running")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="fail"):
+        second.finish("failed")
+    failed = second.fail("ffmpeg exited with 1")
     assert failed.state == "failed" and failed.error == "ffmpeg exited with 1"
-    assert store.claim_next("w1").id == c  # type: ignore[union-attr]
+    assert _claim(store, "w1").id == c
     assert store.claim_next("w2") is None
 
 
 def test_worker_reports(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db", log_limit=100)
     (a,) = _add(store)
-    store.claim_next("w1")
-    assert (
-        store.update_progress(a, Progress(10, 300, 25.0, 11.6, {"stage_s": {"swap": 0.02}}), worker_id="w1")
-        is False
-    )
-    assert store.update_progress(a, Progress(20, fps=26.0, eta_s=10.8), worker_id="w1") is False
-    store.set_resume(a, {"segments": ["seg000.mkv", "seg001.mkv"]}, worker_id="w1")
+    lease = _claim(store, "w1")
+    assert lease.progress(Progress(10, 300, 25.0, 11.6, {"stage_s": {"swap": 0.02}})) is False
+    assert lease.progress(Progress(20, fps=26.0, eta_s=10.8)) is False
+    lease.save_resume({"segments": ["seg000.mkv", "seg001.mkv"]})
     for i in range(20):
         store.append_log(a, f"line {i:02d}")
     job = store.get(a)
@@ -129,27 +136,28 @@ def test_worker_reports(tmp_path: Path) -> None:
     assert job.progress.stage_s == {"swap": 0.02} and job.progress.fraction == pytest.approx(20 / 300)
     assert job.resume == {"segments": ["seg000.mkv", "seg001.mkv"]}
     assert len(job.log) <= 100 and job.log.endswith("line 19\n") and "line 00" not in job.log
-    with pytest.raises(ClaimLost):
-        store.heartbeat(a, "w2")
-    with pytest.raises(ClaimLost):
-        store.update_progress(a, Progress(1), worker_id="w2")
-    with pytest.raises(ClaimLost):
-        store.finish(a, "done", worker_id="w2")
-    assert store.get(a).progress.frames_done == 20  # the impostor changed nothing
+    impostor = Lease(store.db, lease.job, "w2")  # a lease is bound to its worker: no report skips the check
+    for report in (impostor.heartbeat, lambda: impostor.progress(Progress(1)),
+                   lambda: impostor.save_resume({}), impostor.finish, lambda: impostor.fail("x"),
+                   lambda: impostor.release("x")):
+        with pytest.raises(ClaimLost, match="held by w1, not w2"):
+            report()
+    job = store.get(a)
+    assert job.progress.frames_done == 20 and job.state == "running" and job.resume  # changed nothing
 
 
 def test_cancel(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db")
     a, b = _add(store, 2)
-    store.claim_next("w1")
+    lease = _claim(store, "w1")
     queued = store.request_cancel(b)
     assert queued.state == "cancelled" and queued.finished_at is not None
     assert store.claim_next("w2") is None  # the cancelled job is never claimed
     running = store.request_cancel(a)
     assert running.state == "running" and running.cancel_requested
-    assert store.heartbeat(a, "w1") is True
-    assert store.update_progress(a, Progress(5), worker_id="w1") is True
-    assert store.finish(a, "cancelled", worker_id="w1").state == "cancelled"
+    assert lease.heartbeat() is True and lease.cancel_requested()
+    assert lease.progress(Progress(5)) is True
+    assert lease.finish("cancelled").state == "cancelled"
     with pytest.raises(IllegalTransition, match="cannot cancel"):
         store.request_cancel(a)
 
@@ -157,9 +165,9 @@ def test_cancel(tmp_path: Path) -> None:
 def test_retry_goes_to_the_end_and_keeps_resume(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db")
     a, b, c = _add(store, 3)
-    store.claim_next("w1")
-    store.set_resume(a, {"segments": ["s0"]}, worker_id="w1")
-    store.finish(a, "failed", "out of memory")
+    lease = _claim(store, "w1")
+    lease.save_resume({"segments": ["s0"]})
+    lease.fail("out of memory")
     store.request_cancel(b)
     retried = store.retry(a)
     assert retried.state == "queued" and retried.error is None and retried.attempts == 0
@@ -201,7 +209,7 @@ def test_reorder(tmp_path: Path) -> None:
 def test_delete(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db")
     a, b, c = _add(store, 3)
-    store.claim_next("w1")
+    lease = _claim(store, "w1")
     with pytest.raises(IllegalTransition, match="cancel it first"):
         store.delete(a)
     store.delete(b)
@@ -209,7 +217,7 @@ def test_delete(tmp_path: Path) -> None:
         store.get(b)
     with pytest.raises(JobNotFound):
         store.delete(b)
-    store.finish(a, "done")
+    lease.finish("done")
     store.delete(a)
     assert [j.id for j in store.list()] == [c]
 
@@ -218,13 +226,14 @@ def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
     clock = FakeClock()
     store = JobStore(tmp_path / "q.db", stale_after=60, max_attempts=2, clock=clock)
     a, b = _add(store, 2)
-    store.claim_next("dead", host="elsewhere")  # another host: only its heartbeat tells
-    store.set_resume(a, {"segments": ["s0", "s1"]}, worker_id="dead")
+    zombie = _claim(store, "dead", host="elsewhere")  # another host: only its heartbeat tells
+    zombie.save_resume({"segments": ["s0", "s1"]})
     clock.now += 50
-    store.heartbeat(a, "dead")
+    zombie.heartbeat()
     clock.now += 59  # 59 s since the last heartbeat: still alive
-    assert store.claim_next("w2", host="elsewhere").id == b  # type: ignore[union-attr]
-    store.heartbeat(b, "w2")
+    other = _claim(store, "w2", host="elsewhere")
+    assert other.id == b
+    other.heartbeat()
     clock.now += 2  # a: 61 s silent
     assert store.reclaim_stale() == [a]
     job = store.get(a)
@@ -233,13 +242,13 @@ def test_stale_heartbeat_is_reclaimed(tmp_path: Path) -> None:
     assert "worker dead silent for 61 s" in job.log
     assert store.get(b).state == "running"
     with pytest.raises(ClaimLost):  # the zombie wakes up: it must stop, and cannot end the job
-        store.heartbeat(a, "dead")
+        zombie.heartbeat()
     with pytest.raises(ClaimLost):
-        store.finish(a, "done", worker_id="dead")
+        zombie.finish("done")
     with pytest.raises(ClaimLost):
-        store.set_resume(a, {}, worker_id="dead")
-    again = store.claim_next("w3")
-    assert again is not None and again.id == a and again.attempts == 2 and again.worker_id == "w3"
+        zombie.save_resume({})
+    again = _claim(store, "w3").job
+    assert again.id == a and again.attempts == 2 and again.worker_id == "w3"
 
 
 def test_worker_deaths_with_progress_never_fail_a_job(tmp_path: Path) -> None:
@@ -249,19 +258,18 @@ def test_worker_deaths_with_progress_never_fail_a_job(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db", stale_after=10, max_attempts=2, clock=clock)
     (a,) = _add(store)
     for death in range(12):
-        job = store.claim_next(f"w{death}", host="elsewhere")
-        assert job is not None and job.id == a and job.attempts == death + 1
-        store.set_resume(a, {"segments": [{"file": f"s{i}", "start": 5 * i, "frames": 5}
-                                          for i in range(death + 1)]}, worker_id=f"w{death}")
-        store.update_progress(a, Progress(40 + 5 * death, 300), worker_id=f"w{death}")  # not all kept
+        lease = _claim(store, f"w{death}", host="elsewhere")
+        assert lease.id == a and lease.job.attempts == death + 1
+        lease.save_resume({"segments": [{"file": f"s{i}", "start": 5 * i, "frames": 5}
+                                        for i in range(death + 1)]})
+        lease.progress(Progress(40 + 5 * death, 300))  # not all kept
         clock.now += 11
         assert store.reclaim_stale() == [a]
         job = store.get(a)
         assert job.state == "queued" and job.error is None and job.failures == 0 and job.deaths == 0
         assert job.progress.frames_done == 5 * (death + 1)  # what the next run keeps
     assert store.get(a).log.count("re-queued") == 12
-    store.claim_next("w-last")
-    store.set_resume(a, {"segments": []}, worker_id="w-last")
+    _claim(store, "w-last").save_resume({"segments": []})
     assert store.release_worker("w-last") == [a]  # a restart under the same id: back in the queue too
     assert store.get(a).state == "queued"
 
@@ -274,9 +282,10 @@ def test_a_job_that_kills_its_worker_every_time_fails(tmp_path: Path) -> None:
     a, b = _add(store, 2)
 
     def die(worker: str, *, segment: bool = False) -> None:
-        assert store.claim_next(worker, host="elsewhere").id == a  # type: ignore[union-attr]
+        lease = _claim(store, worker, host="elsewhere")
+        assert lease.id == a
         if segment:
-            store.set_resume(a, {"segments": [{"file": "s0", "start": 0, "frames": 5}]}, worker_id=worker)
+            lease.save_resume({"segments": [{"file": "s0", "start": 0, "frames": 5}]})
         clock.now += 11
         assert store.reclaim_stale() == [a]
 
@@ -294,7 +303,7 @@ def test_a_job_that_kills_its_worker_every_time_fails(tmp_path: Path) -> None:
     assert job.state == "failed" and job.failures == 0
     assert job.error == "the worker died 3 times on this job without progress (out of memory?)"
     assert job.progress.frames_done == 5 and job.finished_at is not None  # what a retry keeps
-    assert store.claim_next("w6").id == b  # type: ignore[union-attr]  # the queue is not blocked
+    assert _claim(store, "w6").id == b  # the queue is not blocked
     retried = store.retry(a)
     assert retried.state == "queued" and retried.deaths == 0
 
@@ -303,9 +312,7 @@ def test_a_worker_stopping_on_purpose_is_no_death(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db", max_attempts=1)
     (a,) = _add(store)
     for _ in range(3):
-        store.claim_next("w")
-        assert store.release_worker("w", died=False) == [a]
-        job = store.get(a)
+        job = _claim(store, "w").release("worker w stopped")
         assert job.state == "queued" and job.deaths == 0 and "worker w stopped: job re-queued" in job.log
     store.claim_next("w")
     store.release_worker("w")  # a restart after a crash: with max_attempts=1, the first death fails it
@@ -324,19 +331,20 @@ def test_a_dead_local_worker_is_seen_at_once(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db", stale_after=3600)
     a, b, c = _add(store, 3)
     dead = _dead_pid()
-    assert store.claim_next("killed", pid=dead).id == a  # type: ignore[union-attr]
+    assert _claim(store, "killed", pid=dead).id == a
     assert store.holder_gone(store.get(a))
-    job = store.claim_next("next")  # puts a back at its place first, then takes it
-    assert job is not None and job.id == a and job.attempts == 2
+    lease = _claim(store, "next")  # puts a back at its place first, then takes it
+    job = lease.job
+    assert job.id == a and job.attempts == 2
     assert f"worker killed (pid {dead}) is gone: job re-queued" in job.log
     assert not store.holder_gone(job)  # this process holds it now
     with pytest.raises(IllegalTransition, match="cancel it first"):
         store.delete(a)
     # another host's pid cannot be checked from here: only the heartbeat tells
-    assert store.claim_next("remote", pid=dead, host="elsewhere").id == b  # type: ignore[union-attr]
+    assert _claim(store, "remote", pid=dead, host="elsewhere").id == b
     assert not store.holder_gone(store.get(b))
     # cancel and delete of a job whose worker died: at once, no worker needed
-    store.finish(a, "done")
+    lease.finish("done")
     store.claim_next("killed-too", pid=dead)
     cancelled = store.request_cancel(c)
     assert cancelled.state == "cancelled" and cancelled.worker_id is None and not cancelled.cancel_requested
@@ -350,23 +358,23 @@ def test_a_dead_local_worker_is_seen_at_once(tmp_path: Path) -> None:
 def test_errors_count_towards_max_attempts(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "q.db", max_attempts=3)
     a, b = _add(store, 2)
-    store.claim_next("w")
-    store.set_resume(a, {"segments": [{"file": "s0", "start": 0, "frames": 30}]}, worker_id="w")
-    store.update_progress(a, Progress(120, 300, 20.0, 9.0), worker_id="w")
+    lease = _claim(store, "w")
+    lease.save_resume({"segments": [{"file": "s0", "start": 0, "frames": 30}]})
+    lease.progress(Progress(120, 300, 20.0, 9.0))
     for n in (1, 2):  # an error that may pass: queued again at its place, with its segments
-        again = store.fail(a, "EncodeError: broken pipe", retry=True, worker_id="w")
+        again = lease.fail("EncodeError: broken pipe", retry=True)
         assert again.state == "queued" and again.failures == n and again.error is None
         assert again.resume["segments"] and _queued(store) == [a, b]
         assert f"error {n} of at most 3: EncodeError: broken pipe" in again.log
-        assert store.claim_next("w").id == a  # type: ignore[union-attr]
-    failed = store.fail(a, "EncodeError: broken pipe", retry=True, worker_id="w")
+        lease = _claim(store, "w")
+        assert lease.id == a
+    failed = lease.fail("EncodeError: broken pipe", retry=True)
     assert failed.state == "failed" and failed.failures == 3 and failed.error == "EncodeError: broken pipe"
     # its progress says what a retry keeps, not how far the failed run got
     p = failed.progress
     assert (p.frames_done, p.frames_total, p.fps, p.eta_s) == (30, 300, None, None)
     assert p.stage == {"step": "failed", "segments": 1}
-    store.claim_next("w")
-    user = store.fail(b, "the folder of --output does not exist: /x", worker_id="w")  # the user's: at once
+    user = _claim(store, "w").fail("the folder of --output does not exist: /x")  # the user's: at once
     assert user.state == "failed" and user.failures == 1 and user.progress.frames_done == 0
     assert store.retry(a).failures == 0
 
@@ -376,10 +384,10 @@ def test_one_output_per_job(tmp_path: Path) -> None:
     first = store.add(["/s.jpg"], "/t1.mp4", "/out/o.mp4", Settings())
     with pytest.raises(OutputTaken, match=f"job {first.id} \\(queued\\) already writes /out/o.mp4"):
         store.add(["/s.jpg"], "/t2.mp4", "/out/o.mp4", Settings())
-    store.claim_next("w")
+    lease = _claim(store, "w")
     with pytest.raises(OutputTaken, match="running"):
         store.add(["/s.jpg"], "/t2.mp4", "/out/o.mp4", Settings())
-    store.fail(first.id, "boom")
+    lease.fail("boom")
     second = store.add(["/s.jpg"], "/t2.mp4", "/out/o.mp4", Settings())  # the first one ended
     with pytest.raises(OutputTaken, match=f"job {second.id}"):
         store.retry(first.id)  # would write it again
@@ -428,30 +436,35 @@ def test_release_worker_on_restart(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- several processes at once
 
 
-def _adder(db: str, owner: str, n: int, start: Any) -> None:
+def _adder(db: str, owner: str, n: int, start: Any, midway: Any) -> None:
     store = JobStore(db)
     start.wait()
     for i in range(n):
+        if i == n // 2:  # the second half is added only once both claimers hold a job of the first
+            midway.wait(scaled(60))
         store.add([f"/src/{owner}.jpg"], f"/t/{owner}{i}.mp4", f"/o/{owner}{i}.mp4", Settings(), owner=owner)
         time.sleep(0.001)  # spread the adds so that claims interleave with them
 
 
-def _claimer(db: str, worker: str, expected: int, start: Any, results: multiprocessing.Queue) -> None:
+def _claimer(db: str, worker: str, expected: int, start: Any, midway: Any,
+             results: multiprocessing.Queue) -> None:
     store = JobStore(db)
     mine: list[int] = []
     start.wait()
-    deadline = time.time() + 60
+    deadline = time.time() + scaled(60)
     while time.time() < deadline:
-        job = store.claim_next(worker)
-        if job is None:
+        lease = store.claim_next(worker)
+        if lease is None:
             if len(store.list(states=["done"])) >= expected:
                 break
             time.sleep(0.001)
             continue
-        store.update_progress(job.id, Progress(1, 1), worker_id=worker)
-        store.append_log(job.id, f"done by {worker}")
-        store.finish(job.id, "done", worker_id=worker)
-        mine.append(job.id)
+        if not mine:  # the first claim of each: taken while the adders are halfway
+            midway.wait(scaled(60))
+        lease.progress(Progress(1, 1))
+        lease.log(f"done by {worker}")
+        lease.finish("done")
+        mine.append(lease.id)
     results.put((worker, mine))
 
 
@@ -460,18 +473,18 @@ def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None
     JobStore(db)
     ctx = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue = ctx.Queue()
-    start = ctx.Barrier(4)
+    start, midway = ctx.Barrier(4), ctx.Barrier(4)
     procs = [
-        ctx.Process(target=_adder, args=(db, "ann", 100, start)),
-        ctx.Process(target=_adder, args=(db, "bob", 100, start)),
-        ctx.Process(target=_claimer, args=(db, "w1", 200, start, results)),
-        ctx.Process(target=_claimer, args=(db, "w2", 200, start, results)),
+        ctx.Process(target=_adder, args=(db, "ann", 100, start, midway)),
+        ctx.Process(target=_adder, args=(db, "bob", 100, start, midway)),
+        ctx.Process(target=_claimer, args=(db, "w1", 200, start, midway, results)),
+        ctx.Process(target=_claimer, args=(db, "w2", 200, start, midway, results)),
     ]
     for p in procs:
         p.start()
-    claimed = dict(results.get(timeout=90) for _ in range(2))
+    claimed = dict(results.get(timeout=scaled(90)) for _ in range(2))
     for p in procs:
-        p.join(timeout=30)
+        p.join(timeout=scaled(30))
         assert p.exitcode == 0
     jobs = JobStore(db).list()
     ids = [j.id for j in jobs]
@@ -482,7 +495,8 @@ def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None
     both = claimed["w1"] + claimed["w2"]
     assert sorted(both) == sorted(ids)  # each job claimed exactly once, by one worker
     assert all(j.log == f"done by {j.worker_id}\n" for j in jobs)
-    # the processes really overlapped: jobs were claimed while others were still being added
+    # the processes really overlapped (held so on any machine): jobs were claimed by both workers while
+    # others were still to be added
     assert min(j.started_at or 0.0 for j in jobs) < max(j.created_at for j in jobs)
     assert claimed["w1"] and claimed["w2"]
 
@@ -494,10 +508,10 @@ def test_threads_share_one_store(tmp_path: Path) -> None:
     def work(worker: str) -> None:
         for _ in range(25):
             _add(store)
-            job = store.claim_next(worker)
-            if job is not None:
-                store.finish(job.id, "done", worker_id=worker)
-                taken.append(job.id)
+            lease = store.claim_next(worker)
+            if lease is not None:
+                lease.finish("done")
+                taken.append(lease.id)
 
     threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(4)]
     for t in threads:

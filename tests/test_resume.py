@@ -18,6 +18,8 @@ import psutil
 import pytest
 
 from pipeline.jobs import runner, segments
+from pipeline.jobs.hold import FolderGate, Gate
+from pipeline.jobs.resume import ResumeRecord
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread
 from pipeline.settings import Settings, apply_overrides
@@ -25,6 +27,7 @@ from pipeline.video import ffmpeg
 from pipeline.video.decode import read_frames
 from pipeline.video.probe import probe
 from tests import photos
+from tests.timing import scaled
 from tests.videos import count_frames, make_clip, stream_info
 
 FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1", "detector.size=320"])
@@ -67,7 +70,9 @@ def test_frame_range_is_exact_by_index(tmp_path: Path) -> None:
     assert np.array_equal(ranged[0], trimmed[3])
 
 
-def test_usable_segments_drops_anything_that_does_not_match(tmp_path: Path, face_clip: Path) -> None:
+def test_a_local_record_keeps_the_gap_free_run_and_nothing_of_another_run(tmp_path: Path,
+                                                                          face_clip: Path) -> None:
+    """The keep rules of a time-paced run (:mod:`pipeline.jobs.resume`)."""
     work = tmp_path / "work"
     work.mkdir()
     lengths = [7, 31, 12]  # a segment is as long as the render got in its wall time
@@ -75,22 +80,33 @@ def test_usable_segments_drops_anything_that_does_not_match(tmp_path: Path, face
     segs = [segments.Segment(segments.segment_name(a), a, n) for a, n in zip(starts, lengths, strict=True)]
     for s in segs:
         (work / s.file).write_bytes(b"x")
-    record = segments.resume_record(work, face_clip, FAST, segs)
-    assert segments.usable_segments(record, work, face_clip, FAST) == segs
+    run = ResumeRecord.for_run(work, face_clip, FAST)
+    record = run.with_segments(segs, complete=True).to_json()
+    assert record == {"v": 2, "work": str(work), "target": run.target, "settings": run.settings,
+                      "segments": [{"file": s.file, "start": s.start, "frames": s.frames} for s in segs],
+                      "complete": True}  # the format of the records already in queues
+    kept = run.kept(record)
+    assert list(kept.segments) == segs and kept.complete and kept.frames == 50
     other = apply_overrides(FAST, ["output.quality=50"])
-    assert segments.usable_segments(record, work, face_clip, other) == []  # other settings
-    assert segments.usable_segments({**record, "v": 1}, work, face_clip, FAST) == []  # an older record
+    assert not ResumeRecord.for_run(work, face_clip, other).kept(record).segments  # other settings
+    assert not run.kept({**record, "v": 1}).segments  # an older record
+    assert not run.kept({**record, "target": {**run.target, "size": 1}}).segments  # the target changed
+    assert not run.kept({**record, "work": str(tmp_path)}).segments
     holed = {**record, "segments": [record["segments"][0], record["segments"][2]]}
-    assert segments.usable_segments(holed, work, face_clip, FAST) == segs[:1]  # frames 7..37 missing
+    assert list(run.kept(holed).segments) == segs[:1] and not run.kept(holed).complete  # 7..37 missing
+    damaged = {**record, "segments": [record["segments"][0], {"file": 3}, record["segments"][2]]}
+    assert list(run.kept(damaged).segments) == segs[:1]
     (work / segs[1].file).unlink()
-    assert segments.usable_segments(record, work, face_clip, FAST) == segs[:1]  # a gap ends the run
+    assert list(run.kept(record).segments) == segs[:1]  # a gap ends the run
 
 
-def test_pace_checkpoints_by_wall_time() -> None:
+def test_pace_checkpoints_by_wall_time_or_by_frames() -> None:
     pace = segments.Pace.every(3.0)
     assert (pace.first_s, pace.every_s) == (1.0, 3.0)
     assert not pace.ends(0.9, first=True) and pace.ends(1.0, first=True)  # the first one of a run sooner
     assert not pace.ends(2.9, first=False) and pace.ends(3.0, first=False)
+    counted = segments.Pace.frames(30)  # the same on any machine
+    assert not counted.ends(1e9, first=True, frames=29) and counted.ends(0.0, first=False, frames=30)
 
 
 def test_concat_list_gives_exact_durations(tmp_path: Path) -> None:
@@ -186,29 +202,30 @@ def test_a_frame_count_or_nothing_ends_segments_too(tmp_path: Path) -> None:
 
 
 def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Path) -> None:
-    """Stop the in-thread worker mid-job (it re-queues the job), start another: the job resumes,
-    frames exact.
+    """Hold the in-thread worker's job after its third segment (30 frames each: a pace counted in frames, so
+    the same on any machine), stop the worker there (it re-queues the job), start another: the job resumes
+    from those 90 frames, frames exact.
     """
     store = JobStore(tmp_path / "q.sqlite3")
     out = tmp_path / "out.mkv"
     job = store.add([photos.grace_hopper_path()], face_clip, out, FAST)
-    handle = start_in_thread(store, "w1", checkpoint_seconds=0.5)
-    deadline = time.time() + 90
-    while len(store.get(job.id).resume.get("segments", [])) < 3:
-        assert time.time() < deadline and handle.alive, store.get(job.id).log
-        time.sleep(0.05)
-    assert handle.stop(timeout=10)
+    gate = Gate(after=3)
+    handle = start_in_thread(store, "w1", pace=segments.Pace.frames(30), hold=gate)
+    assert gate.reached.wait(scaled(90)) and handle.alive, store.get(job.id).log
+    assert handle.stop(timeout=scaled(10))
     back = store.get(job.id)
     assert back.state == "queued" and not out.exists()
-    kept = back.kept_frames
-    handle = start_in_thread(store, "w1", checkpoint_seconds=0.5)
+    assert back.kept_frames == 90 and [s["start"] for s in back.resume["segments"]] == [0, 30, 60]
+    handle = start_in_thread(store, "w1", pace=segments.Pace.frames(30))
+    deadline = time.monotonic() + scaled(90)
     while not store.get(job.id).finished:
-        assert time.time() < deadline, store.get(job.id).log
+        assert time.monotonic() < deadline, store.get(job.id).log
         time.sleep(0.1)
     handle.stop()
     done = store.get(job.id)
     assert done.state == "done", done.error
-    assert f"resuming at frame {kept} " in done.log
+    assert "resuming at frame 90 (3 finished segments kept)" in done.log, done.log
+    assert "(resumed at frame 90)" in done.log  # the second run rendered only the rest
     assert count_frames(out) == count_frames(face_clip) == 180
     assert {s["codec_type"] for s in stream_info(out)["streams"]} == {"video", "audio"}
     assert not runner.work_dir(job.id).exists()
@@ -261,45 +278,63 @@ def _check_done(store: JobStore, job_id: int, out: Path, clip: Path) -> None:
 @pytest.mark.slow
 def test_twenty_kills_at_random_moments_then_done_frame_exact_with_audio(tmp_path: Path,
                                                                          clip_720p: Path) -> None:
-    """A 10 s 720p job; its worker is killed with SIGKILL 20 times, each 1 to 8 s after it started (by then
-    it may be loading, rendering, between segments or joining). Workers take turns under the same id (the
-    next one puts back its own job at start) and under another id (it sees the dead pid; the heartbeat is
-    never stale here). The job never fails, ends frame-exact with its audio, and no ffmpeg outlives its
-    worker. (A kill before a run's first segment counts as a death without progress: more attempts than kills,
-    so that early kills in a row do not fail the job here.)"""
-    env = {**os.environ, "FACESTATION_QUEUE_STALE_AFTER": "3600", "FACESTATION_QUEUE_CHECKPOINT_SECONDS": "2",
-           "FACESTATION_QUEUE_MAX_ATTEMPTS": "25", "PYTHONPATH": str(REPO)}
+    """A 10 s 720p job in 10-frame segments; its worker is killed with SIGKILL 20 times. Each run may record
+    one segment more than the last kept (a hold, armed by ``FACESTATION_TEST_HOLD``), so the job is never
+    done before the test lets it be, on any machine: a kill lands either while the run is held mid-render
+    (its ffmpeg processes running) or at a random moment (loading, rendering, encoding, held). Workers take
+    turns under the same id (the next one puts back its own job at start) and under another id (it sees the
+    dead pid; the heartbeat is never stale here). The job never fails, ends frame-exact with its audio, no
+    finished segment is ever lost, and no ffmpeg outlives its worker. (A kill before a run's first segment
+    counts as a death without progress: more attempts than kills, so that early kills in a row do not fail
+    the job here.)"""
+    hold = FolderGate(tmp_path / "hold")
+    hold.folder.mkdir()
+    (hold.folder / "pace_frames").write_text("10", encoding="utf-8")
+    env = {**os.environ, "FACESTATION_QUEUE_STALE_AFTER": "3600", "FACESTATION_QUEUE_MAX_ATTEMPTS": "25",
+           "PYTHONPATH": str(REPO), "FACESTATION_TEST_HOLD": str(hold.folder)}
     store = JobStore()  # FACESTATION_DATA is this test's own folder
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip_720p, out, FAST)
     rng = random.Random(20)
-    history: list[tuple[float, str, int]] = []
-    started = time.perf_counter()
+    history: list[tuple[str, str, int]] = []
     for kill in range(20):
+        recorded = len(store.get(job.id).resume.get("segments", []))
+        hold.allow(recorded + 1)
         proc = _worker(env, ("w-a", "w-b")[kill % 3 == 2])
-        delay = rng.uniform(1.0, 8.0)
-        time.sleep(delay)
+        held = kill % 2 == 0 or rng.random() < 0.3
+        if held:  # wait until this run has recorded its segment and waits: mid-render
+            deadline = time.monotonic() + scaled(180)
+            while len(store.get(job.id).resume.get("segments", [])) <= recorded or hold.reached() <= recorded:
+                assert time.monotonic() < deadline and proc.poll() is None, store.get(job.id).log
+                time.sleep(0.02)
+            moment = "held"
+        else:
+            delay = rng.uniform(0.2, 4.0)
+            time.sleep(delay)
+            moment = f"{delay:.1f} s"
         assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        if held:  # a held run still renders: its decoder is running, blocked on its full pipe
+            names = [c.name() for c in psutil.Process(proc.pid).children(recursive=True)]
+            assert any("ffmpeg" in n for n in names), names
         children = _kill_with_children(proc)
         now = store.get(job.id)
-        history.append((round(delay, 1), now.state, now.kept_frames))
-        assert now.state in ("queued", "running", "done") and now.failures == 0, (now.error, now.log)
-        assert not out.exists() or now.state == "done" or count_frames(out) == 300  # whole, or not there
-        left = _wait_gone(children)
+        history.append((moment, now.state, now.kept_frames))
+        assert now.state in ("queued", "running") and now.failures == 0, (now.error, now.log)
+        assert not out.exists()  # never done while held
+        left = _wait_gone(children, timeout=scaled(60))
         assert left == [], f"children of the killed worker still running: {left}"
+    hold.allow(None)  # the last run goes to the end
     proc = _worker(env, "w-a", "--once")
     try:
-        _, err = proc.communicate(timeout=600)
+        _, err = proc.communicate(timeout=scaled(600))
     finally:
         proc.kill()
     assert proc.returncode == 0, err.decode()[-3000:]
-    total_s = time.perf_counter() - started
     _check_done(store, job.id, out, clip_720p)
     kept = [k for _, _, k in history]
-    assert kept == sorted(kept), history  # a death never loses a finished segment
+    assert kept == sorted(kept) and kept[-1] > 0, history  # a death never loses a finished segment
+    assert sum(m == "held" for m, _, _ in history) >= 10, history
     log = store.get(job.id).log
-    resumed = log.count("resuming at frame")
-    if kept[-1] and history[-1][1] != "done":  # the last run went on from the segments it found
-        assert f"resuming at frame {kept[-1]} " in log, log
-    print(f"kills (delay s, state, frames kept): {history}; {log.count(' on worker ')} runs, {resumed} "
-          f"resumed; total {total_s:.0f} s")
+    assert f"resuming at frame {kept[-1]} " in log, log  # the last run went on from the segments it found
+    print(f"kills (moment, state, frames kept): {history}; {log.count(' on worker ')} runs, "
+          f"{log.count('resuming at frame')} resumed")

@@ -306,8 +306,8 @@ def test_download_is_checked_per_user_and_handed_out_as_a_private_link(tmp_path:
     with pytest.raises(UserError, match="only a done job"):
         download(ctx, job.id, ann)  # type: ignore[arg-type]
     claimed = store.claim_next("w")
-    assert claimed is not None
-    store.finish(job.id, "done", worker_id="w")
+    assert claimed is not None and claimed.id == job.id
+    claimed.finish("done")
     with pytest.raises(UserError, match="no job .* of yours"):
         download(ctx, job.id, bob)  # type: ignore[arg-type]
     mine = download(ctx, job.id, ann)  # type: ignore[arg-type]

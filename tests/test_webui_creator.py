@@ -220,14 +220,14 @@ def test_queue_row_selection_plays_a_done_job_and_shows_why_one_failed(ctx: Ctx,
     assert queue_tab.show_job(ctx, None, None)[0] == "No job selected."
     claimed = ctx.store.claim_next("w")
     assert claimed is not None
-    ctx.store.finish(claimed.id, "failed", "BadMedia: the target could not be decoded")
+    claimed.fail("BadMedia: the target could not be decoded")
     shown = queue_tab.show_job(ctx, job.id, None)
     assert "failed: BadMedia: the target could not be decoded" in shown[0]
     job2 = queue_tab.submit(ctx, Settings(), [photo], photo, None)
     claimed = ctx.store.claim_next("w")
     assert claimed is not None and claimed.id == job2.id
     cv2.imwrite(str(job2.output), cv2.imread(photo))
-    ctx.store.finish(job2.id, "done")
+    claimed.finish("done")
     text, player, file = queue_tab.show_job(ctx, job2.id, None)
     assert "done" in text and str(ctx.outputs) not in player + file
     # before and after play in the page from private links: the target and the output, shown inline
@@ -248,13 +248,14 @@ def test_a_running_job_shows_the_last_frame_of_its_newest_finished_segment(ctx: 
     job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
     assert queue_tab.thumbnail(ctx.store.list(), job.id, "x")[0]["visible"] is False  # queued: nothing yet
     assert queue_tab.thumbnail(ctx.store.list(), job.id, "") == (gr.skip(), "")  # ... and already hidden
-    assert ctx.store.claim_next("w") is not None
+    lease = ctx.store.claim_next("w")
+    assert lease is not None
     assert api.latest_frame(ctx.store.get(job.id)) is None
     work = work_dir(job.id)
     make_clip(work / "seg-00000000.mp4", seconds=0.5, size=(160, 120))
     (work / "seg-00000015.mp4").write_bytes(b"\x00" * 100)  # the segment being written: not readable yet
-    ctx.store.set_resume(job.id, {"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]},
-                         worker_id="w")  # what the runner records once a segment is finished
+    lease.save_resume({"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]})  # as the runner
+    # records it once a segment is finished
     shown, key = queue_tab.thumbnail(ctx.store.list(), job.id, "")
     assert shown["visible"] is True and shown["value"].shape == (120, 160, 3)  # small: not scaled up
     assert key and queue_tab.thumbnail(ctx.store.list(), job.id, key) == (gr.skip(), key)  # unchanged
@@ -276,10 +277,10 @@ def test_the_queue_polls_once_per_tick_and_sends_a_running_frame_once_and_small(
     assert len(ticks) == 1  # the table and the thumbnail in one handler
     photo = str(grace_hopper_path())
     job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
-    assert ctx.store.claim_next("w") is not None
+    lease = ctx.store.claim_next("w")
+    assert lease is not None
     make_clip(work_dir(job.id) / "seg-00000000.mp4", seconds=0.5, size=(640, 480))
-    ctx.store.set_resume(job.id, {"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]},
-                         worker_id="w")
+    lease.save_resume({"segments": [{"file": "seg-00000000.mp4", "start": 0, "frames": 15}]})
     reads: list[str] = []
     def counting(name: str) -> Any:
         real = getattr(ctx.store, name)

@@ -84,8 +84,9 @@ def done_job(app: Any, owner: str, tmp_path: Path, content: bytes = b"alice's re
     (tmp_path / "t.mp4").write_bytes(b"the target")
     store = app.ctx.store
     job = store.add([str(grace_hopper_path())], str(tmp_path / "t.mp4"), str(out), Settings(), owner=owner)
-    assert store.claim_next("w") is not None
-    store.finish(job.id, "done", worker_id="w")
+    lease = store.claim_next("w")
+    assert lease is not None and lease.id == job.id
+    lease.finish("done")
     return store.get(job.id)
 
 

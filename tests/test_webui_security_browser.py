@@ -58,8 +58,9 @@ def test_two_users_in_the_browser_never_see_each_others_files(tmp_path: Path) ->
         out.parent.mkdir(parents=True)
         cv2.imwrite(str(out), astronaut())
         job = app.ctx.store.add([str(grace_hopper_path())], str(target), str(out), Settings(), owner="alice")
-        assert app.ctx.store.claim_next("w") is not None
-        app.ctx.store.finish(job.id, "done", worker_id="w")
+        lease = app.ctx.store.claim_next("w")
+        assert lease is not None and lease.id == job.id
+        lease.finish("done")
 
         open_tab(alice, "Queue")
         alice.locator(f"#jobs tr[data-job='{job.id}']").first.click()  # select her job: player and link

@@ -40,7 +40,9 @@ from pipeline.errors import Cancelled, FacestationError, UserError
 from pipeline.image import is_image_path
 from pipeline.jobs import runner, segments
 from pipeline.jobs.farm_task import TOKEN_FILE, FileServer, SegmentDone, SegmentTask, render_segment
+from pipeline.jobs.hold import FolderGate
 from pipeline.jobs.model import Job
+from pipeline.jobs.resume import ResumeRecord, fingerprint
 from pipeline.progress import Progress
 from pipeline.settings import Settings, apply_overrides
 
@@ -91,38 +93,6 @@ def plan(total: int, segment_frames: int) -> list[tuple[int, int | None]]:
     """(start, frames) of every segment of a ``total``-frame render; the last runs to the clip's end."""
     starts = list(range(0, max(total, 1), segment_frames))
     return [(s, segment_frames) for s in starts[:-1]] + [(starts[-1], None)]
-
-
-def record_header(work: Path, segment_frames: int, target: Path, settings: Any) -> dict[str, Any]:
-    """The resume record's fields that say which run its segments belong to (the local worker's, plus the
-    farm's fixed segment length)."""
-    return {"v": segments.RESUME_VERSION, "work": str(work), "target": segments.fingerprint(target),
-            "settings": segments.settings_digest(settings), "segment_frames": segment_frames}
-
-
-def recorded_segments(record: dict[str, Any], work: Path, segment_frames: int, target: Path,
-                      settings: Any) -> dict[int, dict[str, Any]]:
-    """The finished segments of ``record`` that this plan can keep, by start.
-
-    Unlike a local worker, a farm finishes segments out of order: any aligned segment whose file is
-    there counts, gaps or not. A record for another target, settings or segment length keeps nothing.
-    """
-    try:
-        header = record_header(work, segment_frames, target, settings)
-    except OSError:
-        return {}
-    if any(record.get(k) != v for k, v in header.items()):
-        return {}
-    kept: dict[int, dict[str, Any]] = {}
-    for raw in record.get("segments", []):
-        try:
-            start, frames, name = int(raw["start"]), int(raw["frames"]), str(raw["file"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        path = work / name
-        if start % segment_frames == 0 and frames > 0 and path.is_file() and path.stat().st_size > 0:
-            kept[start] = dict(raw)
-    return kept
 
 
 @dataclass
@@ -259,50 +229,37 @@ def _export_code_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, current) if p)
 
 
-class FarmVideoJob:
-    """One video job rendered by the farm: plan, submit, record as they finish, join."""
+class FarmVideoJob(runner.SegmentedJob):
+    """One video job rendered by the farm: its planned segments, submitted to Ray and recorded as they
+    finish (in any order); the rest is a :class:`~pipeline.jobs.runner.SegmentedJob`'s."""
 
     def __init__(self, farm: Farm, job: Job, ctx: runner.JobContext) -> None:
-        from pipeline.media import check_video_output
-        from pipeline.video.probe import probe
-
-        self.farm, self.job, self.ctx = farm, job, ctx
-        self.settings, self.notices = resolved_settings(job.settings)
-        self.target, self.output = Path(job.target), Path(job.output)
-        check_video_output(self.output)
-        self.started = time.perf_counter()
-        self.info = probe(self.target)
-        self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
-        self.segment_frames = segments.segment_frames_for(self.info.fps, farm.segment_seconds)
-        self.work = runner.work_dir(job.id)
+        self.farm = farm
+        settings, notices = resolved_settings(job.settings)
+        super().__init__(job, ctx, settings)
+        self.notice(notices)
         self.plan = plan(self.total, self.segment_frames)
-        self.header = record_header(self.work, self.segment_frames, self.target, self.settings)
-        self.done = recorded_segments(job.resume, self.work, self.segment_frames, self.target, self.settings)
-        self.done = {s: row for s, row in self.done.items() if any(s == p for p, _ in self.plan)}
-        self.models: list[str] = list(job.resume.get("models", [])) if self.done else []
-        self._notice(job.resume.get("notices", []) if self.done else [])
-        segments.clear_work(self.work, keep=[_segment(r) for r in self.done.values()])
-        segments.remove_temp_outputs(self.output, job.id)
-        self.rendered = 0
 
-    def run(self) -> dict[str, Any]:
-        pending = [(s, n) for s, n in self.plan if s not in self.done]
-        if self.done:
-            self.ctx.log(f"resuming: {len(self.done)} of {len(self.plan)} segments kept, "
-                         f"{len(pending)} to render")
+    def fixed_segment_frames(self) -> int:
+        self.segment_frames = segments.segment_frames_for(self.info.fps, self.farm.segment_seconds)
+        return self.segment_frames
+
+    def keep(self, record: ResumeRecord) -> ResumeRecord:
+        """Only segments of this plan (aligned on ``segment_frames`` and inside the clip)."""
+        starts = {s for s, _ in plan(self.total, self.segment_frames)}
+        return record.with_segments(s for s in record.segments if s.start in starts)
+
+    def resuming(self) -> str:
+        pending = len(self.plan) - len(self.record.segments)
+        return f"resuming: {len(self.record.segments)} of {len(self.plan)} segments kept, {pending} to render"
+
+    def render_rest(self) -> dict[str, Any]:
+        done = {s.start for s in self.record.segments}
+        pending = [(s, n) for s, n in self.plan if s not in done]
         if pending:
             self._render(pending)
-        frames = sum(int(r["frames"]) for r in self.done.values())
-        self.ctx.control.report(Progress(frames, frames, stage={"step": "joining segments"}))
-        segments.join_segments([_segment(r) for _, r in sorted(self.done.items())], self.work, self.output,
-                               job_id=self.job.id, source=self.info, settings=self.settings,
-                               models=self.models, cancel=self.ctx.control.cancel)
-        self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
-        workers = {(r.get("node_id"), r.get("pid")) for r in self.done.values()}
-        return {"output": str(self.output), "kind": "video", "frames": frames,
-                "frames_rendered_now": self.rendered, "segments": len(self.done),
-                "resumed_at": 0, "farm_workers": len(workers), "models": self.models,
-                "seconds": round(time.perf_counter() - self.started, 3), "notices": list(self.notices)}
+        workers = {(s.node_id, s.pid) for s in self.record.segments}
+        return {"resumed_at": 0, "farm_workers": len(workers)}
 
     def _render(self, pending: list[tuple[int, int | None]]) -> None:
         """Submit the pending segments (at most ``slots`` at a time) and collect them as they finish."""
@@ -335,15 +292,16 @@ class FarmVideoJob:
         token = secrets.token_hex(8)
         (self.work / TOKEN_FILE).write_text(token, encoding="utf-8")
         files = [self.job.target, *self.job.sources]
-        inputs = {f: segments.fingerprint(Path(f)) for f in files}
+        inputs = {f: fingerprint(Path(f)) for f in files}
         models = _shippable_models(self.settings)
         ray.get(self.farm.server.allow.remote(files + [m["path"] for m in models.values()]))
         ship = env.FARM_SHIP.get()
         settings_json = self.settings.model_dump_json()  # the swapper resolved here, not on each node
+        hold = str(self.ctx.hold.folder) if isinstance(self.ctx.hold, FolderGate) else None  # tests only
 
         def task(start: int, frames: int | None) -> SegmentTask:
             return SegmentTask(self.job.id, settings_json, tuple(self.job.sources), self.job.target,
-                               inputs, str(self.work), token, start, frames, models, ship)
+                               inputs, str(self.work), token, start, frames, models, ship, hold)
 
         return task
 
@@ -356,39 +314,28 @@ class FarmVideoJob:
             part = self.work / f".{done.file}.part"
             part.write_bytes(done.data)
             os.replace(part, self.work / done.file)
-        self.done[start] = done.record()
-        self.models = self.models or list(done.models)
         if done.gpu_free_mb is not None:
             self.farm.gpu_free_mb[done.node_id] = done.gpu_free_mb
         self.rendered += done.frames
-        self._notice(done.notices)
-        rows = [row for _, row in sorted(self.done.items())]
-        self.ctx.save_resume({**self.header, "segments": rows, "models": self.models,
-                              "notices": self.notices})
+        self.models = self.models or list(done.models)
+        self.notice(done.notices)
+        self.add_segment(done.segment(), models=tuple(self.models), notices=tuple(self.notices))
         log.info("job %d: segment %d done on %s pid %d in %.1f s", self.job.id, start, done.node, done.pid,
                  done.seconds)
-
-    def _notice(self, notices: Any) -> None:
-        """Add the notices not said yet (each segment's processor repeats its own)."""
-        self.notices += [n for n in dict.fromkeys(map(str, notices)) if n not in self.notices]
 
     def _progress(self, running: int) -> None:
         """Report progress when the control wants it (twice a second: it is a database write)."""
         self.farm.write_status()
         if not self.ctx.control.due():
             return
-        frames = sum(int(r["frames"]) for r in self.done.values())
+        frames = self.record.frames
         elapsed = time.perf_counter() - self.started
         fps = self.rendered / elapsed if self.rendered and elapsed > 0 else None
         eta = (self.total - frames) / fps if fps else None
         self.ctx.control.report(Progress(
             frames, max(self.total, frames), round(fps, 2) if fps else None, eta,
-            stage={"step": "farm", "segments": len(self.done), "segments_total": len(self.plan),
+            stage={"step": "farm", "segments": len(self.record.segments), "segments_total": len(self.plan),
                    "running": running}))
-
-
-def _segment(row: dict[str, Any]) -> segments.Segment:
-    return segments.Segment(str(row["file"]), int(row["start"]), int(row["frames"]))
 
 
 def _result(ray: Any, ref: Any) -> SegmentDone:

@@ -23,12 +23,13 @@ import shutil
 import socket
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline import paths
-from pipeline.jobs import segments
+from pipeline.jobs import resume, segments
+from pipeline.jobs.hold import FolderGate
 from pipeline.settings import Settings, apply_overrides, validate
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class SegmentTask:
     frames: int | None  # None: to the end of the clip
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # shippable: name -> {path, size}
     ship: bool = False  # return the bytes even when the folder is visible (a node with a look-alike path)
+    hold: str | None = None  # a test's FolderGate folder: the task may wait there before it renders
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,11 @@ class SegmentDone:
     gpu_free_mb: float | None = None  # free memory of the task's GPU when it ended (None on CPU)
     notices: tuple[str, ...] = ()  # what the user should know (the processor's, as a local render reports)
 
-    def record(self) -> dict[str, Any]:
+    def segment(self) -> segments.Segment:
         """What the job's resume record keeps about this segment (not the bytes, models, GPU memory,
         notices)."""
-        row = asdict(self)
-        for key in ("data", "models", "gpu_free_mb", "notices"):
-            row.pop(key)
-        return row
+        return segments.Segment(self.file, self.start, self.frames, self.node, self.node_id, self.pid,
+                                self.seconds)
 
 
 class FileServer:
@@ -117,7 +117,7 @@ def local_input(server: Any, path: str, fingerprint: dict[str, int]) -> Path:
     """``path`` itself when this node sees the same file, else a copy fetched into the node's cache."""
     own = Path(path)
     with contextlib.suppress(OSError):
-        if segments.fingerprint(own) == fingerprint:
+        if resume.fingerprint(own) == fingerprint:
             return own
     key = hashlib.sha1(f"{path}|{fingerprint}".encode()).hexdigest()[:16]
     dest = paths.cache_dir() / "farm" / key / own.name
@@ -201,6 +201,8 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
     from pipeline.render import Render
     from pipeline.video.probe import probe
 
+    if task.hold is not None:
+        FolderGate(Path(task.hold)).hold_task(task.start)
     started = time.perf_counter()
     context = ray.get_runtime_context()
     cpus = context.get_assigned_resources().get("CPU") if not ray.get_gpu_ids() else None

@@ -8,8 +8,9 @@
       └──cancel──► cancelled          failed | cancelled ──retry──► queued (at the end)
 
 Errors the job itself raised count against it (``failures``, up to the store's ``max_attempts``), and so do
-worker deaths in a row without a new segment recorded (``deaths``, up to the same number). A running job
-whose worker is gone (see :mod:`pipeline.jobs.holder`) can be cancelled or deleted at once.
+worker deaths in a row without a new segment recorded (``deaths``, up to the same number): the rules are
+:mod:`pipeline.jobs.policy`. A running job
+whose worker is gone (see :mod:`pipeline.liveness`) can be cancelled or deleted at once.
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ FINAL_STATES: frozenset[JobState] = frozenset({"done", "failed", "cancelled"})
 
 Action = Literal["claim", "cancel", "finish", "requeue", "retry", "move", "delete"]
 
-# Which states each action may start from, and the state it leads to (None: several / not a state change).
-ACTIONS: dict[Action, tuple[frozenset[JobState], JobState | None]] = {
-    "claim": (frozenset({"queued"}), "running"),
-    "cancel": (frozenset({"queued", "running"}), "cancelled"),
-    "finish": (frozenset({"running"}), None),  # done | failed | cancelled
-    "requeue": (frozenset({"running"}), "queued"),  # a dead or restarting worker's job
-    "retry": (frozenset({"failed", "cancelled"}), "queued"),
-    "move": (frozenset({"queued"}), None),
-    "delete": (frozenset({"queued", "done", "failed", "cancelled"}), None),
+# Which states each action may start from, and the states it may lead to (empty: no state change, or the row
+# goes). Every state change of the store goes through :func:`check`.
+ACTIONS: dict[Action, tuple[frozenset[JobState], frozenset[JobState]]] = {
+    "claim": (frozenset({"queued"}), frozenset({"running"})),
+    "cancel": (frozenset({"queued", "running"}), frozenset({"cancelled"})),
+    "finish": (frozenset({"running"}), frozenset({"done", "failed", "cancelled"})),
+    "requeue": (frozenset({"running"}), frozenset({"queued"})),  # a dead, stopping or retried run's job
+    "retry": (frozenset({"failed", "cancelled"}), frozenset({"queued"})),
+    "move": (frozenset({"queued"}), frozenset()),
+    "delete": (frozenset({"queued", "done", "failed", "cancelled"}), frozenset()),
 }
+# What a running job whose worker is gone (see :mod:`pipeline.liveness`) allows as well.
+ORPHAN_ACTIONS: frozenset[Action] = frozenset({"cancel", "delete"})
 
 _HINTS: dict[Action, str] = {
     "cancel": "it has already ended",
@@ -61,14 +65,18 @@ class IllegalTransition(UserError):
     one)."""
 
 
-def check(action: Action, job_id: int, current: JobState) -> None:
-    """Raise IllegalTransition unless ``action`` may be applied to a job in state ``current``."""
-    allowed, _ = ACTIONS[action]
-    if current not in allowed:
+def check(action: Action, job_id: int, current: JobState, to: JobState | None = None, *,
+          orphaned: bool = False) -> None:
+    """Raise IllegalTransition unless ``action`` may be applied to a job in state ``current`` (leading to
+    ``to``, when it changes the state). ``orphaned``: the job runs but its worker is gone."""
+    allowed, leads_to = ACTIONS[action]
+    if current not in allowed and not (orphaned and current == "running" and action in ORPHAN_ACTIONS):
         hint = _HINTS.get(action)
         raise IllegalTransition(
             f"cannot {action} job {job_id}: it is {current}" + (f" ({hint})" if hint else "")
         )
+    if to is not None and to not in leads_to:
+        raise ValueError(f"{action} leads to {', '.join(sorted(leads_to)) or 'no state change'}, not {to}")
 
 
 @dataclass(frozen=True)

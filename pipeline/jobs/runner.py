@@ -19,12 +19,13 @@ from pipeline import env, paths
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.image import is_image_path
 from pipeline.jobs import segments
+from pipeline.jobs.hold import Hold
 from pipeline.jobs.model import Job
+from pipeline.jobs.resume import ResumeRecord
 from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
-    from pipeline.process import FaceProcessor
     from pipeline.video.probe import VideoInfo
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class JobContext:
     save_resume: Callable[[dict[str, Any]], None]
     log: Callable[[str], None]
     pace: segments.Pace = segments.Pace()
+    hold: Hold | None = None  # a test's grip on the job after each recorded segment (pipeline.jobs.hold)
 
 
 def work_dir(job_id: int) -> Path:
@@ -89,95 +91,136 @@ def _image(settings: Settings, sources: list[Path], target: Path, output: Path,
     return summary
 
 
-class VideoJob:
-    """A video job as finished segments: keep what an earlier attempt finished, render the rest segment by
-    segment (each recorded as soon as it is complete), then join them with the audio into the output."""
+class SegmentedJob:
+    """A video job as finished segments: keep what an earlier run finished (the keep rules of
+    :mod:`pipeline.jobs.resume`), render the rest (:meth:`render_rest`: what a subclass says), record each
+    segment as soon as it is complete (:meth:`add_segment`), then join them with the audio into the output.
 
-    def __init__(self, job: Job, ctx: JobContext) -> None:
+    ``fixed_segment_frames``: a subclass that renders planned segments of one length (the farm) says it;
+    None (a local run) ends segments by its :class:`~pipeline.jobs.segments.Pace`.
+    """
+
+    def __init__(self, job: Job, ctx: JobContext, settings: Settings | None = None) -> None:
         from pipeline.media import check_video_output
         from pipeline.video.probe import probe
 
-        self.job, self.ctx, self.settings = job, ctx, job.settings
+        self.job, self.ctx, self.settings = job, ctx, settings or job.settings
         self.target, self.output = Path(job.target), Path(job.output)
         check_video_output(self.output)
         self.started = time.perf_counter()
         self.info: VideoInfo = probe(self.target)
         self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
         self.work = work_dir(job.id)
-        self.done = segments.usable_segments(job.resume, self.work, self.target, self.settings)
-        segments.clear_work(self.work, keep=self.done)  # stale or unrecorded files from an earlier attempt
+        fresh = ResumeRecord.for_run(self.work, self.target, self.settings, self.fixed_segment_frames())
+        self.record = self.keep(fresh.kept(job.resume))
+        segments.clear_work(self.work, keep=list(self.record.segments))  # stale or unrecorded files
         segments.remove_temp_outputs(self.output, job.id)
-        recorded = job.resume.get("segments", [])
-        self.complete = bool(job.resume.get("complete")) and len(self.done) == len(recorded)
-        self.next_frame = sum(s.frames for s in self.done)
+        self.resumed_at = self.record.frames
+        self.rendered = 0  # frames rendered by this run
+        self.models: list[str] = list(self.record.models)
+        self.notices: list[str] = []
+        self.notice(self.record.notices)
         self._lock = threading.Lock()
 
-    def run(self) -> dict[str, Any]:
-        from pipeline.process import FaceProcessor
+    def fixed_segment_frames(self) -> int | None:
+        return None
 
-        if self.done:
-            self.ctx.log(f"resuming at frame {self.next_frame} ({len(self.done)} finished segments kept)")
-        processor = FaceProcessor(self.settings, list(self.job.sources))
-        rendered, result_info = (0, {}) if self.complete else self._render_rest(processor)
+    def keep(self, record: ResumeRecord) -> ResumeRecord:
+        """What this run keeps of the segments the keep rules kept (all of them, unless a subclass says)."""
+        return record
+
+    def render_rest(self) -> dict[str, Any]:
+        """Render what the record lacks, calling :meth:`add_segment` for each segment; details for the
+        summary."""
+        raise NotImplementedError
+
+    def run(self) -> dict[str, Any]:
+        if self.record.segments:
+            self.ctx.log(self.resuming())
+        details = self.render_rest()
         if self.ctx.control.cancelled:
             raise Cancelled("job cancelled")
-        frames = sum(s.frames for s in self.done)
-        self.ctx.control.report(Progress(frames, stage={"step": "joining segments"}))
-        segments.join_segments(self.done, self.work, self.output, job_id=self.job.id, source=self.info,
-                               settings=self.settings, models=processor.models,
+        frames = self.record.frames
+        self.ctx.control.report(Progress(frames, frames, stage={"step": "joining segments"}))
+        segments.join_segments(list(self.record.segments), self.work, self.output, job_id=self.job.id,
+                               source=self.info, settings=self.settings, models=self.models,
                                cancel=self.ctx.control.cancel)
         self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
         return {"output": str(self.output), "kind": "video", "frames": frames,
-                "frames_rendered_now": rendered, "resumed_at": self.next_frame, "segments": len(self.done),
-                "seconds": round(time.perf_counter() - self.started, 3), "models": processor.models,
-                "notices": list(processor.notices), **result_info}
+                "frames_rendered_now": self.rendered, "resumed_at": self.resumed_at,
+                "segments": len(self.record.segments),
+                "seconds": round(time.perf_counter() - self.started, 3), "models": self.models,
+                "notices": list(self.notices), **details}
 
-    def _render_rest(self, processor: FaceProcessor) -> tuple[int, dict[str, Any]]:
-        """Render from ``next_frame`` to the end into segments; (frames rendered, render details)."""
+    def resuming(self) -> str:
+        return f"resuming at frame {self.resumed_at} ({len(self.record.segments)} finished segments kept)"
+
+    def add_segment(self, segment: segments.Segment, **changes: Any) -> None:
+        """Record a finished segment (and other fields of the record) at once; then the job's hold, if
+        any, may keep it here."""
+        with self._lock:
+            self.record = self.record.with_segments([*self.record.segments, segment], **changes)
+            self.ctx.save_resume(self.record.to_json())
+            count = len(self.record.segments)
+        if self.ctx.hold is not None:
+            self.ctx.hold.segment_recorded(count, self.ctx.control.cancel)
+
+    def mark_complete(self) -> None:
+        """Every frame is in a recorded segment: a run after this one only joins."""
+        with self._lock:
+            self.record = self.record.with_segments(self.record.segments, complete=True)
+            self.ctx.save_resume(self.record.to_json())
+
+    def notice(self, notices: Any) -> None:
+        """Add the notices not said yet (each segment's processor repeats its own)."""
+        self.notices += [n for n in dict.fromkeys(map(str, notices)) if n not in self.notices]
+
+
+class VideoJob(SegmentedJob):
+    """A video job rendered here: from the end of the kept segments to the end of the clip, in segments
+    ended by the worker's :class:`~pipeline.jobs.segments.Pace`."""
+
+    def render_rest(self) -> dict[str, Any]:
+        """Render from the end of the kept segments to the end; the render's details."""
+        from pipeline.process import FaceProcessor
         from pipeline.render import Render, no_face_notice
 
-        render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
-                        processor=processor, control=self.ctx.control.relay(self._job_progress),
-                        info=self.info, frames=(self.next_frame, None))
-        rendered = 0
-        result_info: dict[str, Any] = {}
-        try:
-            result = render.run()
-            rendered = result.frames
-            result_info = {"encoder": result.encoder, "batch_size": result.batch_size,
+        processor = FaceProcessor(self.settings, list(self.job.sources))
+        self.models = processor.models
+        details: dict[str, Any] = {}
+        if not self.record.complete:
+            render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
+                            processor=processor, control=self.ctx.control.relay(self._job_progress),
+                            info=self.info, frames=(self.resumed_at, None))
+            try:
+                result = render.run()
+                self.rendered = result.frames
+                details = {"encoder": result.encoder, "batch_size": result.batch_size,
                            "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
                            "peak_rss_mb": result.peak_rss_mb}
-            if result.faces_swapped == 0 and self.next_frame == 0:  # the whole clip (a resume saw a part)
-                processor.notices.append(no_face_notice(self.target, self.settings))
-        except BadMedia:
-            # resumed exactly at the end (the last segment was recorded, "complete" was not): nothing left
-            if not self.done or self.next_frame < self.total - 2:
-                raise
-            log.info("job %d: no frames after %d, the segments are complete", self.job.id, self.next_frame)
-        with self._lock:
-            self._record({"complete": True})
-        return rendered, result_info
+                if result.faces_swapped == 0 and self.resumed_at == 0:  # the whole clip (a resume saw a part)
+                    processor.notices.append(no_face_notice(self.target, self.settings))
+            except BadMedia:
+                # resumed exactly at the end (the last segment was recorded, "complete" was not): nothing left
+                if not self.record.segments or self.resumed_at < self.total - 2:
+                    raise
+                log.info("job %d: no frames after %d, the segments are complete", self.job.id,
+                         self.resumed_at)
+            self.mark_complete()
+        self.notice(processor.notices)
+        return details
 
     def _job_progress(self, p: Progress) -> Progress:
-        """The render's progress (counted from ``next_frame``) as the whole job's."""
-        return replace(p, frames_done=self.next_frame + p.frames_done,
-                       frames_total=max(self.total, self.next_frame + (p.frames_total or 0)),
-                       stage={**p.stage, "segments": len(self.done)})
+        """The render's progress (counted from where it resumed) as the whole job's."""
+        return replace(p, frames_done=self.resumed_at + p.frames_done,
+                       frames_total=max(self.total, self.resumed_at + (p.frames_total or 0)),
+                       stage={**p.stage, "segments": len(self.record.segments)})
 
     def _segment_writer(self, width: int, height: int) -> segments.SegmentWriter:
-        return segments.SegmentWriter(self.work, first_frame=self.next_frame,
+        return segments.SegmentWriter(self.work, first_frame=self.resumed_at,
                                       pace=self.ctx.pace, source=self.info,
                                       settings=self.settings, size=(width, height),
-                                      on_segment=self._on_segment, cancel=self.ctx.control.cancel)
-
-    def _on_segment(self, segment: segments.Segment) -> None:
-        with self._lock:
-            self.done.append(segment)
-            self._record()
-
-    def _record(self, extra: dict[str, Any] | None = None) -> None:
-        data = segments.resume_record(self.work, self.target, self.settings, self.done)
-        self.ctx.save_resume({**data, **(extra or {})})
+                                      on_segment=self.add_segment, cancel=self.ctx.control.cancel)
 
 
 def discard(job_id: int, output: Path | str) -> None:

@@ -6,30 +6,26 @@ settings as a one-piece render. A segment ends after a few seconds of WALL time 
 first one of a run sooner), so a crash loses at most that much work however fast or slow the machine
 renders; its length in frames is whatever was rendered meanwhile. A segment only appears under its
 name once complete (the encoder writes a temp name and renames), and the job records it through
-``JobStore.set_resume`` right after. A restarted job skips the recorded frames (decoding by frame
+``Lease.save_resume`` right after. A restarted job skips the recorded frames (decoding by frame
 INDEX, so the frame count stays exact) and writes the remaining segments. At the end the segments
 are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``, each file's exact duration given
 so that timestamps do not drift however many segments there are), the source's audio is muxed in
 (trimmed like the video) with the provenance tag, and the result is renamed to the output name.
 
-The resume record (JSON, in the job row)::
-
-    {"v": 2, "work": "/.../job-7", "target": {"size": .., "mtime_ns": ..},
-     "settings": "<sha1 of the settings JSON>",
-     "segments": [{"file": "seg-00000000.mkv", "start": 0, "frames": 41}, ...]}
+The record of the finished segments, and which a new run keeps: :mod:`pipeline.jobs.resume`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
+import math
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -46,7 +42,6 @@ from pipeline.video.process import FFmpegProcess
 
 log = logging.getLogger(__name__)
 
-RESUME_VERSION = 2
 SEGMENT_SUFFIX = ".mkv"  # Matroska takes every codec the encoders produce
 DEFAULT_CHECKPOINT_SECONDS = 3.0
 
@@ -57,25 +52,53 @@ class ConcatError(FacestationError):
 @dataclass(frozen=True)
 class Pace:
     """When a segment ends: ``every_s`` seconds of wall time after its first frame, the first segment of a
-    run after ``first_s`` (a run killed soon after it started still leaves one behind)."""
+    run after ``first_s`` (a run killed soon after it started still leaves one behind); or, with
+    ``every_frames``, after that many frames (a pace that does not depend on the machine's speed: tests)."""
 
     every_s: float = DEFAULT_CHECKPOINT_SECONDS
     first_s: float = DEFAULT_CHECKPOINT_SECONDS / 3
+    every_frames: int | None = None
 
     @classmethod
     def every(cls, seconds: float) -> Pace:
         seconds = max(0.05, seconds)
         return cls(seconds, seconds / 3)
 
-    def ends(self, elapsed_s: float, first: bool) -> bool:
+    @classmethod
+    def frames(cls, frames: int) -> Pace:
+        return cls(math.inf, math.inf, max(1, frames))
+
+    def ends(self, elapsed_s: float, first: bool, frames: int = 0) -> bool:
+        if self.every_frames is not None and frames >= self.every_frames:
+            return True
         return elapsed_s >= (self.first_s if first else self.every_s)
 
 
 @dataclass(frozen=True)
 class Segment:
+    """One finished segment file of a job; a farm's also says where and how fast it was rendered."""
+
     file: str  # name inside the work folder
     start: int  # index of its first frame in the render (0 = first frame after video.start)
     frames: int
+    node: str | None = None  # farm: the host, Ray node id and worker process that rendered it, and its time
+    node_id: str | None = None
+    pid: int | None = None
+    seconds: float | None = None
+
+    def row(self) -> dict[str, Any]:
+        """As the resume record keeps it (no empty farm fields)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def parse(cls, raw: Any) -> Segment | None:
+        """A segment from a record's row; None for a damaged one."""
+        try:
+            seg = cls(str(raw["file"]), int(raw["start"]), int(raw["frames"]))
+            extra = {k: raw[k] for k in ("node", "node_id", "pid", "seconds") if raw.get(k) is not None}
+        except (KeyError, TypeError, ValueError):
+            return None
+        return replace(seg, **extra)
 
 
 def segment_frames_for(fps: Fraction | float, seconds: float) -> int:
@@ -83,51 +106,8 @@ def segment_frames_for(fps: Fraction | float, seconds: float) -> int:
     return max(1, round(float(fps) * seconds))
 
 
-def fingerprint(path: Path) -> dict[str, int]:
-    st = path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-def settings_digest(settings: Settings) -> str:
-    return hashlib.sha1(settings.model_dump_json().encode()).hexdigest()
-
-
 def segment_name(start: int) -> str:
     return f"seg-{start:08d}{SEGMENT_SUFFIX}"
-
-
-def resume_record(work: Path, target: Path, settings: Settings, segments: list[Segment]) -> dict[str, Any]:
-    return {"v": RESUME_VERSION, "work": str(work), "target": fingerprint(target),
-            "settings": settings_digest(settings), "segments": [asdict(s) for s in segments]}
-
-
-def usable_segments(record: dict[str, Any], work: Path, target: Path, settings: Settings) -> list[Segment]:
-    """The finished segments of ``record`` that a resumed run can keep (a gap-free run from frame 0).
-
-    Anything that does not match this run (another target file or settings, a missing or emptied
-    file) drops the segment and everything after it.
-    """
-    if (record.get("v") != RESUME_VERSION or record.get("work") != str(work)
-            or record.get("settings") != settings_digest(settings)):
-        return []
-    try:
-        if record.get("target") != fingerprint(target):
-            return []
-    except OSError:
-        return []
-    kept: list[Segment] = []
-    expected = 0
-    for raw in record.get("segments", []):
-        try:
-            seg = Segment(str(raw["file"]), int(raw["start"]), int(raw["frames"]))
-        except (KeyError, TypeError, ValueError):
-            break
-        path = work / seg.file
-        if seg.start != expected or seg.frames <= 0 or not path.is_file() or path.stat().st_size == 0:
-            break
-        kept.append(seg)
-        expected += seg.frames
-    return kept
 
 
 def clear_work(work: Path, keep: list[Segment] | None = None) -> None:
@@ -185,7 +165,7 @@ class SegmentWriter:
         if self.segment_frames is not None and frames >= self.segment_frames:
             return True
         elapsed = self._clock() - self._opened
-        return self.pace is not None and self.pace.ends(elapsed, first=self._segments == 0)
+        return self.pace is not None and self.pace.ends(elapsed, first=self._segments == 0, frames=frames)
 
     def _finish_segment(self) -> None:
         assert self._current is not None

@@ -37,9 +37,11 @@ from typing import IO, Any, TypeVar
 from pipeline import env
 from pipeline.errors import Cancelled, UserError, os_fault
 from pipeline.jobs import runner
+from pipeline.jobs.hold import Hold, hold_from_env
+from pipeline.jobs.lease import ClaimLost, Lease
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import open_store
-from pipeline.jobs.store import ClaimLost, JobStore
+from pipeline.jobs.store import JobStore
 from pipeline.progress import Progress, RunControl
 
 log = logging.getLogger(__name__)
@@ -105,7 +107,8 @@ def _one_line(exc: BaseException) -> str:
 class Worker:
     def __init__(self, store: JobStore, worker_id: str | None = None, *, poll: float = 1.0,
                  poll_cancel: float = 0.25, heartbeat_every: float | None = None,
-                 checkpoint_seconds: float | None = None,
+                 checkpoint_seconds: float | None = None, pace: runner.segments.Pace | None = None,
+                 hold: Hold | None = None,
                  execute: Callable[[Job, runner.JobContext], dict[str, Any]] | None = None) -> None:
         self.store = store
         self.execute = execute or runner.execute  # or a render farm's (pipeline.jobs.farm.Farm.execute)
@@ -113,7 +116,10 @@ class Worker:
         self.poll = poll
         self.poll_cancel = poll_cancel
         self.heartbeat_every = heartbeat_every or max(0.2, min(store.stale_after / 4, 15.0))
-        self.pace = runner.segments.Pace.every(checkpoint_seconds or runner.checkpoint_seconds())
+        armed = hold_from_env()  # a test's grip on every job of a worker in another process; None otherwise
+        self.hold = hold or armed
+        self.pace = (pace or (armed.pace() if armed else None)
+                     or runner.segments.Pace.every(checkpoint_seconds or runner.checkpoint_seconds()))
         self.jobs_done = 0
         self.jobs_failed = 0
         self.current: int | None = None
@@ -138,13 +144,13 @@ class Worker:
                 log.warning("worker %s restarted: put back job(s) %s", self.worker_id, released)
             log.info("worker %s started (queue %s)", self.worker_id, self.store.path)
             while not stop.is_set():
-                job = self.store.claim_next(self.worker_id)
-                if job is None:
+                lease = self.store.claim_next(self.worker_id)
+                if lease is None:
                     if once:
                         break
                     stop.wait(self.poll)
                     continue
-                self.run_job(job, stop)
+                self.run_job(lease, stop)
             log.info("worker %s stopped after %d job(s)", self.worker_id, self.jobs_done)
         if self._io is not None:
             self._io.submit(self.store.close).result()
@@ -154,32 +160,33 @@ class Worker:
 
     # ------------------------------------------------------------------ one job
 
-    def run_job(self, job: Job, stop: threading.Event | None = None) -> Job | None:
+    def run_job(self, lease: Lease, stop: threading.Event | None = None) -> Job | None:
         """Run a claimed job to its end state; returns the final row (None if the claim was lost)."""
         stop = stop or threading.Event()
+        job = lease.job
         control = RunControl(every=PROGRESS_EVERY)  # stopped on user cancel, worker stop or a lost claim
-        control.on_progress = functools.partial(self._store_progress, job.id, control)
+        control.on_progress = functools.partial(self._store_progress, lease, control)
         monitor_stop = threading.Event()
-        monitor = threading.Thread(target=self._monitor, args=(job.id, control, stop, monitor_stop),
+        monitor = threading.Thread(target=self._monitor, args=(lease, control, stop, monitor_stop),
                                    name=f"job-{job.id}-monitor", daemon=True)
         self.current = job.id
         ctx = runner.JobContext(
-            control=control, save_resume=functools.partial(self._save_resume, job.id),
-            log=functools.partial(self._log, job.id), pace=self.pace)
+            control=control, save_resume=functools.partial(self._db, lease.save_resume),
+            log=functools.partial(self._log, job.id), pace=self.pace, hold=self.hold)
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
             runner.check_start(job)  # the output may have become unwritable since it was queued
             summary = self.execute(job, ctx)
         except Cancelled:
-            return self._stopped(job, control.reason or "cancel")
+            return self._stopped(lease, control.reason or "cancel")
         except ClaimLost as exc:
             log.warning("job %d: %s; leaving it to its new holder", job.id, exc)
             return None
         except Exception as exc:  # any failure ends this job, never the worker
             if control.reason in ("stop", "lost"):
-                return self._stopped(job, control.reason)
-            return self._failed(job, exc)
+                return self._stopped(lease, control.reason)
+            return self._failed(lease, exc)
         finally:
             monitor_stop.set()
             monitor.join(timeout=5)
@@ -190,42 +197,41 @@ class Worker:
         self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s{resumed}"
                           + (f"; {notes}" if notes else ""))
         try:
-            final = self.store.finish(job.id, "done", worker_id=self.worker_id)
+            final = lease.finish("done")
         except ClaimLost as exc:
             log.warning("job %d finished but was reclaimed meanwhile: %s", job.id, exc)
             return None
         runner.discard(job.id, job.output)
         return final
 
-    def _store_progress(self, job_id: int, control: RunControl, progress: Progress) -> None:
+    def _store_progress(self, lease: Lease, control: RunControl, progress: Progress) -> None:
         """Write a job's progress to the store (from any thread); its answer may stop the job."""
         try:
-            if self._db(self.store.update_progress, job_id, progress, worker_id=self.worker_id):
+            if self._db(lease.progress, progress):
                 control.stop("cancel")
         except ClaimLost:
             control.stop("lost")
 
-    def _save_resume(self, job_id: int, data: dict[str, Any]) -> None:
-        self._db(self.store.set_resume, job_id, data, worker_id=self.worker_id)
-
-    def _stopped(self, job: Job, reason: str) -> Job | None:
+    def _stopped(self, lease: Lease, reason: str) -> Job | None:
+        job = lease.job
         if reason == "lost":
             log.warning("job %d was taken from worker %s; stopped", job.id, self.worker_id)
             return None
-        if reason == "stop":  # the worker is shutting down: the job goes back with its segments
-            self.store.release_worker(self.worker_id, died=False)
-            log.info("job %d put back (worker stopping); it resumes later", job.id)
-            return self.store.get(job.id)
-        runner.discard(job.id, job.output)
         try:
+            if reason == "stop":  # the worker is shutting down: the job goes back with its segments
+                back = lease.release(f"worker {self.worker_id} stopped")
+                log.info("job %d put back (worker stopping); it resumes later", job.id)
+                return back
+            runner.discard(job.id, job.output)
             self._log(job.id, "cancelled by request")
-            return self.store.finish(job.id, "cancelled", worker_id=self.worker_id)
+            return lease.finish("cancelled")
         except ClaimLost:
             return self.store.get(job.id)
 
-    def _failed(self, job: Job, exc: BaseException) -> Job | None:
+    def _failed(self, lease: Lease, exc: BaseException) -> Job | None:
         """The job raised ``exc``: a user's error fails it at once; another is retried (from its finished
         segments) until it has happened ``max_attempts`` times."""
+        job = lease.job
         users = isinstance(_as_users(exc), UserError)
         message = _one_line(_as_users(exc))
         if not users:
@@ -235,7 +241,7 @@ class Worker:
         with contextlib.suppress(OSError):  # a folder that refuses writes may refuse this too
             runner.segments.remove_temp_outputs(Path(job.output), job.id)
         try:
-            final = self.store.fail(job.id, message, retry=not users, worker_id=self.worker_id)
+            final = lease.fail(message, retry=not users)
         except ClaimLost:
             return None
         if final.state == "failed":
@@ -252,7 +258,7 @@ class Worker:
         except Exception as exc:  # a log line must never break a job
             log.warning("job %d: could not write its log: %s", job_id, exc)
 
-    def _monitor(self, job_id: int, control: RunControl, stop: threading.Event,
+    def _monitor(self, lease: Lease, control: RunControl, stop: threading.Event,
                  done: threading.Event) -> None:
         """Heartbeats, cancel requests and worker stop, while the job runs."""
         next_beat = time.monotonic() + self.heartbeat_every
@@ -262,14 +268,14 @@ class Worker:
                     control.stop("stop")
                 elif time.monotonic() >= next_beat:
                     next_beat = time.monotonic() + self.heartbeat_every
-                    if self.store.heartbeat(job_id, self.worker_id):
+                    if lease.heartbeat():
                         control.stop("cancel")
-                elif self.store.get(job_id).cancel_requested:
+                elif lease.cancel_requested():
                     control.stop("cancel")
             except ClaimLost:
                 control.stop("lost")
             except Exception as exc:  # a locked or busy database: try again at the next tick
-                log.warning("job %d monitor: %s", job_id, exc)
+                log.warning("job %d monitor: %s", lease.id, exc)
         self.store.close()  # this thread's connection
 
 
