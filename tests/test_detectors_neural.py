@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipeline import families
 from pipeline.errors import UserError
 from pipeline.faces import scrfd, yolo
 from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.faces.yolo import YoloFaceDetector
 from pipeline.models import catalog
+from pipeline.settings import Settings
 from tests.surrogates import install_surrogate
 
 
@@ -95,8 +97,8 @@ def test_letterbox_is_top_left_and_normalised_per_catalog() -> None:
 def test_scrfd_refuses_bad_settings() -> None:
     with pytest.raises(UserError, match="multiple of 32"):
         ScrfdDetector("scrfd", size=650)
-    with pytest.raises(UserError, match="retinaface, scrfd"):
-        ScrfdDetector("yunet")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="'yunet' is not a swapper"):  # the family registry checks the role
+        families.build("yunet", Settings(), "swapper")
 
 
 def test_yolo_face_detector_finds_exactly_the_known_faces() -> None:

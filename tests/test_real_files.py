@@ -21,7 +21,7 @@ from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.models import catalog
 from pipeline.models.catalog import TensorSpec
 from pipeline.models.runner import normalise
-from pipeline.swap.neural import NeuralSwapper
+from pipeline.swap.neural import InswapperSwapper, NeuralSwapper
 from pipeline.types import Face
 from tests.surrogates import RAW_NORM, install_surrogate
 
@@ -233,7 +233,7 @@ def test_swapper_inputs_are_bound_by_name_whatever_the_file_order() -> None:
     install_surrogate("inswapper_128", signature=(entry.inputs[::-1], entry.outputs),  # source, then target
                       input_norm=UNIT, output_norm=UNIT, full_norm=1.0)
     install_surrogate("arcface_w600k_r50")
-    swapper = NeuralSwapper("inswapper_128")
+    swapper = InswapperSwapper("inswapper_128")
     crops = _crops(1, 128)
     a = swapper.swap(crops, swapper.prepare_source([_source(1)]))
     b = swapper.swap(crops, swapper.prepare_source([_source(2)]))

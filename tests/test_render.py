@@ -90,7 +90,10 @@ def test_batches_across_frames_equal_single_frames(face_clip: Path) -> None:
 
 
 def test_tracker_fills_frames_where_detection_missed(face_clip: Path, tmp_path: Path) -> None:
-    processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
+    # every frame detected in full, one a run, no batch probe: call n is the plan's first frame (n = 0), then
+    # frame n - 1 of the render (the probe's runs, as many as the machine's speed allowed, used to shift them)
+    settings = apply_overrides(ONE, ["execution.batch_size=1", "detector.interval=1"])
+    processor = FaceProcessor(settings, [photos.grace_hopper_path()])
     real_detect = processor.detector.detect
     counter = {"n": 0}
     missed = set(range(10, 14)) | {30}
@@ -99,12 +102,11 @@ def test_tracker_fills_frames_where_detection_missed(face_clip: Path, tmp_path: 
         found = real_detect(frames)
         out = []
         for faces in found:
-            out.append([] if counter["n"] in missed else faces)
+            out.append([] if counter["n"] - 1 in missed else faces)
             counter["n"] += 1
         return out
 
     processor.detector.detect = flaky  # type: ignore[method-assign]
-    settings = apply_overrides(ONE, ["execution.batch_size=1"])
     out = tmp_path / "tracked.mp4"
     Render(settings, [], face_clip, out, processor=processor).run()
     gains = _identity_gain(face_clip, out, every=1)
@@ -236,13 +238,14 @@ def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path,
     settings = apply_overrides(ONE, ["execution.batch_size=1"])  # no probe runs to count
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
     swapped_frames: list[int] = []
-    swap = proc.swap
+    step = proc.run_step
 
-    def counting(frames: list[np.ndarray], faces: list[list[object]]) -> list[list[object]]:
-        swapped_frames.append(len(frames))
-        return swap(frames, faces)  # type: ignore[arg-type]
+    def counting(index: int, frames: list[np.ndarray], items: list[list[object]]) -> None:
+        if proc.processors[index].name == "face_swapper":
+            swapped_frames.append(len(frames))
+        step(index, frames, items)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(proc, "swap", counting)
+    monkeypatch.setattr(proc, "run_step", counting)
     result = Render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "a.mp4",
                     processor=proc).run()
     assert result.frames == 45
