@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.errors import UserError
 from pipeline.progress import HOLD_VARIABLE, Hold, Progress, RunControl, hold_from_env
-from tests.timing import wait_until
+from tests.timing import scaled, wait_until
 
 
 def test_progress_fraction_final_and_stage_seconds() -> None:
@@ -99,7 +99,7 @@ def test_a_hold_stops_the_run_at_its_frame_until_released(tmp_path: Path, releas
     assert flag.read_text() == "5\n" and done == [1, 2, 3, 4]  # it waits inside the report of frame 5
     assert [p.frames_done for p in seen] == [1, 2, 3, 4, 5] and thread.is_alive()
     {"remove the flag": flag.unlink, "cancel": control.stop, "release": hold.release}[release]()
-    thread.join(timeout=30)
+    thread.join(timeout=scaled(30))
     assert not thread.is_alive() and done == list(range(1, 21))
     assert [p.frames_done for p in seen] == [1, 2, 3, 4, 5]  # once passed, the usual pace again
 
@@ -113,7 +113,7 @@ def test_a_hold_in_a_relayed_part_counts_the_runs_frames(tmp_path: Path) -> None
     wait_until(flag.exists, 30, "the part to reach the job's hold")
     assert done == [1, 2, 3, 4]
     flag.unlink()
-    thread.join(timeout=30)
+    thread.join(timeout=scaled(30))
     assert done == list(range(1, 21))
 
 
