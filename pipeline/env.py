@@ -240,7 +240,10 @@ GPU_TESTS = Flag("FACESTATION_GPU_TESTS", False, "run the tests marked `gpu` (ne
 TEST_TIMEOUT_SCALE = Positive("FACESTATION_TEST_TIMEOUT_SCALE", 1.0,
                               "every wait in the tests is multiplied by this (slow machines)", for_tests=True)
 TEST_HOLD = Folder("FACESTATION_TEST_HOLD", None, "a worker holds each job at the segment counts this folder "
-                   "folder allows (pipeline/jobs/hold.py; the queue's kill tests)", "no hold", for_tests=True)
+                   "allows (pipeline/jobs/hold.py; the queue's kill tests)", "no hold", for_tests=True)
+TEST_HOLD_FRAME = Text("FACESTATION_TEST_HOLD_FRAME", "",
+                       "`FRAME:FLAGFILE`: a render waits at that frame, writes the flag file, goes on once "
+                       "it is removed (pipeline/progress.py)", "no hold", for_tests=True)
 TEST_DATA = Folder("FACESTATION_TEST_DATA", None, "downloads the tests keep between runs (test photos)",
                    "`~/.cache/facestation-tests`", for_tests=True)
 TEST_PORTS = PortRange("FACESTATION_TEST_PORTS", (0, 0), "the ports the browser tests may serve on",

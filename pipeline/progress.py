@@ -5,17 +5,27 @@ on, the worker writes it to the job store (columns ``frames_done``, ``frames_tot
 the ``stage`` JSON), and the UI and CLI read it back as ``Job.progress``.
 
 :class:`RunControl` is what a run shares with its starter: the cancel event, why it was set, and where
-progress goes, at most every ``every`` seconds.
+progress goes, at most every ``every`` seconds (on an injectable clock).
+
+:class:`Hold` is for tests only: it stops a run at a known frame (see :func:`hold_from_env`), so that a test
+can act while the run is surely in the middle (truncate its input, send it a signal) on any machine.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypedDict
+from pathlib import Path
+from types import FrameType
+from typing import Literal, TypedDict
+
+from pipeline import env
+from pipeline.errors import UserError
 
 
 class StageInfo(TypedDict, total=False):
@@ -56,18 +66,85 @@ class Progress:
         return dict(self.stage.get("stage_s") or {})
 
 
+HOLD_VARIABLE = env.TEST_HOLD_FRAME.name
+
+
+class Hold:
+    """Test-only: at its first report of frame ``frame`` or later, a run writes the file ``flag`` and waits
+    there until the file is removed, the run is cancelled or :meth:`release` is called (see
+    :meth:`release_on_signals`)."""
+
+    def __init__(self, frame: int, flag: Path | str) -> None:
+        self.frame = frame
+        self.flag = Path(flag)
+        self.reached = False
+        self._released = threading.Event()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def release_on_signals(self) -> None:
+        """Let SIGTERM and SIGHUP end the wait, then run their handlers (call in the main thread)."""
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, self._releasing(signal.getsignal(sig)))
+
+    def due(self, progress: Progress) -> bool:
+        """Whether the run should stop here (once: after the wait the run goes on unheld)."""
+        return not self.reached and progress.frames_done >= self.frame
+
+    def wait(self, cancel: threading.Event) -> None:
+        self.reached = True
+        writing = self.flag.with_name(f".{self.flag.name}.writing")
+        writing.write_text(f"{self.frame}\n", encoding="utf-8")
+        writing.replace(self.flag)  # whoever waits for the flag finds it whole
+        while self.flag.exists() and not cancel.is_set() and not self._released.wait(0.02):
+            pass
+
+    def _releasing(self, previous: Callable[[int, FrameType | None], object] | int | None
+                   ) -> Callable[[int, FrameType | None], None]:
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.release()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:  # the default: die of the signal, as without the hold
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        return handler
+
+
+def hold_from_env() -> Hold | None:
+    """The hold asked for by ``FACESTATION_TEST_HOLD_FRAME=FRAME:FLAGFILE`` (tests only), None when unset."""
+    raw = env.TEST_HOLD_FRAME.get()
+    if not raw:
+        return None
+    frame, _, flag = raw.partition(":")
+    if not frame.strip().isdigit() or not flag:
+        raise UserError(f"{HOLD_VARIABLE}={raw!r}: expected FRAME:FLAGFILE (a frame number and a file path, "
+                        "e.g. 30:/tmp/held)")
+    hold = Hold(int(frame), flag)
+    if threading.current_thread() is threading.main_thread():  # a signal to the held process ends the hold
+        hold.release_on_signals()
+    return hold
+
+
 class RunControl:
     """Cancel, its reason, and the pace of progress reports for one run (a render, a queued job).
 
     ``on_progress`` receives every :meth:`report`; a producer asks :meth:`due` first so that it builds a
-    report at most every ``every`` seconds (the final one it always sends).
+    report at most every ``every`` seconds of ``clock`` (the final one it always sends). ``hold``: a
+    :class:`Hold` (tests), None, or by default the one ``FACESTATION_TEST_HOLD_FRAME`` asks for; while it
+    waits to be reached every report is due.
     """
 
     def __init__(self, on_progress: Callable[[Progress], None] | None = None, *, every: float = 0.5,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, clock: Callable[[], float] = time.monotonic,
+                 hold: Hold | Literal["env"] | None = "env") -> None:
         self.on_progress = on_progress
         self.every = every
         self.cancel = cancel or threading.Event()
+        self.clock = clock
+        self._hold = hold_from_env() if hold == "env" else hold
         self._reason: str | None = None
         self._parent: RunControl | None = None
         self._last = -math.inf
@@ -92,17 +169,28 @@ class RunControl:
 
     def due(self) -> bool:
         """Whether a progress report is wanted now (someone listens and ``every`` seconds have passed)."""
-        return self.on_progress is not None and time.monotonic() - self._last >= self.every
+        if self._hold_ahead():
+            return True
+        return self.on_progress is not None and self.clock() - self._last >= self.every
+
+    def _hold_ahead(self) -> bool:
+        """Whether a hold on this run (or on the run this is a part of) is still to be reached."""
+        if self._parent is not None:
+            return self._parent._hold_ahead()
+        return self._hold is not None and not self._hold.reached
 
     def report(self, progress: Progress) -> None:
-        """Hand ``progress`` to ``on_progress``."""
-        self._last = time.monotonic()
+        """Hand ``progress`` to ``on_progress`` (then wait at the hold, if this is its frame)."""
+        self._last = self.clock()
         if self.on_progress is not None:
             self.on_progress(progress)
+        if self._hold is not None and self._hold.due(progress):
+            self._hold.wait(self.cancel)
 
     def relay(self, convert: Callable[[Progress], Progress]) -> RunControl:
-        """A control for one part of this run (the render inside a job): the same cancel event, reason and
-        pace; its reports are converted, then reported here."""
-        part = RunControl(lambda p: self.report(convert(p)), every=self.every, cancel=self.cancel)
+        """A control for one part of this run (the render inside a job): the same cancel event, reason,
+        pace and clock; its reports are converted, then reported here (where a hold waits)."""
+        part = RunControl(lambda p: self.report(convert(p)), every=self.every, cancel=self.cancel,
+                          clock=self.clock, hold=None)
         part._parent = self
         return part

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import env
+from tests.timing import timeout_scale
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +35,13 @@ def isolated_dirs(tmp_path: Path, session_cache: Path, monkeypatch: pytest.Monke
         monkeypatch.delenv(var, raising=False)
     dirs["cache"] = session_cache
     return dirs
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        timeout_scale()  # a bad FACESTATION_TEST_TIMEOUT_SCALE stops the run before any test, naming it
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

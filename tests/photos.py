@@ -19,6 +19,7 @@ import pytest
 
 from pipeline import env
 from pipeline.types import Frame
+from tests.timing import scaled
 
 T1_WHEEL = "insightface==2.1"
 T1_MEMBER = "insightface/data/images/t1.jpg"
@@ -81,7 +82,7 @@ def _download_wheel(folder: Path) -> Path:
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", T1_WHEEL, "--no-deps", "--only-binary=:all:",
                  "-d", tmp, "--disable-pip-version-check", "--quiet"],
-                check=True, capture_output=True, timeout=180,
+                check=True, capture_output=True, timeout=scaled(180),
             )
         except (subprocess.SubprocessError, OSError) as exc:
             pytest.skip(f"cannot download {T1_WHEEL} for t1.jpg: {exc}")

@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
@@ -32,7 +31,9 @@ import pytest
 
 from cli.main import main
 from pipeline.models import catalog, store
+from pipeline.progress import HOLD_VARIABLE
 from tests import photos
+from tests.timing import scaled, wait_until
 from tests.videos import (
     add_audio_tracks,
     count_frames,
@@ -641,8 +642,14 @@ OTHER_KINDS = (
 )
 
 
-def _cli(args: list[str], *, prefix: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+def _cli(args: list[str], *, prefix: tuple[str, ...] = (), hold: tuple[int, Path] | None = None
+         ) -> subprocess.Popen[bytes]:
+    """``facestation ARGS`` in a child process; ``hold=(frame, flag)``: its render waits at that frame
+    (see pipeline.progress.Hold) until ``flag`` is removed or it gets a signal."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(HOLD_VARIABLE, None)
+    if hold is not None:
+        env[HOLD_VARIABLE] = f"{hold[0]}:{hold[1]}"
     return subprocess.Popen(
         [*prefix, sys.executable, "-m", "cli", *args],
         cwd=REPO,
@@ -670,7 +677,7 @@ def test_write_protected_folder_eacces(lab: Lab) -> None:
         ["swap", "--source", face, "--target", target, "--output", str(locked / "o.mp4")],
         prefix=("setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"),
     )
-    _out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=scaled(120))
     if b"setpriv:" in err:
         pytest.skip(f"setpriv cannot drop capabilities here: {err.decode(errors='replace').strip()}")
     assert proc.returncode == 2, err
@@ -729,19 +736,29 @@ def test_disk_fills_while_rendering(lab: Lab, tmp_path: Path, capsys: pytest.Cap
     assert _files(lab.root) == before
 
 
+HELD_AT = 10  # of 300 frames: the render is surely in the middle whatever the machine's speed
+
+
+def _held_mid_render(proc: subprocess.Popen[bytes], flag: Path, lab: Lab) -> None:
+    """Wait until the child's render waits at its hold, with its partial output written."""
+    wait_until(lambda: flag.exists() or proc.poll() is not None, 120, f"the render to reach frame {HELD_AT}")
+    assert proc.poll() is None, proc.communicate()[1]
+    wait_until(lambda: list(lab.root.glob(".o.*.partial.mp4")), 60, "the partial output")
+
+
 @pytest.mark.slow
 def test_target_truncated_while_rendering(lab: Lab, tmp_path: Path) -> None:
     """The target is cut to half while it renders: exit 2 naming it, no output, no partial."""
     target = Path(make_clip(lab.root / "long.mp4", seconds=10.0, size=(160, 120), fps=30, audio=False))
     face = lab("face.jpg")
     before = _files(lab.root)
-    proc = _cli(["swap", "--source", face, "--target", str(target), "--output", lab.out("o.mp4")])
-    deadline = time.time() + 120
-    while not list(lab.root.glob(".o.*.partial.mp4")):
-        assert proc.poll() is None and time.time() < deadline, proc.communicate()[1]
-        time.sleep(0.05)
+    flag = tmp_path / "held"
+    proc = _cli(["swap", "--source", face, "--target", str(target), "--output", lab.out("o.mp4")],
+                hold=(HELD_AT, flag))
+    _held_mid_render(proc, flag, lab)
     os.truncate(target, target.stat().st_size // 2)
-    _out, err = proc.communicate(timeout=120)
+    flag.unlink()  # go on, into the missing half
+    _out, err = proc.communicate(timeout=scaled(120))
     assert proc.returncode == 2, err
     _one_error_line(err.decode(), r"long\.mp4 (changed while it was read|is truncated or damaged)")
     assert _files(lab.root) == before
@@ -751,18 +768,18 @@ def test_target_truncated_while_rendering(lab: Lab, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
 )
-def test_signal_ends_swap_like_ctrl_c(lab: Lab, sig: signal.Signals, code: int) -> None:
+def test_signal_ends_swap_like_ctrl_c(lab: Lab, tmp_path: Path, sig: signal.Signals, code: int) -> None:
     target = Path(make_clip(lab.root / "long.mp4", seconds=10.0, size=(160, 120), fps=30))
     face = lab("face.jpg")
     before = _files(lab.root)
-    proc = _cli(["swap", "--source", face, "--target", str(target), "--output", lab.out("o.mp4")])
-    deadline = time.time() + 120
-    while not list(lab.root.glob(".o.*.partial.mp4")):
-        assert proc.poll() is None and time.time() < deadline, proc.communicate()[1]
-        time.sleep(0.05)
+    flag = tmp_path / "held"
+    proc = _cli(["swap", "--source", face, "--target", str(target), "--output", lab.out("o.mp4")],
+                hold=(HELD_AT, flag))
+    _held_mid_render(proc, flag, lab)
     children = psutil.Process(proc.pid).children(recursive=True)
-    proc.send_signal(sig)
-    _out, err = proc.communicate(timeout=60)
+    assert [c for c in children if "ffmpeg" in c.name()]  # the decoder and the encoder, mid-render
+    proc.send_signal(sig)  # (the signal also ends the hold)
+    _out, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == code, err
     _one_error_line(err.decode(), rf"stopped by {sig.name}")
     assert _files(lab.root) == before

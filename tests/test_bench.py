@@ -9,6 +9,7 @@ from cli.main import main
 from pipeline.bench import make_test_clip, run_bench
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
+from tests.timing import wait_until
 from tests.videos import count_frames
 
 
@@ -32,7 +33,6 @@ def test_bench_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_background_bench_feeds_the_system_tab_chart() -> None:
-    import time
     from types import SimpleNamespace
 
     from pipeline.bench import BackgroundBench
@@ -40,9 +40,7 @@ def test_background_bench_feeds_the_system_tab_chart() -> None:
 
     settings = apply_overrides(Settings(), ["selector.mode=one"])
     ctx = SimpleNamespace(bench=BackgroundBench(settings, seconds=0.5, size=(256, 192)))
-    deadline = time.time() + 120
-    while ctx.bench.status()["state"] == "running" and time.time() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: ctx.bench.status()["state"] != "running", 120, "the background bench to end")
     assert ctx.bench.status()["state"] == "done", ctx.bench.status()
     text, chart, timer = system_tab.poll_bench(ctx)
     assert "pipeline" in text and "fps" in text

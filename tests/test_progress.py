@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import time
+import threading
+from pathlib import Path
 
-from pipeline.progress import Progress, RunControl
+import pytest
+
+from pipeline.errors import UserError
+from pipeline.progress import HOLD_VARIABLE, Hold, Progress, RunControl, hold_from_env
+from tests.timing import scaled, wait_until
 
 
 def test_progress_fraction_final_and_stage_seconds() -> None:
@@ -16,16 +21,32 @@ def test_progress_fraction_final_and_stage_seconds() -> None:
 
 
 def test_reports_are_due_at_the_chosen_pace() -> None:
+    now = [100.0]
     seen: list[Progress] = []
-    control = RunControl(seen.append, every=0.2)
+    control = RunControl(seen.append, every=0.2, clock=lambda: now[0])
     assert control.due()  # the first report is always wanted
     control.report(Progress(1))
     assert not control.due()
-    time.sleep(0.25)
+    now[0] += 0.19
+    assert not control.due()
+    now[0] += 0.01
     assert control.due()
     control.report(Progress(2, eta_s=0.0))
+    assert not control.due()  # the pace counts from the last report
     assert [p.frames_done for p in seen] == [1, 2]
     assert not RunControl().due()  # nobody listens: nothing to build
+
+
+def test_a_relayed_part_keeps_the_pace_on_the_same_clock() -> None:
+    now = [0.0]
+    seen: list[Progress] = []
+    part = RunControl(seen.append, every=1.0, clock=lambda: now[0]).relay(lambda p: p)
+    assert part.due()
+    part.report(Progress(1))
+    now[0] = 0.5
+    assert not part.due()
+    now[0] = 1.0
+    assert part.due() and [p.frames_done for p in seen] == [1]
 
 
 def test_stop_keeps_the_first_reason() -> None:
@@ -47,3 +68,64 @@ def test_relay_converts_and_shares_cancel_and_reason() -> None:
     job2 = RunControl()
     job2.stop("cancel")
     assert job2.relay(lambda p: p).cancelled
+
+
+# ---------------------------------------------------------------- the test hold (FACESTATION_TEST_HOLD_FRAME)
+
+
+def _held_run(control: RunControl, frames: int, done: list[int]) -> threading.Thread:
+    """A producer reporting each frame as the render's encode stage does (due, then report)."""
+
+    def run() -> None:
+        for n in range(1, frames + 1):
+            if control.due():
+                control.report(Progress(n, frames))
+            done.append(n)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("release", ["remove the flag", "cancel", "release"])
+def test_a_hold_stops_the_run_at_its_frame_until_released(tmp_path: Path, release: str) -> None:
+    flag = tmp_path / "held"
+    hold = Hold(5, flag)
+    seen: list[Progress] = []
+    control = RunControl(seen.append, every=3600.0, hold=hold)  # the pace alone would report frame 1 only
+    done: list[int] = []
+    thread = _held_run(control, 20, done)
+    wait_until(flag.exists, 30, "the run to reach its hold")
+    assert flag.read_text() == "5\n" and done == [1, 2, 3, 4]  # it waits inside the report of frame 5
+    assert [p.frames_done for p in seen] == [1, 2, 3, 4, 5] and thread.is_alive()
+    {"remove the flag": flag.unlink, "cancel": control.stop, "release": hold.release}[release]()
+    thread.join(timeout=scaled(30))
+    assert not thread.is_alive() and done == list(range(1, 21))
+    assert [p.frames_done for p in seen] == [1, 2, 3, 4, 5]  # once passed, the usual pace again
+
+
+def test_a_hold_in_a_relayed_part_counts_the_runs_frames(tmp_path: Path) -> None:
+    flag = tmp_path / "held"
+    job = RunControl(None, every=3600.0, hold=Hold(105, flag))
+    part = job.relay(lambda p: Progress(100 + p.frames_done, 200))
+    done: list[int] = []
+    thread = _held_run(part, 20, done)
+    wait_until(flag.exists, 30, "the part to reach the job's hold")
+    assert done == [1, 2, 3, 4]
+    flag.unlink()
+    thread.join(timeout=scaled(30))
+    assert done == list(range(1, 21))
+
+
+def test_the_hold_comes_from_one_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(HOLD_VARIABLE, raising=False)
+    assert hold_from_env() is None and not RunControl(every=0.5).due()
+    monkeypatch.setenv(HOLD_VARIABLE, f"12:{tmp_path / 'flag'}")
+    monkeypatch.setattr(threading, "current_thread", lambda: None)  # not the main thread: no signal handlers
+    hold = hold_from_env()
+    assert hold is not None and (hold.frame, hold.flag) == (12, tmp_path / "flag")
+    assert RunControl().due()  # nobody listens, yet the hold's frame must be reported
+    for bad in ("12", "x:/tmp/f", "12:", "-1:/tmp/f"):
+        monkeypatch.setenv(HOLD_VARIABLE, bad)
+        with pytest.raises(UserError, match=f"{HOLD_VARIABLE}=.*expected FRAME:FLAGFILE"):
+            hold_from_env()

@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from pipeline.video.decode import read_frames
 from pipeline.video.encode import EncodeError, Encoder, encoder_for
 from pipeline.video.probe import VideoInfo, probe
 from tests import videos
+from tests.timing import wait_until
 
 
 def ffmpeg_children() -> list[psutil.Process]:
@@ -179,10 +179,8 @@ def test_cancel_stops_quickly_removes_partial_and_leaves_no_child(tmp_path: Path
         enc.write(next(frames))  # type: ignore[call-overload]
     assert len(ffmpeg_children()) == 2
     cancel.set()
-    deadline = time.monotonic() + 1.0
-    while ffmpeg_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert ffmpeg_children() == []  # killed by the watchers, without any further call
+    # killed by the watchers, without any further call
+    wait_until(lambda: ffmpeg_children() == [], 10, "the cancel watchers to kill both ffmpeg")
     with pytest.raises(Cancelled):
         for frame in frames:
             enc.write(frame)

@@ -1,11 +1,11 @@
 """Web UI without a browser: controls derived from the settings model, the `ui` command's guards, the
-server's security settings over HTTP, and the preview engine (pixels, latency)."""
+server's security settings over HTTP, and the preview engine (pixels, warm caches)."""
 
 from __future__ import annotations
 
-import time
 import typing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +21,7 @@ from pipeline.errors import BadMedia, UserError  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from tests.browser.helpers import running_app  # noqa: E402
 from tests.photos import astronaut, grace_hopper_path  # noqa: E402
+from tests.timing import scaled  # noqa: E402
 from webui import controls  # noqa: E402
 
 # ---------------------------------------------------------------- controls
@@ -132,13 +133,13 @@ def test_login_upload_cap_and_file_serving(tmp_path: Path) -> None:
         served = outputs / "local" / "result.txt"
         served.parent.mkdir(parents=True, exist_ok=True)
         served.write_text("the output")
-        with httpx.Client(base_url=url, timeout=30) as anon:
+        with httpx.Client(base_url=url, timeout=scaled(30)) as anon:
             assert anon.get("/gradio_api/info").status_code == 401
             assert anon.get(f"/gradio_api/file={served}").status_code in (401, 403)
-        with httpx.Client(base_url=url, timeout=30) as bad:
+        with httpx.Client(base_url=url, timeout=scaled(30)) as bad:
             bad.post("/login", data={"username": "ann", "password": "wrong"})
             assert bad.get("/gradio_api/info").status_code == 401
-        with httpx.Client(base_url=url, timeout=30) as client:
+        with httpx.Client(base_url=url, timeout=scaled(30)) as client:
             assert client.post("/login", data={"username": "ann", "password": "pw1"}).status_code == 200
             assert client.get("/gradio_api/info").status_code == 200
             # outputs are never served by path, not even to their owner: downloads go through an owner check
@@ -192,19 +193,35 @@ def test_faces_gallery_and_preview_change_only_the_face(hd_target: tuple[Path, t
     assert np.abs(debug.astype(int) - swapped).sum(axis=2)[y1 - 3:y2 + 3, x1 - 3:x2 + 3].max() > 0
 
 
-def test_preview_latency_1080p(hd_target: tuple[Path, tuple[int, ...]], record_property: object) -> None:
+def test_a_warm_preview_loads_builds_and_decodes_nothing_again(hd_target: tuple[Path, tuple[int, ...]],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """What keeps the 1080p preview fast (its latency is measured in BENCHMARKS.md, not asserted): after
+    the first one, the models, the processor (source faces) and the decoded frame are all reused."""
+    import onnxruntime
+
+    import pipeline.image
+    import pipeline.process
+
     path, _ = hd_target
-    engine.preview(Settings(), [grace_hopper_path()], path, 0)  # warm: models, source face, decoded frame
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        engine.preview(Settings(), [grace_hopper_path()], path, 0)
-        times.append((time.perf_counter() - t) * 1000)
-    median = sorted(times)[2]
-    record_property("preview_1080p_ms", round(median, 1))  # type: ignore[operator]
-    print(f"preview 1080p warm: median {median:.0f} ms, runs {[round(t) for t in times]}")
-    # the target is 300 ms on an idle 2-core machine; this bound only catches a cold path
-    assert median < 1500
+    first = engine.preview(Settings(), [grace_hopper_path()], path, 0)  # warm: models, source face, frame
+    made: list[str] = []
+
+    def counted(module: Any, name: str) -> None:
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, **k: (made.append(name), real(*a, **k))[1])
+
+    counted(onnxruntime, "InferenceSession")
+    counted(pipeline.process, "FaceProcessor")
+    counted(pipeline.preview, "read_image")
+    counted(pipeline.image, "read_image")
+    for _ in range(3):
+        assert np.array_equal(engine.preview(Settings(), [grace_hopper_path()], path, 0), first)
+    assert made == []
+    engine.preview(Settings(), [grace_hopper_path()], path, 0, overlay=True)  # the debug overlay too
+    assert made == []
+    changed = settings_mod.apply_overrides(Settings(), ["detector.score=0.4"])
+    engine.preview(changed, [grace_hopper_path()], path, 0)  # a new setting: a new processor, same frame
+    assert made == ["FaceProcessor"]
 
 
 def test_media_checks_and_safe_names(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ Parts that need the background render worker (pipeline/jobs/worker.py) skip whil
 from __future__ import annotations
 
 import importlib.util
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,9 @@ import numpy as np
 import pytest
 
 from pipeline import preview as engine
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload, wait_until
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
 from tests.photos import astronaut, grace_hopper_path
+from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -77,8 +77,7 @@ def _job_rows(page: Any) -> list[tuple[str, str, str]]:
     )
 
 
-def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: Path,
-                                         record_property: Any) -> None:
+def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: Path) -> None:
     with running_app() as (url, app), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
@@ -102,7 +101,6 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
 
         for tab in TABS:
             open_tab(page, tab)
-            page.wait_for_timeout(300)
             screenshot(page, f"tab-{tab.split()[0].lower()}")
         open_tab(page, "Swap")
 
@@ -112,7 +110,8 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         job = app.ctx.store.list()[0]
         assert Path(job.output).parent.parent == app.ctx.outputs
 
-        # preview latency in the browser for a 1080p frame, warm: toggle the overlay, wait for the new image
+        # a warm 1080p preview: the overlay toggled on and off, each new image shown in turn (the round
+        # trip is measured in BENCHMARKS.md, not asserted)
         open_tab(page, "Swap")
         upload(page, "target", hd_image)
         # the clip's preview is still showing until the 1080p one arrives: wait for that one, so each toggle
@@ -120,17 +119,18 @@ def test_swap_preview_queue_and_download(clip: Path, hd_image: Path, tmp_path: P
         width_js = "() => document.querySelector('#preview img')?.naturalWidth"
         wait_until(lambda: page.evaluate(width_js) == 1920, 60, what="the 1080p preview")
         src = _wait_preview(page)
-        times = []
-        for _ in range(4):
-            started = time.perf_counter()
+        shown = [_preview_pixels(page)]  # overlay off, on, off, on
+        for _ in range(3):
             page.click("#overlay input")
             src = _wait_preview(page, after=src)
-            times.append((time.perf_counter() - started) * 1000)
-        status = page.inner_text("#preview-status")
-        median = sorted(times)[len(times) // 2]
-        record_property("preview_1080p_browser_ms", round(median))
-        print(f"browser round trip, 1080p preview: {[round(t) for t in times]} ms; server said {status!r}")
-        screenshot(page, "preview-1080p-overlay")
+            shown.append(_preview_pixels(page))
+            if len(shown) == 2:
+                screenshot(page, "preview-1080p-overlay")
+        assert all(image.shape == (1080, 1920, 3) for image in shown)
+        plain, overlay = shown[0].astype(int), shown[1].astype(int)
+        assert np.abs(overlay - plain).sum(axis=2).max() > 200  # the face debugger draws on the face
+        assert np.abs(shown[2].astype(int) - plain).max() <= 12  # off again: the plain preview (JPEG noise)
+        assert np.abs(shown[3].astype(int) - overlay).max() <= 12
 
         if not HAS_WORKER:
             pytest.skip(f"queue progress and download: {NO_WORKER}")
@@ -168,6 +168,10 @@ def _set_number(page: Any, elem_id: str, value: str) -> None:
     box.press("Enter")
 
 
+def _number(page: Any, elem_id: str) -> float:
+    return float(page.locator(f"#{elem_id} input[type=number]").first.input_value())
+
+
 def test_preset_save_change_load_restores_controls() -> None:
     from pipeline import presets
 
@@ -183,13 +187,12 @@ def test_preset_save_change_load_restores_controls() -> None:
         assert presets.load("browser test").detector.score == pytest.approx(0.73)
         _open_detector(page)
         _set_number(page, "set-detector-score", "0.2")
-        page.wait_for_timeout(300)
+        wait_until(lambda: _number(page, "set-detector-score") == pytest.approx(0.2), 10, "the score at 0.2")
         open_tab(page, "Presets")
         page.click("#preset-load")
         wait_until(lambda: "loaded" in page.inner_text("#preset-message"), 20, what="preset loaded")
         _open_detector(page)
-        value = page.locator("#set-detector-score input[type=number]").first.input_value()
-        assert float(value) == pytest.approx(0.73)
+        assert _number(page, "set-detector-score") == pytest.approx(0.73)
         open_tab(page, "Presets")
         screenshot(page, "presets-loaded")
 

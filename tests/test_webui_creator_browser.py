@@ -4,7 +4,6 @@ Screenshots of each state go to test-artifacts/screenshots/creator-*.png."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload, wait_until
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
 from tests.photos import astronaut, grace_hopper_path
+from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 VIEWPORT = {"width": 1280, "height": 800}
@@ -35,7 +35,14 @@ def _src(page: Any) -> str:
     return str(img.first.get_attribute("src")) if img.count() else ""
 
 
-def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path, record_property: Any) -> None:
+def _pixels(page: Any, src: str) -> np.ndarray:
+    """The preview image at ``src``, decoded (BGR)."""
+    image = cv2.imdecode(np.frombuffer(page.request.get(src).body(), np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None, src
+    return image
+
+
+def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
     with running_app() as (url, app), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
@@ -59,17 +66,20 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path, record_property:
         page.keyboard.press("ArrowRight")
         wait_until(lambda: "Preview of frame 2" in _status(page), 60, what="the preview of frame 2")
 
-        # warm preview in the browser: toggle the overlay, wait for the next image
-        times = []
+        # warm previews in the browser: the overlay toggled on, off, on, each new image shown in turn (the
+        # round trip is measured in BENCHMARKS.md, not asserted)
         src = _src(page)
+        shown = [_pixels(page, src)]
         for _ in range(3):
-            started = time.perf_counter()
             page.click("#overlay input")
             src = wait_until(lambda old=src: (_src(page) != old and "ms" in _status(page)) and _src(page),
                              60, every=0.02, what="the new preview")
-            times.append((time.perf_counter() - started) * 1000)
-        record_property("warm_preview_browser_ms", round(sorted(times)[1]))
-        print(f"warm preview round trip in the browser (320x240 clip): {[round(t) for t in times]} ms")
+            shown.append(_pixels(page, src))
+        assert "Preview of frame 2" in _status(page)  # still the frame chosen above
+        plain, overlay = shown[0].astype(int), shown[1].astype(int)
+        assert np.abs(overlay - plain).sum(axis=2).max() > 200  # the face debugger draws on the face
+        assert np.abs(shown[2].astype(int) - plain).max() <= 12  # off again: the plain preview (JPEG noise)
+        assert np.abs(shown[3].astype(int) - overlay).max() <= 12
 
         page.click("#add-job")
         wait_until(lambda: "queued job" in _status(page), 30, what="queued")

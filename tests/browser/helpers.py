@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,12 @@ from typing import Any
 import pytest
 
 from pipeline import env
+from tests.timing import scaled, scaled_ms, wait_until
 
 CHROMIUM = str(env.CHROMIUM.get())
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+PLAYWRIGHT_DEFAULT_S = 30.0  # Playwright's own default wait for an action or a request
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 
 
@@ -47,7 +48,13 @@ def running_app(**config: Any) -> Iterator[tuple[str, Any]]:
     try:
         yield f"http://127.0.0.1:{cfg.port}", app
     finally:
+        server = app.blocks.server
         stop(app, handle)
+        # Gradio gives its server thread 5 s to stop, then returns; the thread's shutdown still empties
+        # this app's files from Gradio's cache, shared by the next app (same file, same cached path)
+        if server is not None:
+            server.thread.join(scaled(60))
+            assert not server.thread.is_alive(), "the UI server did not stop"
 
 
 @contextlib.contextmanager
@@ -59,9 +66,29 @@ def chromium() -> Iterator[Any]:
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield browser
+            yield _Scaled(browser)
         finally:
             browser.close()
+
+
+class _Scaled:
+    """The browser, whose new contexts and pages wait ``scaled`` times Playwright's 30 s by default."""
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+
+    def new_context(self, **kwargs: Any) -> Any:
+        context = self._browser.new_context(**kwargs)
+        context.set_default_timeout(scaled_ms(PLAYWRIGHT_DEFAULT_S))
+        return context
+
+    def new_page(self, **kwargs: Any) -> Any:
+        page = self._browser.new_page(**kwargs)
+        page.set_default_timeout(scaled_ms(PLAYWRIGHT_DEFAULT_S))
+        return page
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._browser, name)
 
 
 def screenshot(page: Any, name: str) -> Path:
@@ -72,7 +99,22 @@ def screenshot(page: Any, name: str) -> Path:
 
 
 def open_tab(page: Any, name: str) -> None:
-    page.get_by_role("tab", name=name, exact=True).click()
+    """Click a tab and wait until it is the one shown."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    tab.click()
+    wait_until(lambda: tab.get_attribute("aria-selected") == "true", 10, f"the {name} tab to show")
+
+
+def dropdown_options(page: Any, elem_id: str) -> list[str]:
+    """The options a gr.Dropdown offers now: opened from unfocused (so that it surely opens), read, closed."""
+    box = page.locator(f"#{elem_id} input").first
+    box.blur()
+    box.click()
+    wait_until(lambda: box.get_attribute("aria-expanded") == "true", 10, f"the {elem_id} list to open")
+    options = page.locator("ul.options li, [role=listbox] [role=option]").all_inner_texts()
+    page.keyboard.press("Escape")
+    box.blur()
+    return [o.strip() for o in options]
 
 
 def upload(page: Any, elem_id: str, *files: Path) -> None:
@@ -80,15 +122,5 @@ def upload(page: Any, elem_id: str, *files: Path) -> None:
     field = page.locator(f"#{elem_id} input[type=file]")
     if field.count() == 0:
         page.locator(f"#{elem_id} button[aria-label=Clear], #{elem_id} button[title=Clear]").first.click()
-        field.wait_for(state="attached", timeout=10_000)
+        field.wait_for(state="attached", timeout=scaled_ms(10))
     field.set_input_files([str(f) for f in files])
-
-
-def wait_until(predicate: Any, timeout: float = 30.0, every: float = 0.2, what: str = "condition") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
