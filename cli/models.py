@@ -111,9 +111,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.as_dict() for r in results], indent=2))
     else:
-        print(f"{'model':26} {'role':11} {'verdict':7}  {'figures':44}  reason")
+        width = max([len("figures"), *(len(figures_text(r.figures)) for r in results)])
+        print(f"{'model':24} {'role':11} {'verdict':7} {'figures':{width}}  reason")
         for r in results:
-            print(f"{r.model:26} {r.role:11} {r.verdict:7}  {figures_text(r.figures):44}  {r.reason}")
+            print(f"{r.model:24} {r.role:11} {r.verdict:7} {figures_text(r.figures):{width}}  {r.reason}")
     failed = [r.model for r in results if r.verdict == "FAIL"]
     if failed and not args.json:
         print(f"{len(failed)} model(s) failed the check: {', '.join(failed)}", file=sys.stderr)

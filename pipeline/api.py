@@ -77,7 +77,7 @@ __all__ = [
     "export_preset",
     # models: installed or missing, download (with progress), import a local file
     "model_status", "fetch_model", "import_model",
-    # model check: each installed model run on real photos, judged by independent means (seconds, not a render)
+    # model check: each installed model run on real photos, judged by independent means (seconds: no job)
     "check_models", "ModelCheck",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
     "usable_providers", "usable_encoders",

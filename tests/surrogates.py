@@ -205,7 +205,8 @@ def _mix_identity(g: _Graph, pixels: str, source: str, alpha: float, full_norm: 
     return g.op("Add", kept, g.op("Mul", colour, a))
 
 
-def _paste_from_bank(g: _Graph, pixels: str, source: str, bank: Sequence[tuple[Any, Any]], alpha: float) -> str:
+def _paste_from_bank(g: _Graph, pixels: str, source: str, bank: Sequence[tuple[Any, Any]],
+                     alpha: float) -> str:
     """pixels·(1 − alpha) + alpha·face, face = the bank crop whose key is nearest (cosine) the source,
     shifted to the mean colour of the target's face centre (as a swapper keeps the target's skin tone)."""
     keys = np.stack([np.asarray(k, np.float64).ravel() for k, _ in bank])
@@ -449,7 +450,7 @@ def default_landmarks68(size: int = 256) -> npt.NDArray[np.float32]:
     ang = np.linspace(0, 2 * np.pi, 6, endpoint=False)
     eyes = np.concatenate([np.stack([cx + 0.07 * np.cos(ang), 0.44 + 0.03 * np.sin(ang)], 1)
                            for cx in (0.33, 0.67)])
-    ang = np.pi + np.linspace(0, 2 * np.pi, 12, endpoint=False)  # from the left corner (48) along the upper lip
+    ang = np.pi + np.linspace(0, 2 * np.pi, 12, endpoint=False)  # from the left corner (48), upper lip first
     outer = np.stack([0.5 + 0.14 * np.cos(ang), 0.76 + 0.05 * np.sin(ang)], 1)
     ang = np.pi + np.linspace(0, 2 * np.pi, 8, endpoint=False)
     inner = np.stack([0.5 + 0.08 * np.cos(ang), 0.76 + 0.02 * np.sin(ang)], 1)

@@ -113,7 +113,8 @@ WRONG: dict[str, tuple[str, Callable[[photos.Photos], None], str]] = {
     "unnormalised output": ("simswap_256", _unnormalised, "harsh: the face's contrast"),
     "swapped channels": ("gfpgan_1.4", lambda s: install_surrogate("gfpgan_1.4", swap_channels=True),
                          "colour cast"),
-    "constant embedding": ("arcface_w600k_r50", lambda s: install_surrogate("arcface_w600k_r50", constant=True),
+    "constant embedding": ("arcface_w600k_r50",
+                           lambda s: install_surrogate("arcface_w600k_r50", constant=True),
                            "is not above different people"),
     "constant image": ("gpen_bfr_512", lambda s: install_surrogate("gpen_bfr_512", constant=0.0),
                        "structure lost"),
@@ -189,8 +190,13 @@ def test_cli_named_model_missing_says_how_to_fetch_it(capsys: pytest.CaptureFixt
 
 
 def test_models_tab_check_shows_the_verdicts() -> None:
-    pytest.importorskip("gradio")
+    gr = pytest.importorskip("gradio")
     from webui import models_tab
+
+    with gr.Blocks():
+        c = models_tab.create()
+        models_tab.wire(c)
+    assert c["check"].elem_id == "model-check" and c["check_table"].headers == models_tab.CHECK_COLUMNS
 
     install_surrogate("xseg", invert=True)
     table, summary = models_tab.check()

@@ -38,7 +38,8 @@ class ModelCheck:
 
 
 def _how_to_get(entry: catalog.ModelEntry) -> str:
-    return f"facestation models fetch {entry.name}" if entry.url else f"facestation models import {entry.file}"
+    how = f"fetch {entry.name}" if entry.url else f"import {entry.file}"
+    return f"facestation models {how}"
 
 
 def _targets(names: Sequence[str]) -> list[catalog.ModelEntry]:

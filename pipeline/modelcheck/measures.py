@@ -58,8 +58,8 @@ def grey(image: Image) -> npt.NDArray[np.float64]:
 def ssim(a: Image, b: Image, side: int = 128) -> float:
     """Mean structural similarity of two images' grey levels (Gaussian window, σ 1.5), both resized to
     ``side`` first so that it judges the face's structure, not the fine texture a restorer invents."""
-    x = cv2.resize(grey(a), (side, side), interpolation=cv2.INTER_AREA)
-    y = cv2.resize(grey(b), (side, side), interpolation=cv2.INTER_AREA)
+    x = np.asarray(cv2.resize(grey(a), (side, side), interpolation=cv2.INTER_AREA), np.float64)
+    y = np.asarray(cv2.resize(grey(b), (side, side), interpolation=cv2.INTER_AREA), np.float64)
 
     def blur(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return np.asarray(cv2.GaussianBlur(z, (11, 11), 1.5), np.float64)
@@ -79,7 +79,8 @@ def sharpness(image: Image) -> float:
 def face_region(side: int) -> Region:
     """The central ellipse of an aligned face crop: the face itself, without hair and background."""
     yy, xx = np.mgrid[0:side, 0:side] + 0.5
-    return np.asarray(((xx - side * 0.5) / (side * 0.3)) ** 2 + ((yy - side * 0.56) / (side * 0.36)) ** 2 <= 1)
+    inner = ((xx - side * 0.5) / (side * 0.3)) ** 2 + ((yy - side * 0.56) / (side * 0.36)) ** 2
+    return np.asarray(inner <= 1)
 
 
 def colour_shift(image: Image, reference: Image, region: Region) -> float:
