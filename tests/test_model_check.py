@@ -203,3 +203,29 @@ def test_models_tab_check_shows_the_verdicts() -> None:
     rows = {r[0]: r for r in table}
     assert rows["xseg"][2] == "FAIL" and "centre=0" in rows["xseg"][3]
     assert rows["yunet"][2] == "PASS" and "xseg" in summary and "failed" in summary
+
+
+def test_the_check_releases_the_sessions_it_loaded_and_keeps_the_others() -> None:
+    from pipeline.models import sessions
+
+    install_surrogate("xseg")
+    install_surrogate("gfpgan_1.4")
+    sessions.release()
+    families.build("xseg", Settings(), "occluder").masks(np.zeros((1, 256, 256, 3), np.uint8))
+    before = sessions.loaded_files()
+    assert len(before) == 1
+    rows = {r.model: r.verdict for r in modelcheck.check()}
+    assert rows["xseg"] == rows["gfpgan_1.4"] == "PASS"
+    assert sessions.loaded_files() == before
+
+
+def test_without_the_photo_the_check_says_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.errors import UserError
+
+    def no_photo() -> None:
+        raise UserError("bench needs a face")
+
+    monkeypatch.setattr(photos, "default_face", no_photo)
+    assert main(["models", "check"]) == 2
+    assert "pip install matplotlib" in capsys.readouterr().err

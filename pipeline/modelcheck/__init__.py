@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from pipeline import families
 from pipeline.errors import ModelMissing, UserError
 from pipeline.modelcheck import photos
 from pipeline.modelcheck.judges import JUDGES, Context, Finding, Verdict, judge_for
-from pipeline.models import catalog, store
+from pipeline.models import catalog, sessions, store
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,20 @@ def _judge(entry: catalog.ModelEntry, ctx: Context) -> Finding:
 def check(names: Sequence[str] = (), settings: Settings | None = None) -> list[ModelCheck]:
     """Check the models ``names`` (all of the catalog when empty) on the real photos, one row each."""
     entries = _targets(names)
-    ctx = _context(settings or Settings())
-    out = []
-    for entry in entries:
-        found = _judge(entry, ctx)
-        out.append(ModelCheck(entry.name, entry.role, found.verdict, found.reason, found.figures))
+    held = sessions.loaded_files()  # what was loaded before (a preview's models) stays loaded
+    try:
+        ctx = _context(settings or Settings())
+        out = []
+        for entry in entries:
+            reference = sessions.loaded_files()
+            found = _judge(entry, ctx)
+            _release(sessions.loaded_files() - reference - held)  # one model's memory at a time
+            out.append(ModelCheck(entry.name, entry.role, found.verdict, found.reason, found.figures))
+    finally:
+        _release(sessions.loaded_files() - held)
     return out
+
+
+def _release(files: set[Path]) -> None:
+    for path in files:
+        sessions.release(path)

@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from pipeline.bench import default_face
-from pipeline.errors import NoFaceFound
+from pipeline.errors import NoFaceFound, UserError
 from pipeline.faces.base import Detector
 from pipeline.image import read_image
 from pipeline.types import Face, Frame
@@ -70,7 +70,11 @@ def shot(name: str, frame: Frame, detector: Detector) -> Shot:
 
 def load(detector: Detector) -> Photos:
     """The check photos with their reference faces (``detector``: the built-in YuNet)."""
-    grace = read_image(default_face()).bgr
+    try:
+        grace = read_image(default_face()).bgr
+    except UserError:
+        raise UserError("models check needs matplotlib's sample photo grace_hopper.jpg: "
+                        "pip install matplotlib") from None
     person = shot("grace_hopper", grace, detector)
     same = (shot("grace_hopper mirrored", np.ascontiguousarray(grace[:, ::-1]), detector),
             shot("grace_hopper warped", _warped(grace), detector))
