@@ -1,4 +1,5 @@
-"""``facestation models list | fetch NAME… | import FILE | verify``: the model files and their state."""
+"""``facestation models list | fetch NAME… | import FILE | verify | check [NAME…]``: the model files, their
+state, and whether each installed one gives sound results on real photos."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import require_subcommand
+from pipeline import modelcheck
 from pipeline.errors import UserError
 from pipeline.models import store
 
@@ -30,6 +32,7 @@ def register(sub: Any) -> None:
                     "model with no pinned sha256")
     mi.set_defaults(handler=cmd_import)
     msub.add_parser("verify").set_defaults(handler=cmd_verify)
+    register_check(msub)
 
     require_subcommand(models, msub)
 
@@ -89,3 +92,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if bad:
         raise UserError(f"{len(bad)} installed model(s) failed verification: {', '.join(n for n, _ in bad)}")
     return 0
+
+
+def register_check(msub: Any) -> None:
+    mc = msub.add_parser("check", help="run each installed model (or those named) on real photos and judge "
+                         "the results; exit 1 when one fails")
+    mc.add_argument("names", nargs="*", metavar="NAME")
+    mc.add_argument("--json", action="store_true")
+    mc.set_defaults(handler=cmd_check)
+
+
+def figures_text(figures: dict[str, float]) -> str:
+    return " ".join(f"{k}={v:g}" for k, v in figures.items())
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    results = modelcheck.check(args.names)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=2))
+    else:
+        width = max([len("figures"), *(len(figures_text(r.figures)) for r in results)])
+        print(f"{'model':24} {'role':11} {'verdict':7} {'figures':{width}}  reason")
+        for r in results:
+            print(f"{r.model:24} {r.role:11} {r.verdict:7} {figures_text(r.figures):{width}}  {r.reason}")
+    failed = [r.model for r in results if r.verdict == "FAIL"]
+    if failed and not args.json:
+        print(f"{len(failed)} model(s) failed the check: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0

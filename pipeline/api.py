@@ -29,6 +29,8 @@ from pipeline.machine import usable_encoders, usable_providers
 from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
 from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
+from pipeline.modelcheck import ModelCheck
+from pipeline.modelcheck import check as check_models
 from pipeline.models.sessions import available_providers
 from pipeline.models.sessions import loaded as loaded_sessions
 from pipeline.models.sessions import release as release_sessions
@@ -75,6 +77,8 @@ __all__ = [
     "export_preset",
     # models: installed or missing, download (with progress), import a local file
     "model_status", "fetch_model", "import_model",
+    # model check: each installed model run on real photos, judged by independent means (seconds: no job)
+    "check_models", "ModelCheck",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
     "usable_providers", "usable_encoders",
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",

@@ -12,18 +12,21 @@ it. Behaviour is simple but useful:
 - swappers: in [0, 1] pixels, ``out = target·(1−a) + a·colour(tanh(source @ W))`` per channel, where
   ``a = alpha·min(1, |source| / full_norm)`` (full_norm: the source norm the real file expects, ≈20 for
   GHOST's raw embedding, else 1), so changing the source changes the output and a too-weak source
-  barely does; inswapper also carries a 512×512 ``emap`` as its last initializer; ``identity=True``
-  returns the target; batch fixed to 1 as exported (``batch=None`` for a dynamic axis;
+  barely does; ``bank=[(key, crop)…]`` instead pastes the face crop (3×S×S RGB in [0, 1], aligned as the
+  model's crops are) whose key is nearest the source vector, at the target's mean colour: a surrogate that
+  really carries an identity; inswapper also carries a 512×512 ``emap`` as its last initializer;
+  ``identity=True`` returns the target; batch fixed to 1 as exported (``batch=None`` for a dynamic axis;
   ``hardcode_batch=True`` adds a Reshape to a literal batch of 1);
 - detectors (SCRFD family, YOLO face): emit exactly the ``faces`` given (input-pixel coordinates);
   ``channel_gate=True``: only where channel 0 of the input is on average above channel 2 (skin, fed
   RGB as the real files were trained), like a model that finds no face in a blue-cast image;
 - recognisers: a fixed random projection of an 8×8 pooled, mean-centred image, of norm ``norm`` (≈20,
-  as ArcFace's raw outputs);
+  as ArcFace's raw outputs); ``constant=True``: the same vector whatever the face;
 - enhancers: an unsharp mask in [−1, 1] (codeformer scales it by its double ``w``); ``decoys``: other
-  outputs of the image's shape listed before it (as RestoreFormer++ has);
-- occluders: a fixed mask (``mask``), or ``skin=True``: face where red is above blue (R − B), as
-  logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
+  outputs of the image's shape listed before it (as RestoreFormer++ has); wrong files for ``models check``:
+  ``swap_channels=True`` (returns BGR), ``nhwc=True`` (reads its NCHW input as if NHWC), ``constant=v``;
+- occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
+  blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
@@ -147,6 +150,7 @@ def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: flo
              dtype: str | None = None, batch: int | None = 1, hardcode_batch: bool = False,
              emap: Any = "random", seed: int = 0, input_norm: tuple[Any, Any] | None = None,
              output_norm: tuple[Any, Any] | None = None, full_norm: float | None = None,
+             bank: Sequence[tuple[Any, Any]] = (),
              ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """Target = the entry's image input (rank 4), source = its vector input (rank 2), by the entry's names.
 
@@ -169,7 +173,9 @@ def _swapper(entry: ModelEntry, g: _Graph, *, identity: bool = False, alpha: flo
         g.from_float(g.to_float(t_name, t_dtype), o_dtype, out_name)
     else:
         pixels = _to_pixels(g, g.to_float(t_name, t_dtype), in_mean, in_std)  # the target in [0, 1]
-        if not identity:
+        if not identity and bank:
+            pixels = _paste_from_bank(g, pixels, g.to_float(s_name, s_dtype), bank, alpha)
+        elif not identity:
             full = _default(full_norm, lambda: RAW_NORM if entry.source_embedding == "raw" else 1.0)
             pixels = _mix_identity(g, pixels, g.to_float(s_name, s_dtype), alpha, full, hardcode_batch, seed)
         g.from_float(_to_pixels(g, pixels, out_mean, out_std, inverse=True), o_dtype, out_name)
@@ -197,6 +203,30 @@ def _mix_identity(g: _Graph, pixels: str, source: str, alpha: float, full_norm: 
     colour = g.op("Add", g.op("Mul", colour, g.const(0.5)), g.const(0.5))
     kept = g.op("Mul", pixels, g.op("Sub", g.const(1.0), a))
     return g.op("Add", kept, g.op("Mul", colour, a))
+
+
+def _paste_from_bank(g: _Graph, pixels: str, source: str, bank: Sequence[tuple[Any, Any]],
+                     alpha: float) -> str:
+    """pixels·(1 − alpha) + alpha·face, face = the bank crop whose key is nearest (cosine) the source,
+    shifted to the mean colour of the target's face centre (as a swapper keeps the target's skin tone)."""
+    keys = np.stack([np.asarray(k, np.float64).ravel() for k, _ in bank])
+    keys /= np.maximum(np.linalg.norm(keys, axis=1, keepdims=True), 1e-12)
+    crops = np.stack([np.asarray(c, np.float64) for _, c in bank])  # (K, 3, S, S)
+    unit = g.op("Div", source, g.op("Max", g.op("ReduceL2", source, axes=[1], keepdims=1), g.const(1e-12)))
+    scores = g.op("Mul", g.op("MatMul", unit, g.const(keys.T)), g.const(50.0))
+    weights = g.op("Softmax", scores, axis=1)  # (N, K): one-hot for a source that is a bank key
+    flat = g.op("MatMul", weights, g.const(crops.reshape(len(crops), -1)))
+    face = g.op("Reshape", flat, g.const([-1, *crops.shape[1:]], np.int64))
+    side = crops.shape[-1]
+    centre = _ellipse(side, side * 0.5, side * 0.56, side * 0.3, side * 0.36).astype(np.float64)
+    weights_px = g.const((centre / centre.sum()).reshape(1, 1, side, side))
+
+    def skin_tone(x: str) -> str:  # the mean colour of the face's centre, per channel
+        return g.op("ReduceSum", g.op("Mul", x, weights_px), g.const([2, 3], np.int64), keepdims=1)
+
+    shift = g.op("Sub", skin_tone(pixels), skin_tone(face))
+    face = g.op("Add", face, shift)
+    return g.op("Add", g.op("Mul", pixels, g.const(1.0 - alpha)), g.op("Mul", face, g.const(alpha)))
 
 
 # --- detectors ---------------------------------------------------------------------------------------
@@ -284,9 +314,10 @@ def _yolo(entry: ModelEntry, g: _Graph, *, faces: Sequence[FaceSpec] = (), dupli
 # --- recognisers, enhancers, masks, landmarks -----------------------------------------------------------
 
 def _recogniser(entry: ModelEntry, g: _Graph, *, seed: int = 0, batch: int | None = None,
-                norm: float = RAW_NORM,
+                norm: float = RAW_NORM, constant: bool = False,
                 ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
-    """A fixed projection of the pooled, mean-centred image, scaled to the norm ``norm``."""
+    """A fixed projection of the pooled, mean-centred image, scaled to the norm ``norm``
+    (``constant``: of a fixed vector, whatever the image)."""
     image, output = entry.inputs[0], entry.outputs[0]
     x, y = _name(image, "input.1"), _name(output, "embedding")
     size = entry.input_size
@@ -295,6 +326,8 @@ def _recogniser(entry: ModelEntry, g: _Graph, *, seed: int = 0, batch: int | Non
     centred = g.op("Sub", flat, g.op("ReduceMean", flat, axes=[1], keepdims=1))
     weights = np.random.default_rng(1000 + seed).standard_normal((3 * 64, output.shape[-1]))
     raw = g.op("MatMul", centred, g.const(weights))
+    if constant:  # the first weight row, broadcast over the batch (still consuming the input)
+        raw = g.op("Add", g.op("Mul", raw, g.const(0.0)), g.const(weights[:1] + 1.0))
     length = g.op("Max", g.op("ReduceL2", raw, axes=[1], keepdims=1), g.const(1e-6))
     g.op("Mul", g.op("Div", raw, length), g.const(norm), out=y)
     b: int | str = "N" if batch is None else batch
@@ -302,7 +335,8 @@ def _recogniser(entry: ModelEntry, g: _Graph, *, seed: int = 0, batch: int | Non
 
 
 def _enhancer(entry: ModelEntry, g: _Graph, *, sharpen: float = 0.5, dtype: str | None = None,
-              decoys: Sequence[str] = (),
+              decoys: Sequence[str] = (), swap_channels: bool = False, nhwc: bool = False,
+              constant: float | None = None,
               ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """An unsharp mask of the image input; a second input (CodeFormer's ``w``, as the entry declares it)
     scales it; ``decoys``: outputs of the image's shape (the negated input) listed before the image."""
@@ -311,6 +345,9 @@ def _enhancer(entry: ModelEntry, g: _Graph, *, sharpen: float = 0.5, dtype: str 
     i_dtype = _io_dtype(entry, image, dtype)
     o_dtype = _io_dtype(entry, out_spec, dtype)
     x = g.to_float(name, i_dtype)
+    if nhwc:  # a file that reads its NCHW input's memory as (N, H, W, C): the pixels come out scrambled
+        side = image.shape[-1]
+        x = g.op("Transpose", g.op("Reshape", x, g.const([-1, side, side, 3], np.int64)), perm=[0, 3, 1, 2])
     blur = g.op("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0)
     gain = g.const(sharpen)
     inputs = []
@@ -326,6 +363,10 @@ def _enhancer(entry: ModelEntry, g: _Graph, *, sharpen: float = 0.5, dtype: str 
         g.from_float(g.op("Neg", x), o_dtype, decoy)
         outputs.append(_vi(decoy, o_dtype, _dims(out_spec)))
     y = g.op("Add", x, g.op("Mul", g.op("Sub", x, blur), gain))
+    if swap_channels:
+        y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
+    if constant is not None:
+        y = g.op("Add", g.op("Mul", y, g.const(0.0)), g.const(constant))
     y = g.op("Clip", y, g.const(-1.0), g.const(1.0))
     g.from_float(y, o_dtype, out_name)
     return inputs, [*outputs, _vi(out_name, o_dtype, _dims(out_spec))]
@@ -337,7 +378,7 @@ def _ellipse(size: int, cx: float, cy: float, rx: float, ry: float) -> npt.NDArr
 
 
 def _occluder(entry: ModelEntry, g: _Graph, *, mask: npt.ArrayLike | None = None, skin: bool = False,
-              logits: bool | None = None,
+              logits: bool | None = None, invert: bool = False,
               ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """[1, 1, S, S] from [1, 3, S, S] RGB /255 (the entry's layout and names), 1 / > 0 = face visible.
 
@@ -357,6 +398,7 @@ def _occluder(entry: ModelEntry, g: _Graph, *, mask: npt.ArrayLike | None = None
             g.op("Sigmoid", g.op("Mul", redness, g.const(8.0)), out=y)
     else:
         m = _ellipse(s, s / 2, s * 0.55, s * 0.35, s * 0.42) if mask is None else np.asarray(mask, np.float32)
+        m = 1.0 - np.clip(m, 0, 1) if invert else m
         quantised = np.round(np.clip(m, 0, 1) * 255).astype(np.uint8).reshape(1, 1, s, s)
         stored = g.op("Cast", g.const(quantised, np.uint8), to=TensorProto.FLOAT)
         values = g.op("Mul", stored, g.const(1 / 255))
@@ -408,9 +450,9 @@ def default_landmarks68(size: int = 256) -> npt.NDArray[np.float32]:
     ang = np.linspace(0, 2 * np.pi, 6, endpoint=False)
     eyes = np.concatenate([np.stack([cx + 0.07 * np.cos(ang), 0.44 + 0.03 * np.sin(ang)], 1)
                            for cx in (0.33, 0.67)])
-    ang = np.linspace(0, 2 * np.pi, 12, endpoint=False)
+    ang = np.pi + np.linspace(0, 2 * np.pi, 12, endpoint=False)  # from the left corner (48), upper lip first
     outer = np.stack([0.5 + 0.14 * np.cos(ang), 0.76 + 0.05 * np.sin(ang)], 1)
-    ang = np.linspace(0, 2 * np.pi, 8, endpoint=False)
+    ang = np.pi + np.linspace(0, 2 * np.pi, 8, endpoint=False)
     inner = np.stack([0.5 + 0.08 * np.cos(ang), 0.76 + 0.02 * np.sin(ang)], 1)
     return (np.concatenate([jaw, brows, nose, eyes, outer, inner]) * size).astype(np.float32)
 

@@ -1,4 +1,5 @@
-"""Models tab: what is installed or missing (size, licence), fetch with a progress bar, import a file."""
+"""Models tab: what is installed or missing (size, licence), fetch with a progress bar, import a file, and
+a check of every installed model on real photos (``facestation models check``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pipeline import api
 from webui.common import user_errors
 
 COLUMNS = ["model", "role", "state", "size (MB)", "licence"]
+CHECK_COLUMNS = ["model", "role", "verdict", "figures", "reason"]
 
 
 def rows() -> list[list[Any]]:
@@ -37,7 +39,14 @@ def create() -> dict[str, Any]:
         c["import_name"] = gr.Textbox(label="Catalog name (if the file name differs)",
                                       elem_id="model-import-name")
     c["message"] = gr.Markdown("", elem_id="models-message")
+    create_check(c)
     return c
+
+
+def create_check(c: dict[str, Any]) -> None:
+    """The Check button and the table of its verdicts (empty until it is pressed)."""
+    c["check"] = gr.Button("Check installed models", elem_id="model-check")
+    c["check_table"] = gr.Dataframe([], headers=CHECK_COLUMNS, interactive=False, elem_id="models-check")
 
 
 def wire(c: dict[str, Any]) -> None:
@@ -45,6 +54,7 @@ def wire(c: dict[str, Any]) -> None:
     shown = [c["table"], c["name"], c["message"]]
     c["fetch"].click(user_errors(fetch), c["name"], shown, api_visibility="private")
     c["file"].upload(user_errors(import_), [c["file"], c["import_name"]], shown, api_visibility="private")
+    c["check"].click(user_errors(check), None, [c["check_table"], c["message"]], api_visibility="private")
 
 
 def fetch(
@@ -66,3 +76,17 @@ def import_(path: str | None, name: str) -> tuple[list[list[Any]], dict[str, Any
         return rows(), gr.update(), ""
     entry = api.import_model(Path(path), name.strip() or None)
     return rows(), gr.update(choices=missing(), value=None), f"imported **{entry.name}**"
+
+
+def check_rows(results: list[api.ModelCheck]) -> list[list[Any]]:
+    return [[r.model, r.role, r.verdict, " ".join(f"{k}={v:g}" for k, v in r.figures.items()), r.reason]
+            for r in results]
+
+
+def check() -> tuple[list[list[Any]], str]:
+    """Run every installed model on the check photos (seconds: a click, not a job) and show the verdicts."""
+    results = api.check_models()
+    failed = [r.model for r in results if r.verdict == "FAIL"]
+    ran = sum(r.verdict != "SKIP" for r in results)
+    summary = f"**{len(failed)} failed**: {', '.join(failed)}" if failed else f"all {ran} checked models pass"
+    return check_rows(results), summary

@@ -330,6 +330,12 @@ def release(path: Path | None = None) -> int:
     return len(keys)
 
 
+def loaded_files() -> set[Path]:
+    """The files that have a cached session now (to release, afterwards, what a piece of work loaded)."""
+    with _lock:
+        return {Path(k[0]) for k in _cache}
+
+
 def loaded() -> list[dict[str, Any]]:
     """What is loaded now and on which providers it really runs."""
     with _lock:

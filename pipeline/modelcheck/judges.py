@@ -1,0 +1,244 @@
+"""One judge per model family or role: run the model on the check photos, measure, give a verdict.
+
+A judge takes the model's catalog name and the :class:`Context` (settings, photos, the built-in reference
+models) and returns a :class:`Finding`. Every figure is measured by independent means: the built-in YuNet
+says where the face is, the built-in SFace who it is, and plain image statistics (SSIM, Laplacian
+variance, mean colour, coverage) the rest, so a file that is wrong or mis-fed cannot vouch for itself.
+A new family adds its judge to :data:`JUDGES` under its family name (or relies on its role's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline import families
+from pipeline.blend.region import REGION_CLASSES
+from pipeline.faces import align
+from pipeline.faces.landmark68 import five_from_68
+from pipeline.modelcheck import measures
+from pipeline.modelcheck.photos import NO_SECOND_PERSON, Photos, Shot
+from pipeline.models import catalog, store
+from pipeline.settings import Settings
+
+Verdict = Literal["PASS", "FAIL", "SKIP"]
+
+# thresholds: generous enough for every real file of a family, far from what a mis-fed one gives
+MIN_IOU = 0.5  # detector box vs YuNet's
+MAX_POINT_ERROR = 0.1  # detector landmarks vs YuNet's, fraction of the box side
+MIN_RANK_GAP = 0.1  # recogniser: worst same-person cosine − best different-person cosine
+MIN_IDENTITY_GAIN = 0.1  # swapper: SFace cos(output, source) − cos(target, source)
+MAX_COLOUR_SHIFT = 20.0  # mean colour change of the face region, 0..255 levels
+MIN_CONTRAST = 0.6  # grey-level std of the face region, relative to the input's
+MAX_CONTRAST = 1.6
+MIN_SSIM = 0.6  # enhancer output vs input, at 128 px
+MIN_SHARPNESS = 0.9  # enhancer Laplacian variance, relative to the input's
+MIN_CENTRE = 0.6  # mask mean over the face centre
+MAX_CORNERS = 0.4  # mask mean over the crop's corners
+MIN_INSIDE = 0.9  # 68 points inside the box (grown by 10 %)
+MAX_FIVE_ERROR = 0.15  # 68-point model's five points vs YuNet's, fraction of the box side
+MASK_CROP = ("arcface_128", 256)  # masks are judged on the usual swap crop
+
+
+@dataclass(frozen=True)
+class Finding:
+    verdict: Verdict
+    reason: str
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Context:
+    settings: Settings
+    photos: Photos
+    sface: Any  # the built-in SFace recogniser: who a face is, for the swapper judge
+
+
+Judge = Callable[[str, Context], Finding]
+
+
+def decide(figures: dict[str, float], failures: list[str], passed: str) -> Finding:
+    """FAIL naming every failed measure, else PASS with ``passed``; figures rounded for the table."""
+    rounded = {k: round(float(v), 3) for k, v in figures.items()}
+    if failures:
+        return Finding("FAIL", "; ".join(failures), rounded)
+    return Finding("PASS", passed, rounded)
+
+
+def aligned(shot: Shot, template: Any, size: int) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float64]]:
+    matrix = align.estimate(shot.face.landmarks, template, size)
+    return np.asarray(align.warp(shot.frame, matrix, size), np.uint8), matrix
+
+
+def _build(name: str, ctx: Context) -> Any:
+    return families.build(name, ctx.settings, catalog.get(name).role)
+
+
+# --- detectors, landmarks -------------------------------------------------------------------------------
+
+def judge_reference(name: str, ctx: Context) -> Finding:
+    """The built-in YuNet is the reference the other detectors are judged by: it must find the face."""
+    face = ctx.photos.person.face
+    return decide({"score": face.score}, [] if face.score >= 0.5 else ["weak face score"],
+                  "the reference detector: finds the face in grace_hopper")
+
+
+def judge_detector(name: str, ctx: Context) -> Finding:
+    ref = ctx.photos.person
+    faces = _build(name, ctx).detect([ref.frame])[0]
+    if not faces:
+        return Finding("FAIL", "finds no face where the built-in YuNet finds one", {"faces": 0.0})
+    best = max(faces, key=lambda f: measures.iou(f.box, ref.face.box))
+    overlap = measures.iou(best.box, ref.face.box)
+    error = measures.point_error(best.landmarks, ref.face.landmarks, ref.face.box)
+    failures = []
+    if overlap < MIN_IOU:
+        failures.append(f"box IoU with YuNet's {overlap:.2f} < {MIN_IOU}")
+    if error > MAX_POINT_ERROR:
+        failures.append(f"landmarks off by {error:.2f} of the face size (> {MAX_POINT_ERROR})")
+    return decide({"faces": len(faces), "iou": overlap, "landmark_error": error}, failures,
+                  "finds the face where YuNet does")
+
+
+def judge_landmarker(name: str, ctx: Context) -> Finding:
+    ref = ctx.photos.person
+    points, confidence = _build(name, ctx).landmarks(ref.frame, [ref.face])
+    share = measures.inside(points[0], ref.face.box)
+    error = measures.point_error(five_from_68(points[0]), ref.face.landmarks, ref.face.box)
+    failures = []
+    if share < MIN_INSIDE:
+        failures.append(f"only {share:.0%} of the 68 points inside the face box")
+    if error > MAX_FIVE_ERROR:
+        failures.append(f"eyes/nose/mouth off by {error:.2f} of the face size (> {MAX_FIVE_ERROR})")
+    return decide({"inside": share, "five_point_error": error, "confidence": float(confidence[0])},
+                  failures, "68 points on the face, near YuNet's five")
+
+
+# --- recognisers, swappers --------------------------------------------------------------------------------
+
+def _embed(recogniser: Any, shot: Shot) -> npt.NDArray[np.float32]:
+    crop, _ = aligned(shot, recogniser.template, recogniser.size)
+    return np.asarray(recogniser.embed(crop[None])[0], np.float32)
+
+
+def judge_recogniser(name: str, ctx: Context) -> Finding:
+    photos = ctx.photos
+    if photos.other is None:
+        return Finding("SKIP", NO_SECOND_PERSON)
+    model = _build(name, ctx)
+    person = _embed(model, photos.person)
+    same_e = [_embed(model, s) for s in photos.same]
+    other = _embed(model, photos.other)
+    same = min(measures.cosine(person, e) for e in same_e)
+    different = max(measures.cosine(e, other) for e in (person, *same_e))
+    gap = same - different
+    if not np.isfinite(gap):
+        return Finding("FAIL", "embeddings are not finite numbers", {})
+    failures = [] if gap >= MIN_RANK_GAP else [
+        f"same person {same:.2f} is not above different people {different:.2f} by {MIN_RANK_GAP}"]
+    return decide({"same": same, "different": different, "gap": gap}, failures,
+                  "ranks the same person above another")
+
+
+def _swapper_missing(entry: catalog.ModelEntry) -> Finding | None:
+    if entry.recogniser and not store.is_installed(catalog.get(entry.recogniser)):
+        return Finding("SKIP", f"needs its recogniser {entry.recogniser}: run facestation models fetch "
+                               f"{entry.recogniser}")
+    return None
+
+
+def judge_swapper(name: str, ctx: Context) -> Finding:
+    """Grace Hopper's identity swapped onto the astronaut: SFace must see the output nearer Grace Hopper
+    than the astronaut was, with the face's colour and contrast kept."""
+    photos, entry = ctx.photos, catalog.get(name)
+    if photos.other is None:
+        return Finding("SKIP", NO_SECOND_PERSON)
+    if (missing := _swapper_missing(entry)) is not None:
+        return missing
+    swapper = _build(name, ctx)
+    identity = swapper.prepare_source([(photos.person.frame, photos.person.face)])
+    target, matrix = aligned(photos.other, swapper.template, swapper.crop_size)
+    output = np.asarray(swapper.swap(target[None], identity)[0], np.uint8)
+    sface = ctx.sface  # the output judged in SFace's own crop, cut from the swapper's crop
+    to_sface = align.estimate(align.transform_points(photos.other.face.landmarks, matrix), sface.template,
+                              sface.size)
+    t_crop, o_crop = (np.asarray(align.warp(c, to_sface, sface.size), np.uint8) for c in (target, output))
+    source = _embed(sface, photos.person)
+    e_target, e_output = sface.embed(np.stack([t_crop, o_crop]))
+    gain = measures.cosine(e_output, source) - measures.cosine(e_target, source)
+    region = measures.face_region(sface.size)
+    shift = measures.colour_shift(o_crop, t_crop, region)
+    kept = measures.contrast(o_crop, t_crop, region)
+    failures = []
+    if gain < MIN_IDENTITY_GAIN:
+        failures.append(f"the output is not nearer the source's identity (SFace gain {gain:+.2f} < "
+                        f"{MIN_IDENTITY_GAIN})")
+    if shift > MAX_COLOUR_SHIFT:
+        failures.append(f"colour cast: the face's mean colour moved {shift:.0f} levels")
+    if kept < MIN_CONTRAST:
+        failures.append(f"flat: {kept:.0%} of the face's contrast left")
+    if kept > MAX_CONTRAST:
+        failures.append(f"harsh: the face's contrast ×{kept:.1f}")
+    return decide({"identity_gain": gain, "colour_shift": shift, "contrast": kept}, failures,
+                  "moves the identity toward the source, colours kept")
+
+
+# --- enhancers, masks ---------------------------------------------------------------------------------
+
+def judge_enhancer(name: str, ctx: Context) -> Finding:
+    enhancer = _build(name, ctx)
+    crop, _ = aligned(ctx.photos.person, enhancer.template, enhancer.crop_size)
+    output = np.asarray(enhancer.enhance(crop[None], 100)[0], np.uint8)
+    structure = measures.ssim(output, crop)
+    sharp = measures.sharpness(output) / max(measures.sharpness(crop), 1e-6)
+    shift = measures.colour_shift(output, crop, measures.face_region(enhancer.crop_size))
+    failures = []
+    if structure < MIN_SSIM:
+        failures.append(f"structure lost (SSIM {structure:.2f} < {MIN_SSIM})")
+    if sharp < MIN_SHARPNESS:
+        failures.append(f"blurrier than its input ({sharp:.0%} of the detail)")
+    if shift > MAX_COLOUR_SHIFT:
+        failures.append(f"colour cast: the face's mean colour moved {shift:.0f} levels")
+    return decide({"ssim": structure, "sharpness": sharp, "colour_shift": shift}, failures,
+                  "keeps the face's structure and colour, not blurrier")
+
+
+def _mask_finding(mask: npt.NDArray[np.floating]) -> Finding:
+    centre, corners = measures.coverage(mask)
+    failures = []
+    if centre < MIN_CENTRE:
+        failures.append(f"the face centre is {centre:.0%} covered (< {MIN_CENTRE:.0%})")
+    if corners > MAX_CORNERS:
+        failures.append(f"the crop's corners are {corners:.0%} covered (> {MAX_CORNERS:.0%})")
+    return decide({"centre": centre, "corners": corners}, failures, "covers the face, not the corners")
+
+
+def judge_occluder(name: str, ctx: Context) -> Finding:
+    crop, _ = aligned(ctx.photos.person, *MASK_CROP)
+    return _mask_finding(_build(name, ctx).masks(crop[None])[0])
+
+
+def judge_parser(name: str, ctx: Context) -> Finding:
+    crop, _ = aligned(ctx.photos.person, *MASK_CROP)
+    return _mask_finding(_build(name, ctx).masks(crop[None], list(REGION_CLASSES))[0])
+
+
+JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
+    "yunet": judge_reference,
+    "detector": judge_detector,
+    "landmarker": judge_landmarker,
+    "recogniser": judge_recogniser,
+    "swapper": judge_swapper,
+    "enhancer": judge_enhancer,
+    "occluder": judge_occluder,
+    "parser": judge_parser,
+}
+
+
+def judge_for(entry: catalog.ModelEntry) -> Judge | None:
+    return JUDGES.get(entry.family) or JUDGES.get(entry.role)
+
