@@ -52,7 +52,8 @@ def adopt(folder: Path) -> AdoptReport:
         raise BadMedia(f"no such folder: {folder}")
     report = AdoptReport(folder)
     done: dict[str, str] = {}  # model -> the file adopted for it
-    for path in sorted(folder.iterdir()):
+    known = {n for e in catalog.CATALOG.values() for n in catalog.file_names(e)}
+    for path in sorted(folder.iterdir(), key=lambda p: (p.name not in known, p.name)):  # a model's own name first
         if path.suffix == HASH_SUFFIX and path.with_suffix(MODEL_SUFFIX).is_file():
             continue  # read with its file
         reason = _refusal(path)
