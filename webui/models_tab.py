@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import Ctx, browser_message, user_errors
+from webui.common import Ctx, browser_message
 
 COLUMNS = ["model", "role", "state", "size (MB)", "licence", "notes"]
 Notes = dict[str, str]  # model -> the last fetch failure, kept per browser session (a gr.State)
@@ -64,9 +64,10 @@ def wire(ctx: Ctx, c: dict[str, Any], shown: list[Any]) -> None:
     folder field is shown on each of the ``shown`` triggers to whoever may use it."""
 
     def on_adopt(folder: str, request: gr.Request) -> tuple[list[list[Any]], dict[str, Any], str]:
-        if not ctx.is_admin(request):
-            raise api.UserError("only the host or an admin can adopt a folder of models")
-        return adopt(folder)
+        try:
+            return adopt(folder, ctx, request)
+        except api.UserError as exc:  # a line under the table; the table stays
+            return rows(), gr.update(), f"not adopted: {browser_message(str(exc))}"
 
     def show(request: gr.Request) -> dict[str, Any]:
         return gr.update(visible=ctx.is_admin(request))
@@ -75,7 +76,7 @@ def wire(ctx: Ctx, c: dict[str, Any], shown: list[Any]) -> None:
     gr.on(shown, show, None, c["adopt_row"], api_visibility="private", queue=False, show_progress="hidden")
     c["fetch"].click(fetch, [c["name"], c["notes"]], [*listed, c["notes"]], api_visibility="private")
     c["file"].upload(import_, [c["file"], c["import_name"]], listed, api_visibility="private")
-    c["adopt"].click(user_errors(on_adopt), c["folder"], listed, api_visibility="private")
+    c["adopt"].click(on_adopt, c["folder"], listed, api_visibility="private")
 
 
 def fetch(
@@ -114,8 +115,11 @@ def import_(path: str | None, name: str) -> tuple[list[list[Any]], dict[str, Any
     return rows(), gr.update(choices=missing(), value=None), f"imported **{entry.name}**"
 
 
-def adopt(folder: str) -> tuple[list[list[Any]], dict[str, Any], str]:
-    """Adopt a folder already on this machine; one line per file adopted or skipped."""
+def adopt(folder: str, ctx: Ctx, request: gr.Request | None) -> tuple[list[list[Any]], dict[str, Any], str]:
+    """Adopt a folder already on this machine (the host, or an admin when logins are on); one line per file
+    adopted or skipped."""
+    if not ctx.is_admin(request):
+        raise api.UserError("only the host or an admin can adopt a folder of models")
     if not folder.strip():
         return rows(), gr.update(), "type the path of a folder on this machine first"
     report = api.adopt_models(Path(folder.strip()))
