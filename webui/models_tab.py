@@ -39,7 +39,8 @@ def missing() -> list[str]:
 
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
-    c["table"] = gr.Dataframe(rows(), headers=COLUMNS, interactive=False, elem_id="models-table")
+    c["table"] = gr.Dataframe(rows(), headers=COLUMNS, interactive=False, wrap=True, elem_id="models-table",
+                              column_widths=["15%", "9%", "7%", "8%", "21%", "40%"], max_height=900)  # notes wrap
     c["notes"] = gr.State({})
     with gr.Row():
         c["name"] = gr.Dropdown(choices=missing(), label="Download a missing model", elem_id="model-name")
