@@ -50,13 +50,14 @@ def test_a_fetch_that_fails_offline_is_one_line_beside_the_model(monkeypatch: py
         page.get_by_role("option", name="inswapper_128", exact=True).first.click()
         page.locator("#model-fetch").click()
         reason = f"connection refused by 127.0.0.1:{port}"
-        wait_until(lambda: reason in _row_text(page, "inswapper_128"), 60, what="the failure in the model's row")
+        wait_until(lambda: reason in _row_text(page, "inswapper_128"), 60, what="the failure in its row")
         row = _row_text(page, "inswapper_128")
         assert "fetch failed" in row and "arcface_w600k_r50" in row
         assert page.inner_text("body").count(reason) == 1  # one line, beside the model
         assert "inswapper_128 was not fetched" in page.inner_text("#models-message")
         table = page.inner_text("#models-table")
-        assert all(name in table for name in ("yunet", "retinaface", "arcface_w600k_r50", "inswapper_128_fp16")), "the table is still there"
+        still = ("yunet", "retinaface", "arcface_w600k_r50", "inswapper_128_fp16")
+        assert all(name in table for name in still), "the table is still there"
         assert page.locator("#models-table .error, #models-table [class*=error]").count() == 0
         assert "Error" not in table
         page.locator("#models-table [role=row]").filter(has_text=reason).first.scroll_into_view_if_needed()

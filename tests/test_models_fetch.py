@@ -80,7 +80,7 @@ def test_fetching_a_swapper_fetches_its_recogniser_first(server: str, monkeypatc
     assert main(["models", "fetch", "inswapper_128", "--json"]) == 0
     out = capsys.readouterr().out
     assert "installed arcface_w600k_r50" in out and "(needed by inswapper_128)" in out
-    assert store.is_installed(catalog.get("arcface_w600k_r50")) and store.is_installed(catalog.get("inswapper_128"))
+    assert all(store.is_installed(catalog.get(n)) for n in ("arcface_w600k_r50", "inswapper_128"))
     assert store.fetch_order("inswapper_128") == ["inswapper_128"]  # installed now: nothing more to bring
 
 
@@ -112,7 +112,8 @@ def test_an_http_status_is_named(server: str, monkeypatch: pytest.MonkeyPatch) -
         store.fetch("gfpgan_1.4")
 
 
-def test_the_hash_file_of_a_crc_only_model_failing_is_a_fetch_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_hash_file_of_a_crc_only_model_failing_is_a_fetch_failure(monkeypatch: pytest.MonkeyPatch,
+                                                                       ) -> None:
     port = closed_port()
     _patch(monkeypatch, "hyperswap_1b_256", url=f"http://127.0.0.1:{port}/h.onnx",
            crc32_url=f"http://127.0.0.1:{port}/h.hash")
@@ -140,7 +141,8 @@ def test_offline_and_dns_failures_are_told_apart(monkeypatch: pytest.MonkeyPatch
 
 def test_a_full_disk_is_named() -> None:
     full = OSError(errno.ENOSPC, "No space left on device")
-    assert download_errors.reason(full, "https://github.com/x") == "disk full: free some space in the models folder"
+    assert download_errors.reason(full, "https://github.com/x") == (
+        "disk full: free some space in the models folder")
 
 
 def test_a_hash_mismatch_names_what_was_expected(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,8 +156,8 @@ def test_a_hash_mismatch_names_what_was_expected(server: str, monkeypatch: pytes
 # ---------------------------------------------------------------- a wrong import is named
 
 
-def test_importing_another_models_file_names_it_and_where_the_right_one_is(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_importing_another_models_file_names_it_and_where_the_right_one_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blob = b"surrogate codeformer" * 100
     _patch(monkeypatch, "codeformer", sha256=_sha(blob))
     wrong = tmp_path / "GFPGANv1.4.onnx"  # named as gfpgan's file, but it is codeformer's
@@ -172,5 +174,5 @@ def test_importing_another_models_file_names_it_and_where_the_right_one_is(tmp_p
 def test_importing_a_file_no_model_has_says_so(tmp_path: Path) -> None:
     wrong = tmp_path / "w600k_r50.onnx"
     wrong.write_bytes(b"half a download")
-    with pytest.raises(ModelMismatch, match="it is no file the catalog knows.*w600k_r50.onnx, about 174 MB from"):
+    with pytest.raises(ModelMismatch, match="no file the catalog knows.*w600k_r50.onnx, about 174 MB from"):
         store.import_file(wrong)

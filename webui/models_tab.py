@@ -22,15 +22,18 @@ def rows(notes: Notes | None = None) -> list[list[Any]]:
     out = []
     for r in status:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
-        needs = [f"needs {n} ({'installed' if by_name[n].installed else _mb(by_name[n].size) + ', fetched with it'})"
-                 for n in r.needs]
-        note = "; ".join([*(([notes[r.name]]) if notes and r.name in notes else []), *needs])
-        out.append([r.name, r.role, state, round(r.size / 1e6, 1) if r.size else "size unknown", r.licence, note])
+        needs = [f"needs {n} ({_need(by_name[n])})" for n in r.needs]
+        note = "; ".join([*([notes[r.name]] if notes and r.name in notes else []), *needs])
+        size = round(r.size / 1e6, 1) if r.size else "size unknown"
+        out.append([r.name, r.role, state, size, r.licence, note])
     return out
 
 
-def _mb(size: int | None) -> str:
-    return f"{size / 1e6:.0f} MB" if size else "size unknown"
+def _need(r: Any) -> str:
+    """What a model's row says of a model it needs: installed, or its size and that it comes with it."""
+    if r.installed:
+        return "installed"
+    return (f"{r.size / 1e6:.0f} MB" if r.size else "size unknown") + ", fetched with it"
 
 
 def missing() -> list[str]:
@@ -40,7 +43,7 @@ def missing() -> list[str]:
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
     c["table"] = gr.Dataframe(rows(), headers=COLUMNS, interactive=False, wrap=True, elem_id="models-table",
-                              column_widths=["15%", "9%", "7%", "8%", "21%", "40%"], max_height=900)  # notes wrap
+                              column_widths=["15%", "9%", "7%", "8%", "21%", "40%"], max_height=900)
     c["notes"] = gr.State({})
     with gr.Row():
         c["name"] = gr.Dropdown(choices=missing(), label="Download a missing model", elem_id="model-name")
@@ -53,7 +56,8 @@ def create() -> dict[str, Any]:
     with gr.Row(visible=False, elem_id="model-adopt-row") as c["adopt_row"]:  # shown to the host or an admin
         c["folder"] = gr.Textbox(label="Adopt the models in a folder on this machine (a FaceFusion "
                                  ".assets/models or VisoMaster model_assets folder): linked, not uploaded",
-                                 placeholder="/home/me/facefusion/.assets/models", elem_id="model-adopt-folder")
+                                 placeholder="/home/me/facefusion/.assets/models",
+                                 elem_id="model-adopt-folder")
         c["adopt"] = gr.Button("Adopt", elem_id="model-adopt")
     c["message"] = gr.Markdown("", elem_id="models-message")
     return c
@@ -99,7 +103,8 @@ def fetch(
             api.fetch_model(each, progress=report)
         except api.UserError as exc:
             why = exc.reason if isinstance(exc, api.FetchFailed) else browser_message(str(exc))
-            notes[name] = f"fetch failed: {why}" + (f" (fetching {each}, which it needs)" if each != name else "")
+            which = f" (fetching {each}, which it needs)" if each != name else ""
+            notes[name] = f"fetch failed: {why}{which}"
             return rows(notes), gr.update(), f"**{name}** was not fetched: the reason is in its row", notes
         fetched.append(each)
     with_ = f" with {', '.join(fetched[:-1])}" if len(fetched) > 1 else ""

@@ -53,7 +53,7 @@ def adopt(folder: Path) -> AdoptReport:
     report = AdoptReport(folder)
     done: dict[str, str] = {}  # model -> the file adopted for it
     known = {n for e in catalog.CATALOG.values() for n in catalog.file_names(e)}
-    for path in sorted(folder.iterdir(), key=lambda p: (p.name not in known, p.name)):  # a model's own name first
+    for path in sorted(folder.iterdir(), key=lambda p: (p.name not in known, p.name)):  # own names first
         if path.suffix == HASH_SUFFIX and path.with_suffix(MODEL_SUFFIX).is_file():
             continue  # read with its file
         reason = _refusal(path)

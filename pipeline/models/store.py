@@ -182,7 +182,8 @@ def wrong_file(entry: ModelEntry, src: Path, why: str) -> str:
     else:
         what = f"it is no file the catalog knows (sha256 {digest[:12]}…)"
     fix = f"run: facestation models fetch {entry.name}" if entry.url else "see: facestation models list"
-    return f"{src.name} is not {entry.name}'s file ({why.split(': ', 1)[-1]}); {what}. {where_from(entry)}; {fix}"
+    why = why.split(": ", 1)[-1]
+    return f"{src.name} is not {entry.name}'s file ({why}); {what}. {where_from(entry)}; {fix}"
 
 
 def install(src: Path, entry: ModelEntry, link: bool = False) -> str:
