@@ -1,5 +1,5 @@
-"""``facestation models list | fetch NAME… | import FILE | verify | check [NAME…]``: the model files, their
-state, and whether each installed one gives sound results on real photos."""
+"""``facestation models list | fetch NAME… | import FILE | adopt DIR | verify | check [NAME…]``: the model
+files, their state, and whether each installed one gives sound results on real photos."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from cli.common import require_subcommand
 from pipeline import modelcheck
 from pipeline.errors import UserError
-from pipeline.models import store
+from pipeline.models import adopt, store
 
 
 def register(sub: Any) -> None:
@@ -31,6 +31,11 @@ def register(sub: Any) -> None:
     mi.add_argument("--crc32", metavar="HEX", help="expected CRC32 (the model's published .hash file), for a "
                     "model with no pinned sha256")
     mi.set_defaults(handler=cmd_import)
+    ma = msub.add_parser("adopt", help="install the models of a FaceFusion, VisoMaster or any folder "
+                         "(linked, verified offline)")
+    ma.add_argument("folder", metavar="DIR")
+    ma.add_argument("--json", action="store_true")
+    ma.set_defaults(handler=cmd_adopt)
     msub.add_parser("verify").set_defaults(handler=cmd_verify)
     register_check(msub)
 
@@ -42,18 +47,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=2))
         return 0
-    print(f"{'model':26} {'role':11} {'state':10} {'size':>9}  licence")
+    print(f"{'model':26} {'role':11} {'state':10} {'size':>12}  licence")
     for r in rows:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
-        size = f"{r.size / 1e6:.1f} MB" if r.size else "?"
+        size = f"{r.size / 1e6:.1f} MB" if r.size else "size unknown"
+        needs = f"  (needs {', '.join(r.needs)}: fetched with it)" if r.needs else ""
         unsure = f"  (not yet checked against the real file: {r.unverified})" if r.unverified else ""
-        print(f"{r.name:26} {r.role:11} {state:10} {size:>9}  {r.licence}{unsure}")
+        print(f"{r.name:26} {r.role:11} {state:10} {size:>12}  {r.licence}{needs}{unsure}")
     return 0
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    for name in args.names:
-        print(f"installed {name}: {store.fetch(name, progress=None) if args.json else _fetch_with_bar(name)}")
+    """Fetch each model with the models it needs (a swapper's recogniser) first."""
+    for asked in args.names:
+        for name in store.fetch_order(asked):
+            path = store.fetch(name, progress=None) if args.json else _fetch_with_bar(name)
+            print(f"installed {name}: {path}" + (f" (needed by {asked})" if name != asked else ""))
     return 0
 
 
@@ -79,6 +88,20 @@ def download_bar(done: int, total: int) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     entry = store.import_file(Path(args.file), args.name, crc32=args.crc32)
     print(f"imported {args.file} as {entry.name}")
+    return 0
+
+
+def cmd_adopt(args: argparse.Namespace) -> int:
+    report = adopt.adopt(Path(args.folder))
+    if args.json:
+        print(json.dumps({"adopted": [a.__dict__ for a in report.adopted],
+                          "skipped": [k.__dict__ for k in report.skipped]}, indent=2))
+        return 0
+    for a in report.adopted:
+        print(f"adopted {a.file} as {a.model} (by {a.by}; {a.how})")
+    for k in report.skipped:
+        print(f"skipped {k.file}: {k.reason}")
+    print(f"{len(report.adopted)} adopted, {len(report.skipped)} skipped from {report.folder}")
     return 0
 
 

@@ -13,7 +13,7 @@ from pipeline import paths
 from pipeline.bench import BackgroundBench
 from pipeline.checks import ModelsMissing, check_swap, choice_label
 from pipeline.env import check as check_environment
-from pipeline.errors import ModelMissing, UserError
+from pipeline.errors import FetchFailed, ModelMissing, UserError
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
@@ -31,10 +31,12 @@ from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
 from pipeline.modelcheck import ModelCheck
 from pipeline.modelcheck import check as check_models
+from pipeline.models.adopt import adopt as adopt_models
 from pipeline.models.sessions import available_providers
 from pipeline.models.sessions import loaded as loaded_sessions
 from pipeline.models.sessions import release as release_sessions
 from pipeline.models.store import fetch as fetch_model
+from pipeline.models.store import fetch_order as model_fetch_order
 from pipeline.models.store import import_file as import_model
 from pipeline.models.store import status as model_status
 from pipeline.paths import data_dir, outputs_dir
@@ -59,7 +61,7 @@ __all__ = [
     # environment: every FACESTATION_* variable read once, UserError naming the first bad one (start-up)
     "check_environment",
     # errors: the one exception type whose message is shown to the user as it is
-    "UserError", "ModelMissing",
+    "UserError", "ModelMissing", "FetchFailed",
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
     # checks: the one validation run before a preview and before a job is queued; model choice labels
@@ -75,8 +77,9 @@ __all__ = [
     # presets (PresetExists: saving without overwrite under a name the shelf has, in any case)
     "PresetExists", "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset",
     "export_preset",
-    # models: installed or missing, download (with progress), import a local file
-    "model_status", "fetch_model", "import_model",
+    # models: installed or missing, download (with progress; a model's needs first), import a local file,
+    # adopt a folder of models already on this machine
+    "model_status", "fetch_model", "model_fetch_order", "import_model", "adopt_models",
     # model check: each installed model run on real photos, judged by independent means (seconds: no job)
     "check_models", "ModelCheck",
     # system: inference providers and loaded sessions, ffmpeg and its encoders

@@ -36,6 +36,15 @@ class ModelMismatch(UserError):
     """A model file whose hash or I/O signature does not match its catalog entry."""
 
 
+class FetchFailed(UserError):
+    """A model download that did not arrive; ``reason`` says why in a few words (offline, DNS failure,
+    connection refused, HTTP status, disk full)."""
+
+    def __init__(self, name: str, reason: str, url: str) -> None:
+        super().__init__(f"could not download {name} from {url}: {reason}")
+        self.name, self.reason, self.url = name, reason, url
+
+
 class SettingsError(UserError):
     """Unknown settings key or a value out of range; the message names the key."""
 

@@ -129,7 +129,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     preview_panel.wire(p, f, form)
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
-    models_tab.wire(parts["models"])
+    models_tab.wire(ctx, parts["models"], shown=[blocks.load])
     system_tab.wire(ctx, parts["system"], form)
     # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
     models = [form[k] for k in controls.MODEL_KEYS]

@@ -73,12 +73,12 @@ class Ctx:
 
 
 _SHELL_HINT = re.compile(r"[;:(]?\s*\(?(run|see|try):?\s+`?(facestation|pip|scripts/)[^)]*\)?", re.I)
-_PATH = re.compile(r"(?<![\w.])(/[\w.@+-]+)+/([\w.@+-]+)")
+_PATH = re.compile(r"(?<![\w.:/])(/[\w.@+-]+)+/([\w.@+-]+)")  # not inside a URL (https://host/...)
 
 
 def browser_message(text: str) -> str:
     """An engine message as a browser user should read it: no shell commands, no server paths (a path is
-    cut to its file name)."""
+    cut to its file name; a URL is kept whole)."""
     text = _SHELL_HINT.sub("", text)
     text = _PATH.sub(lambda m: m.group(2), text)
     return " ".join(text.split()).rstrip(" ;,:")

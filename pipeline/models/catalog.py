@@ -44,6 +44,7 @@ class ModelEntry:
     outputs: tuple[TensorSpec, ...]
     size: int | None = None  # bytes, where pinned (a download of another size is refused)
     crc32_url: str | None = None  # sibling .hash file, where no sha256 is published
+    facefusion_file: str | None = None  # FaceFusion's name for this model's file, where it differs from ours
     input_size: int = 0  # square model input (px), 0 where it varies
     channels: ChannelOrder = "rgb"
     mean: Norm = (0.0, 0.0, 0.0)  # input: (x/255 − mean)/std
@@ -115,6 +116,7 @@ _SCRFD_OUTPUTS = tuple(TensorSpec(None, (None, d)) for d in (1, 1, 1, 4, 4, 4, 1
 _add(ModelEntry(
     name="retinaface", role="detector", family="scrfd", file="det_10g.onnx", url=_vm("det_10g.onnx"),
     sha256="5838f7fe053675b1c7a08b633df49e7af5495cee0493c7dcf6697200b85b5b91", licence=INSIGHTFACE_LICENCE,
+    facefusion_file="retinaface_10g.onnx",
     mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,  # RGB: trained with to_rgb (insightface, VisoMaster)
     inputs=(TensorSpec(None, (None, 3, None, None)),), outputs=_SCRFD_OUTPUTS,
     description="insightface det_10g (RetinaFace/SCRFD-style outputs)",
@@ -123,6 +125,7 @@ _add(ModelEntry(
     name="scrfd", role="detector", family="scrfd",
     file="scrfd_2.5g_bnkps.onnx", url=_vm("scrfd_2.5g_bnkps.onnx"),
     sha256="bc24bb349491481c3ca793cf89306723162c280cb284c5a5e49df3760bf5c2ce", licence=INSIGHTFACE_LICENCE,
+    facefusion_file="scrfd_2.5g.onnx",
     mean=(127.5 / 255,) * 3, std=(128 / 255,) * 3,
     inputs=(TensorSpec(None, (None, 3, None, None)),), outputs=_SCRFD_OUTPUTS,
     description="SCRFD 2.5g with keypoints",
@@ -142,6 +145,7 @@ _add(ModelEntry(
     name="arcface_w600k_r50", role="recogniser", family="arcface",
     file="w600k_r50.onnx", url=_vm("w600k_r50.onnx"),
     sha256="4c06341c33c2ca1f86781dab0e829f88ad5b64be9fba56e56bc9ebdefc619e43", licence=INSIGHTFACE_LICENCE,
+    facefusion_file="arcface_w600k_r50.onnx",
     input_size=112, mean=HALF, std=HALF, template="arcface_112_v2",
     inputs=(_img(112, None, None),), outputs=(TensorSpec(None, (None, 512)),),
     description="ArcFace w600k r50 (inswapper's and hyperswap's identity encoder)",
@@ -184,6 +188,7 @@ _add(ModelEntry(
     name="inswapper_128_fp16", role="swapper", family="inswapper", file="inswapper_128.fp16.onnx",
     url=_vm("inswapper_128.fp16.onnx"),
     sha256="6d51a9278a1f650cffefc18ba53f38bf2769bf4bbff89267822cf72945f8a38b", licence=INSIGHTFACE_LICENCE,
+    facefusion_file="inswapper_128_fp16.onnx",
     input_size=128, template="arcface_128", recogniser="arcface_w600k_r50",
     description="insightface inswapper 128, half precision", **_INSWAP_IO,  # type: ignore[arg-type]
 ))
@@ -244,6 +249,7 @@ for _i, _sha in enumerate((
 _add(ModelEntry(
     name="gfpgan_1.4", role="enhancer", family="gfpgan", file="GFPGANv1.4.onnx", url=_vm("GFPGANv1.4.onnx"),
     sha256="6548e54cbcf248af385248f0c1193b359c37a0f98b836282b09cf48af4fd2b73", licence="Apache-2.0 (GFPGAN)",
+    facefusion_file="gfpgan_1.4.onnx",
     input_size=512, mean=HALF, std=HALF, template="ffhq_512",
     inputs=(_img(512),), outputs=(TensorSpec(None, (1, 3, 512, 512)),), description="GFPGAN 1.4",
 ))
@@ -335,6 +341,25 @@ def download_size(entry: ModelEntry) -> int | None:
         return entry.size
     approx = APPROX_MB.get(entry.name)
     return int(approx * 1e6) if approx else None
+
+
+def file_names(entry: ModelEntry) -> tuple[str, ...]:
+    """The names this model's file goes by: ours, and FaceFusion's where it differs (``facefusion_file``, or
+    the name of the file beside the ``.hash`` a FaceFusion download is checked with)."""
+    names = [entry.file]
+    if entry.facefusion_file:
+        names.append(entry.facefusion_file)
+    if entry.crc32_url:
+        names.append(entry.crc32_url.rsplit("/", 1)[-1].rsplit(".", 1)[0] + ".onnx")
+    return tuple(dict.fromkeys(names))
+
+
+def needs(entry: ModelEntry) -> tuple[str, ...]:
+    """The models ``entry`` cannot run without, fetched with it (a swapper's recogniser; built-ins need no
+    fetch)."""
+    if entry.recogniser and not CATALOG[entry.recogniser].builtin:
+        return (entry.recogniser,)
+    return ()
 
 
 def get(name: str) -> ModelEntry:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import BadMedia, ModelMismatch, ModelMissing, UserError
-from pipeline.models import catalog
+from pipeline.errors import BadMedia, FetchFailed, ModelMismatch, ModelMissing, UserError
+from pipeline.models import catalog, download_errors
 from pipeline.models.catalog import ModelEntry
 from pipeline.paths import models_dir
 
@@ -71,6 +71,7 @@ class ModelStatus:
     licence: str
     file: str
     unverified: str = ""  # what is not yet checked against the real file ("" = nothing)
+    needs: tuple[str, ...] = ()  # models fetched with it (a swapper's recogniser)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -82,8 +83,28 @@ def status() -> list[ModelStatus]:
         path = installed_path(entry)
         size = path.stat().st_size if path.is_file() else catalog.download_size(entry)
         out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size,
-                               entry.licence, entry.file, entry.unverified))
+                               entry.licence, entry.file, entry.unverified, catalog.needs(entry)))
     return out
+
+
+def identify(path: Path, digest: str | None = None) -> ModelEntry | None:
+    """The catalog model whose file ``path`` is, by sha256 (``digest``, when already computed) or, for a
+    model with no sha256, by a pinned size no other model has; None when it is none of them."""
+    digest = digest or sha256_of(path)
+    for entry in catalog.CATALOG.values():
+        if entry.sha256 == digest:
+            return entry
+    size = path.stat().st_size
+    sized = [e for e in catalog.CATALOG.values() if e.size == size and not e.builtin]
+    return sized[0] if len(sized) == 1 and not sized[0].sha256 else None
+
+
+def where_from(entry: ModelEntry) -> str:
+    """Where ``entry``'s right file comes from, for a message: its name, size and download URL."""
+    size = catalog.download_size(entry)
+    about = f", about {size / 1e6:.0f} MB" if size else ""
+    source = f" from {entry.url}" if entry.url else ""
+    return f"{entry.name}'s file is {entry.file}{about}{source}"
 
 
 def _expected_crc(entry: ModelEntry, downloader: Callable[[str], str] | None = None) -> str | None:
@@ -142,13 +163,55 @@ def import_file(src: Path, name: str | None = None, crc32: str | None = None) ->
     expected_crc = None
     if not entry.sha256:
         expected_crc = _given_crc(entry, src, crc32)
-    verify_file(entry, src, expected_crc)
+    try:
+        verify_file(entry, src, expected_crc)
+    except ModelMismatch as exc:
+        raise ModelMismatch(wrong_file(entry, src, str(exc))) from None
+    install(src, entry)
+    log.info("imported %s as %s", src, installed_path(entry))
+    return entry
+
+
+def wrong_file(entry: ModelEntry, src: Path, why: str) -> str:
+    """The line for a file that is not ``entry``'s: what it is instead (if any model), and where the right
+    one comes from."""
+    digest = sha256_of(src)
+    other = identify(src, digest)
+    if other is not None and other.name != entry.name:
+        what = (f"it is {other.name}'s file ({other.file}): import it as {other.name}")
+    else:
+        what = f"it is no file the catalog knows (sha256 {digest[:12]}…)"
+    fix = f"run: facestation models fetch {entry.name}" if entry.url else "see: facestation models list"
+    why = why.split(": ", 1)[-1]
+    return f"{src.name} is not {entry.name}'s file ({why}); {what}. {where_from(entry)}; {fix}"
+
+
+def install(src: Path, entry: ModelEntry, link: bool = False) -> str:
+    """Put a verified file in place as ``entry``'s; nothing is left half-written. With ``link`` the file is
+    hard-linked, else symlinked, else copied where neither is possible. Returns which: "copy", "hard link"
+    or "symlink"."""
     dest = installed_path(entry)
     tmp = dest.with_name(dest.name + ".part-import")
-    shutil.copyfile(src, tmp)
+    tmp.unlink(missing_ok=True)
+    how = _link(src, tmp) if link else "copy"
+    if how == "copy":
+        shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
-    log.info("imported %s as %s", src, dest)
-    return entry
+    return how
+
+
+def _link(src: Path, tmp: Path) -> str:
+    try:
+        os.link(src, tmp)
+        return "hard link"
+    except OSError as exc:  # another file system, or links not allowed there
+        log.info("cannot hard-link %s (%s); trying a symlink", src, exc)
+    try:
+        os.symlink(src.resolve(), tmp)
+        return "symlink"
+    except OSError as exc:
+        log.info("cannot symlink %s (%s); copying", src, exc)
+    return "copy"
 
 
 def _given_crc(entry: ModelEntry, src: Path, crc32: str | None) -> str:
@@ -196,6 +259,12 @@ def _resuming_downloader(dest_part: Path, progress: ProgressFn | None) -> Callab
     return download
 
 
+def fetch_order(name: str) -> list[str]:
+    """What a fetch of ``name`` downloads, in order: the models it needs that are missing, then itself."""
+    entry = catalog.get(name)
+    return [n for n in catalog.needs(entry) if not is_installed(catalog.get(n))] + [entry.name]
+
+
 def fetch(name: str, progress: ProgressFn | None = None) -> Path:
     """Download a catalog model (resuming a partial download), verify its hash, install it.
 
@@ -212,16 +281,19 @@ def fetch(name: str, progress: ProgressFn | None = None) -> Path:
     if dest.is_file():
         return dest
     known_hash = f"sha256:{entry.sha256}" if entry.sha256 else None
-    expected_crc = None if entry.sha256 else _expected_crc(entry)
+    url = entry.crc32_url if not entry.sha256 and entry.crc32_url else entry.url  # what is asked for first
     try:
+        expected_crc = None if entry.sha256 else _expected_crc(entry)
+        url = entry.url
         downloaded = Path(pooch.retrieve(
-            url=entry.url, known_hash=known_hash, fname=entry.file + ".verified", path=models_dir(),
+            url=url, known_hash=known_hash, fname=entry.file + ".verified", path=models_dir(),
             downloader=_resuming_downloader(dest.with_name(dest.name + ".part"), progress), progressbar=False,
         ))
-    except ValueError as exc:  # pooch's hash mismatch; it deletes the file
-        raise ModelMismatch(f"{entry.name}: downloaded file failed verification ({exc})") from None
-    except OSError as exc:  # network errors
-        raise UserError(f"could not download {entry.name} from {entry.url}: {exc}") from None
+    except ValueError:  # pooch's hash mismatch; it deletes the file
+        raise ModelMismatch(f"{entry.name}: hash mismatch: the downloaded file is not the one pinned "
+                            f"(sha256 {entry.sha256}); it was deleted") from None
+    except OSError as exc:  # the network, or the disk
+        raise FetchFailed(entry.name, download_errors.reason(exc, url), url) from None
     try:
         verify_file(entry, downloaded, expected_crc)
     except ModelMismatch:

@@ -1,0 +1,128 @@
+"""Adopt the model files a user already has: a FaceFusion ``.assets/models`` folder, a VisoMaster
+``model_assets`` folder, or any folder.
+
+Each file is identified by its sha256 against the catalog, or, for a model with no pinned sha256, by its
+name (ours or FaceFusion's) or a pinned size, and verified by the CRC32 in the FaceFusion ``.hash`` file
+beside it. What matches is linked into the models folder as ``models import`` installs a file (hard link,
+else symlink, else copy); everything else is listed with the reason it was skipped. Never touches the
+network.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.errors import BadMedia, ModelMismatch
+from pipeline.models import catalog, store
+from pipeline.models.catalog import ModelEntry
+
+log = logging.getLogger(__name__)
+
+HASH_SUFFIX = ".hash"
+MODEL_SUFFIX = ".onnx"
+
+
+@dataclass(frozen=True)
+class Adopted:
+    file: str  # the file's name in the folder adopted
+    model: str  # the catalog model it is
+    by: str  # how it was identified: "sha256" or "CRC32 (FaceFusion .hash)"
+    how: str  # how it was installed: "hard link", "symlink" or "copy"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    file: str
+    reason: str
+
+
+@dataclass
+class AdoptReport:
+    folder: Path
+    adopted: list[Adopted] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def adopt(folder: Path) -> AdoptReport:
+    """Install every file directly inside ``folder`` that is a catalog model's; report the rest."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise BadMedia(f"no such folder: {folder}")
+    report = AdoptReport(folder)
+    done: dict[str, str] = {}  # model -> the file adopted for it
+    known = {n for e in catalog.CATALOG.values() for n in catalog.file_names(e)}
+    for path in sorted(folder.iterdir(), key=lambda p: (p.name not in known, p.name)):  # own names first
+        if path.suffix == HASH_SUFFIX and path.with_suffix(MODEL_SUFFIX).is_file():
+            continue  # read with its file
+        reason = _refusal(path)
+        if reason:
+            report.skipped.append(Skipped(path.name, reason))
+            continue
+        try:
+            entry, by = _identify(path)
+        except ModelMismatch as exc:
+            report.skipped.append(Skipped(path.name, str(exc)))
+            continue
+        if entry.name in done:
+            report.skipped.append(Skipped(path.name, f"{entry.name} already adopted from {done[entry.name]}"))
+        elif store.is_installed(entry):
+            report.skipped.append(Skipped(path.name, f"{entry.name} is already installed"))
+        else:
+            how = store.install(path, entry, link=True)
+            done[entry.name] = path.name
+            report.adopted.append(Adopted(path.name, entry.name, by, how))
+            log.info("adopted %s as %s (%s)", path, entry.name, how)
+    return report
+
+
+def _refusal(path: Path) -> str:
+    """Why ``path`` is not even looked at ("" when it is a candidate)."""
+    if path.is_dir():
+        return "a folder (adopt looks at the files directly inside the folder given)"
+    if path.suffix == HASH_SUFFIX:
+        return f"a .hash without its file (no {path.with_suffix(MODEL_SUFFIX).name} beside it)"
+    if not path.is_file():
+        return "not a regular file"
+    if path.suffix != MODEL_SUFFIX:
+        return "not an .onnx model file"
+    return ""
+
+
+def _identify(path: Path) -> tuple[ModelEntry, str]:
+    """The catalog model ``path`` is and how that was told; ModelMismatch with the reason when none."""
+    named = _named(path)
+    if named is not None and not named.sha256:
+        return named, _by_crc(named, path)
+    digest = store.sha256_of(path)
+    found = store.identify(path, digest)
+    if found is not None and found.sha256 == digest:
+        return found, "sha256"
+    if found is not None:  # no sha256 of its own: told by its pinned size, verified by the .hash
+        return found, _by_crc(found, path)
+    if named is not None:
+        raise ModelMismatch(f"hash mismatch: named like {named.name}'s file but its sha256 is {digest}, "
+                            f"expected {named.sha256} (another export of the model, or a damaged file)")
+    raise ModelMismatch(f"unknown file: its sha256 {digest[:12]}… is no catalog model's")
+
+
+def _named(path: Path) -> ModelEntry | None:
+    for entry in catalog.CATALOG.values():
+        if not entry.builtin and path.name in catalog.file_names(entry):
+            return entry
+    return None
+
+
+def _by_crc(entry: ModelEntry, path: Path) -> str:
+    """Verify ``path`` by the CRC32 in the FaceFusion .hash file beside it."""
+    sibling = path.with_suffix(HASH_SUFFIX)
+    if not sibling.is_file():
+        raise ModelMismatch(f"{entry.name} has no pinned sha256 and there is no {sibling.name} beside it: "
+                            "cannot verify it offline (import it with --crc32, or fetch it)")
+    expected = sibling.read_text(errors="replace").strip().lower()[:8]
+    actual = store.crc32_of(path)
+    if actual != expected:
+        raise ModelMismatch(f"hash mismatch: CRC32 {actual}, expected {expected} (from {sibling.name}) "
+                            f"for {entry.name}")
+    return "CRC32 (FaceFusion .hash)"

@@ -1,0 +1,64 @@
+"""The Models tab in chromium: a fetch that fails offline is one readable line beside its model, and the
+model table stays (no red Error in its place). The download goes to a closed port on 127.0.0.1 (the
+catalog's URLs are pointed there for this test, in this process, where the app runs): nothing leaves the
+machine. Screenshot: test-artifacts/screenshots/models-fetch-failed.png."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import socket
+from typing import Any
+
+import pytest
+
+from pipeline.models import catalog
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot, wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _row_text(page: Any, name: str) -> str:
+    """The text of the table row whose first cell is ``name`` (Gradio's table: div rows, virtualised)."""
+    first = page.locator('[data-col="0"]', has_text=re.compile(rf"^\s*{re.escape(name)}\s*$"))
+    rows = page.locator("#models-table [role=row]").filter(has=first)
+    return str(rows.first.inner_text()) if rows.count() else ""
+
+
+def test_a_fetch_that_fails_offline_is_one_line_beside_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = _closed_port()
+    for name in ("inswapper_128", "arcface_w600k_r50"):
+        entry = catalog.get(name)
+        monkeypatch.setitem(catalog.CATALOG, name,
+                            dataclasses.replace(entry, url=f"http://127.0.0.1:{port}/{entry.file}"))
+    with running_app() as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        open_tab(page, "Models")
+        page.wait_for_selector("#models-table")
+        wait_until(lambda: "needs arcface_w600k_r50" in _row_text(page, "inswapper_128"), 30,
+                   what="the swapper's row naming its recogniser")
+        page.locator("#model-name input").first.click()
+        page.get_by_role("option", name="inswapper_128", exact=True).first.click()
+        page.locator("#model-fetch").click()
+        reason = f"connection refused by 127.0.0.1:{port}"
+        wait_until(lambda: reason in _row_text(page, "inswapper_128"), 60, what="the failure in its row")
+        row = _row_text(page, "inswapper_128")
+        assert "fetch failed" in row and "arcface_w600k_r50" in row
+        assert page.inner_text("body").count(reason) == 1  # one line, beside the model
+        assert "inswapper_128 was not fetched" in page.inner_text("#models-message")
+        table = page.inner_text("#models-table")
+        still = ("yunet", "retinaface", "arcface_w600k_r50", "inswapper_128_fp16")
+        assert all(name in table for name in still), "the table is still there"
+        assert page.locator("#models-table .error, #models-table [class*=error]").count() == 0
+        assert "Error" not in table
+        page.locator("#models-table [role=row]").filter(has_text=reason).first.scroll_into_view_if_needed()
+        screenshot(page, "models-fetch-failed")
