@@ -112,8 +112,7 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
                               "the face is clearly visible")
     if outputs is not None:
         check_output_folder(outputs)
-    classic = plan.runs_swapper and plan.swapper == "classic"
-    return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if classic else [])
+    return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if plan.classic else [])
 
 
 def choice_label(name: str) -> str:

@@ -87,6 +87,11 @@ CODE_ONLY: dict[str, Family] = {
 }
 
 
+def code_only(name: str) -> bool:
+    """Whether ``name`` is a model with no file (the classic swapper): nothing to fetch, no session."""
+    return name in CODE_ONLY
+
+
 def family_of(name: str) -> Family:
     """The family that runs model ``name`` (an unknown name lists the known ones)."""
     if name in CODE_ONLY:

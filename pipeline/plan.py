@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pipeline import families
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
 from pipeline.processors import PROCESSORS
@@ -98,6 +99,11 @@ class ModelPlan:
     def runs_swapper(self) -> bool:
         return any(p.name == "face_swapper" for p in self.processors)
 
+    @property
+    def classic(self) -> bool:
+        """Whether the swap runs the built-in classic swapper (a notice: lower quality)."""
+        return self.runs_swapper and families.code_only(self.swapper)
+
     def _ordered(self, classic: list[str]) -> tuple[str, ...]:
         """detector, the swapper (``classic``: what stands for the classic one) and its recogniser, SFace, the
         landmarker, the masks, then the other processors' models, each once."""
@@ -118,7 +124,7 @@ class ModelPlan:
     @property
     def names(self) -> list[str]:
         """What the provenance tag and summaries list: the models, and the classic swapper where it runs."""
-        return list(self._ordered(["classic"]))
+        return list(self._ordered([self.swapper] if self.classic else []))
 
     def required(self) -> list[ModelEntry]:
         """Every catalog entry the swap needs installed (all of :attr:`models`)."""

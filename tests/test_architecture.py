@@ -20,6 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pipeline", "webui", "cli")
 MAX_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 300
+NAME_DISPATCH_ALLOWED = {"pipeline/families.py", "pipeline/models/catalog.py"}
 ENV_READERS = ("get", "getenv")  # os.environ.get(NAME), os.getenv(NAME); setdefault and pop are writes
 
 
@@ -262,3 +264,56 @@ def test_only_pipeline_env_reads_facestation_variables() -> None:
             bad += [f"{path.relative_to(ROOT)}:{line} reads {key}" for line, key in _env_reads(tree)
                     if key == "?" or key.startswith("FACESTATION_")]
     assert not bad, "read these through pipeline.env:\n" + "\n".join(bad)
+
+
+def test_classes_stay_small(modules: dict[str, Module]) -> None:
+    long = []
+    for m in modules.values():
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.ClassDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_CLASS_LINES:
+                    long.append(f"{m.path.relative_to(ROOT)}:{node.lineno} {node.name} is {lines} lines")
+    assert not long, "\n".join(long)
+
+
+def _strings(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [s for e in node.elts for s in _strings(e)]
+    return []
+
+
+def name_dispatch(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """(line, what) for each comparison with a model name and each prefix/suffix test that fits one."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                hit = [s for s in _strings(side) if s in names]
+                if hit:
+                    found.append((node.lineno, f"compares with the model name {hit[0]!r}"))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("startswith", "endswith"):
+            for text in (s for a in node.args for s in _strings(a)):
+                if len(text) >= 3 and any(n.startswith(text) or n.endswith(text) for n in names):
+                    found.append((node.lineno, f"{node.func.attr}({text!r}) tests a model's name"))
+    return found
+
+
+def test_the_name_dispatch_finder_finds_them() -> None:
+    names = {"inswapper_128", "classic"}
+    tree = ast.parse("a = m.name.startswith('inswapper')\nif s.model == 'classic': pass\nb = x in ('y',)")
+    assert [line for line, _ in name_dispatch(tree, names)] == [1, 2]
+
+
+def test_no_model_is_told_apart_by_its_name_outside_the_registry(modules: dict[str, Module]) -> None:
+    from pipeline.families import CODE_ONLY
+    from pipeline.models.catalog import CATALOG
+
+    names = set(CATALOG) | set(CODE_ONLY)
+    bad = [f"{m.path.relative_to(ROOT)}:{line} {what}" for m in modules.values()
+           if str(m.path.relative_to(ROOT)) not in NAME_DISPATCH_ALLOWED
+           for line, what in name_dispatch(m.tree, names)]
+    assert not bad, "\n".join(bad)

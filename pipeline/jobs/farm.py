@@ -360,11 +360,11 @@ def resolved_settings(settings: Settings) -> tuple[Settings, list[str]]:
     about that choice."""
     from pipeline.plan import CLASSIC_NOTICE, ModelPlan
 
-    swapper = ModelPlan.from_settings(settings).swapper
-    if swapper == settings.swapper.model:
+    plan = ModelPlan.from_settings(settings)
+    if plan.swapper == settings.swapper.model:
         return settings, []
-    resolved = apply_overrides(settings, [f"swapper.model={swapper}"])
-    return resolved, [CLASSIC_NOTICE] if swapper == "classic" else []
+    resolved = apply_overrides(settings, [f"swapper.model={plan.swapper}"])
+    return resolved, [CLASSIC_NOTICE] if plan.classic else []
 
 
 def _shippable_models(settings: Settings) -> dict[str, dict[str, Any]]:

@@ -52,7 +52,7 @@ class FaceSwapperProcessor(FaceProcessorBase):
 
     @classmethod
     def models(cls, settings: Settings, swapper: str) -> tuple[str, ...]:
-        if swapper == "classic":
+        if families.code_only(swapper):
             return ()
         recogniser = catalog.get(swapper).recogniser
         return (swapper, *([recogniser] if recogniser else []))
