@@ -89,3 +89,12 @@ def test_only_the_host_or_an_admin_may_adopt(tmp_path: Path) -> None:
     assert models_tab.adopt(str(folder), studio, SimpleNamespace(username="ann"))[2] == "0 adopted, 0 skipped"
     host = Ctx(UiConfig(), tmp_path / "out", store)  # no logins: localhost only, the host
     assert models_tab.adopt(str(folder), host, None)[2] == "0 adopted, 0 skipped"
+
+
+def test_a_model_not_yet_checked_against_its_real_file_says_so() -> None:
+    unsure = next(e for e in catalog.CATALOG.values() if e.unverified)
+    notes = _row(models_tab.rows(), unsure.name)["notes"]
+    assert "not yet checked against the real file: " + unsure.unverified in notes
+    sure = next(e for e in catalog.CATALOG.values()
+                if not e.unverified and not e.recogniser and not e.builtin)
+    assert "not yet checked" not in _row(models_tab.rows(), sure.name)["notes"]

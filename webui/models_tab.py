@@ -25,7 +25,8 @@ def rows(notes: Notes | None = None) -> list[list[Any]]:
     for r in status:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
         needs = [f"needs {n} ({_need(by_name[n])})" for n in r.needs]
-        note = "; ".join([*([notes[r.name]] if notes and r.name in notes else []), *needs])
+        unsure = [f"not yet checked against the real file: {r.unverified}"] if r.unverified else []
+        note = "; ".join([*([notes[r.name]] if notes and r.name in notes else []), *needs, *unsure])
         size = round(r.size / 1e6, 1) if r.size else "size unknown"
         out.append([r.name, r.role, state, size, r.licence, note])
     return out
