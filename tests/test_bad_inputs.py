@@ -849,7 +849,8 @@ def test_models_import_of_a_wrong_file_is_refused_offline(
     err = capsys.readouterr().err
     entry = catalog.get(name)
     expected = (
-        r"weights\.onnx: (size|sha256)" if entry.sha256 or entry.size else r"weights\.onnx cannot be verified"
+        rf"weights\.onnx is not {re.escape(name)}'s file \((size|sha256)" if entry.sha256 or entry.size
+        else r"weights\.onnx cannot be verified"
     )
     _one_error_line(err, expected)
     if not entry.sha256:
