@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -189,13 +190,15 @@ def test_cli_named_model_missing_says_how_to_fetch_it(capsys: pytest.CaptureFixt
     assert "unknown model 'no_such_model'" in capsys.readouterr().err
 
 
-def test_models_tab_check_shows_the_verdicts() -> None:
+def test_models_tab_check_shows_the_verdicts(tmp_path: Path) -> None:
     gr = pytest.importorskip("gradio")
+    from pipeline.jobs.store import JobStore
     from webui import models_tab
+    from webui.common import Ctx, UiConfig
 
-    with gr.Blocks():
+    with gr.Blocks() as blocks:
         c = models_tab.create()
-        models_tab.wire(c)
+        models_tab.wire(Ctx(UiConfig(), tmp_path / "out", JobStore(tmp_path / "q.sqlite3")), c, [blocks.load])
     assert c["check"].elem_id == "model-check" and c["check_table"].headers == models_tab.CHECK_COLUMNS
 
     install_surrogate("xseg", invert=True)
