@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,10 +128,12 @@ def output_format(path: Path | str) -> str:
         raise UserError(f"cannot write '{suffix or Path(path).name}': use .png, .jpg or .webp") from None
 
 
-def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str, quality: int = 95) -> Path:
+def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str, quality: int = 95,
+                guard: Callable[[], None] | None = None) -> Path:
     """Write ``bgr`` in the kind of ``picture`` (greyscale, alpha) to ``path`` with a provenance tag.
 
-    The file appears under its final name only when complete (temp name + rename).
+    The file appears under its final name only when complete (temp name + rename); ``guard`` (it raises to
+    refuse) is asked just before the rename.
     """
     path = Path(path)
     fmt = output_format(path)
@@ -158,6 +161,8 @@ def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str,
     tmp = path.with_name(f".{path.name}.part")
     try:
         img.save(tmp, format=fmt, **kwargs)
+        if guard is not None:
+            guard()
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.errors import BadMedia, OutputFault, UserError, not_a_file, os_fault
+from pipeline.filenames import same_file
 from pipeline.image import FORMATS, IMAGE_SUFFIXES, is_image_path, read_image
 from pipeline.video.builders import CONTAINERS
 from pipeline.video.probe import probe
@@ -107,8 +108,8 @@ def check_output(output: Path, inputs: Sequence[Path], *, need_bytes: int | None
     """
     output = Path(output)
     for p in inputs:
-        if p.exists() and output.exists() and output.resolve() == p.resolve():
-            raise UserError(f"--output {output} is one of the inputs; refusing to overwrite it")
+        if same_file(output, p):  # by the file named, through symlinks and hard links
+            raise UserError(f"--output {output} is one of the inputs ({p}); refusing to overwrite it")
     if output.exists() and output.is_dir():
         raise UserError(f"--output {output} is a folder; give a file name")
     if output.exists() and not output.is_file():

@@ -240,8 +240,10 @@ def remove_temp_outputs(output: Path, job_id: int) -> None:
 
 
 def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,
-                  settings: Settings, models: list[str], cancel: threading.Event | None = None) -> Path:
-    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically."""
+                  settings: Settings, models: list[str], cancel: threading.Event | None = None,
+                  guard: Callable[[], None] | None = None) -> Path:
+    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically; ``guard``
+    (it raises to refuse) is asked just before the rename."""
     if not segments:
         raise ConcatError("no finished segments to join")
     list_file = work / "segments.txt"
@@ -272,6 +274,8 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
         process.close()
         with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
             os.fsync(fh.fileno())
+        if guard is not None:
+            guard()
     except BaseException:
         process.close()
         with contextlib.suppress(OSError):  # a read-only folder: there is nothing to remove

@@ -172,11 +172,13 @@ class Worker:
         self.current = job.id
         ctx = runner.JobContext(
             control=control, save_resume=functools.partial(self._db, lease.save_resume),
-            log=functools.partial(self._log, job.id), pace=self.pace, hold=self.hold)
+            log=functools.partial(self._log, job.id), pace=self.pace, hold=self.hold,
+            guard=functools.partial(self._db, self.store.check_files, job))
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
             runner.check_start(job)  # the output may have become unwritable since it was queued
+            self.store.check_files(job)  # or another job's file (a symlink made since)
             summary = self.execute(job, ctx)
         except Cancelled:
             return self._stopped(lease, control.reason or "cancel")
