@@ -8,7 +8,7 @@
 
 Inputs and settings are checked before a job is queued (a bad one exits 2 with one line), so the
 queue only holds jobs that can start; a second job writing the same output is refused.
-`run --once` exits 1 when a job it ran failed.
+`run --once` exits 1 when a job it took has failed (whoever failed it).
 """
 
 from __future__ import annotations
@@ -131,9 +131,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if farm is not None:
             farm.close()
-    failed = f", {worker.jobs_failed} failed (see `facestation queue list`)" if worker.jobs_failed else ""
-    print(f"worker finished: {done} job(s) done{failed}")
-    return 1 if args.once and worker.jobs_failed else 0
+    failed = worker.failed_jobs()  # also one taken from it and failed by another worker
+    said = (f", {len(failed)} failed (job {', '.join(map(str, failed))}: see `facestation queue list`)"
+            if failed else "")
+    print(f"worker finished: {done} job(s) done{said}")
+    return 1 if args.once and failed else 0
 
 
 def show_row(job: Job, store: JobStore) -> dict[str, Any]:

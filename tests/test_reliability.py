@@ -17,6 +17,7 @@ from cli.main import main
 from pipeline import presets
 from pipeline.jobs import runner, service
 from pipeline.jobs.model import Job, OutputTaken
+from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import Worker
 from pipeline.settings import Settings
 from tests import photos
@@ -182,3 +183,38 @@ def test_the_clash_rule_by_itself(tmp_path: Path) -> None:
         store.add(["/s.jpg"], "/out/a.mp4", "/out/c.mp4", Settings())
     with pytest.raises(OutputTaken, match=f"/s.jpg is the source of job {first.id}"):
         store.add(["/s2.jpg"], "/in/u.mp4", "/s.jpg", Settings())
+
+
+def test_run_once_exits_1_when_its_job_was_taken_and_failed_by_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A job taken from this worker (its heartbeat looked stale to another) and failed there is still a
+    failure of this ``queue run --once``: it used to say 0 failed and exit 0 (issue 21, point 4)."""
+    bench = Bench(tmp_path / "bench")
+    assert main(_add(bench, "ins/t1.png", "outs/o1.png")) == 0
+    job_id = int(capsys.readouterr().out.strip())
+
+    def taken_away(job: Job, ctx: runner.JobContext) -> dict:
+        later = JobStore(service.open_store().path, stale_after=5, max_attempts=1,
+                                 clock=lambda: job.started_at + 3600)  # type: ignore[operator]
+        assert later.reclaim_stale() == [job_id]  # another worker: this one looked dead, the job failed
+        ctx.log("still rendering")
+        ctx.save_resume({})  # this worker's next report finds the job gone
+        raise AssertionError("save_resume must have raised ClaimLost")
+
+    monkeypatch.setattr(runner, "execute", taken_away)
+    assert main(["queue", "run", "--once"]) == 1
+    assert f"0 job(s) done, 1 failed (job {job_id}" in capsys.readouterr().out
+    assert service.open_store().get(job_id).state == "failed"
+
+
+def test_a_stale_rule_shorter_than_the_heartbeats_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``FACESTATION_QUEUE_STALE_AFTER=0.5`` would let two live workers take each other's jobs: every queue
+    command refuses it, naming the variable and its minimum."""
+    monkeypatch.setenv("FACESTATION_QUEUE_STALE_AFTER", "0.5")
+    for argv in (["queue", "list"], ["queue", "run", "--once"]):
+        assert main(argv) == 2
+        assert _one_error(capsys.readouterr().err) == (
+            "facestation: error: FACESTATION_QUEUE_STALE_AFTER must be a number of seconds ≥ 5 (got '0.5')")
