@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
 from pipeline import env
 from pipeline.errors import BadMedia, UserError, not_a_file
+from pipeline.filenames import temp_name
 from pipeline.types import Frame
 
 FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
@@ -158,7 +160,7 @@ def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str,
     elif fmt == "WEBP":
         kwargs.update(quality=quality)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
+    tmp = temp_name(path, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.part")  # unique per writer, within NAME_MAX
     try:
         img.save(tmp, format=fmt, **kwargs)
         if guard is not None:

@@ -887,3 +887,49 @@ def test_queued_job_of_a_damaged_target_fails_with_the_reason(lab: Lab) -> None:
     assert failed.error and "\n" not in failed.error
     assert re.search(r"halved\.mp4 is truncated or damaged: \d+ of 60 frames", failed.error), failed.error
     assert not (lab.root / "o.mp4").exists() and not list(lab.root.glob(".o.*"))
+
+
+# --- issue 21: faults a user can fix are exit 2 with one line, never "internal error" ----------------------
+
+
+@pytest.mark.parametrize("target, size", [("clip.mp4", 255), ("face.jpg", 250)])
+def test_an_output_name_at_the_limit_is_written(
+    lab: Lab, target: str, size: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An output name that the file system takes is written, though its hidden partial's name would be
+    longer than the limit (it used to fail after the render: exit 1, "File name too long")."""
+    suffix = Path(target).suffix
+    name = "n" * (size - len(suffix)) + suffix
+    assert len(name.encode()) == size
+    argv = swap(lambda lab: lab(target), lambda lab: lab.out(name))(lab)
+    before = _files(lab.root)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert _files(lab.root) - before == {name}
+
+
+def test_an_output_name_over_the_limit_is_refused(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    name = "n" * 252 + ".mp4"
+    argv = swap(lambda lab: lab("clip.mp4"), lambda lab: lab.out(name))(lab)
+    before = _files(lab.root)
+    assert main(argv) == 2
+    _one_error_line(capsys.readouterr().err, r"the output name n+… is 256 bytes long; .* at most 255: choose a "
+                                             r"shorter name")
+    assert _files(lab.root) == before
+
+
+def test_a_queued_job_with_a_name_at_the_limit_is_joined(lab: Lab) -> None:
+    """A video job's join writes a temp name longer than the output's: within the limit too."""
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+    from pipeline.settings import Settings
+
+    name = "q" * 251 + ".mp4"
+    store = JobStore(lab.root / "q.sqlite3")
+    job = store.add([lab("face.jpg")], lab("silent.mp4"), lab.out(name), Settings())
+    run(store, "w", once=True)
+    done = store.get(job.id)
+    assert done.state == "done", done.error
+    assert count_frames(lab.out(name)) == 30
+    assert not [n for n in os.listdir(lab.root) if n.startswith(".")]

@@ -30,7 +30,7 @@ import numpy as np
 
 from pipeline import liveness
 from pipeline.errors import Cancelled, FacestationError, UserError, fault_in_text, os_fault
-from pipeline.filenames import same_file
+from pipeline.filenames import same_file, temp_name
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
@@ -88,7 +88,7 @@ def partial_name(output: Path) -> Path:
     and pid say whose it is, so that one left by a killed process can be told from one being written, on
     this host or, in a shared folder, on another)."""
     tag = f"{_host_tag()}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    return output.with_name(f".{output.stem}.{tag}.partial{output.suffix}")
+    return temp_name(output, f"{tag}.partial")  # within the name limit: a long output has a longer partial
 
 
 def remove_stale_partials(folder: Path) -> list[Path]:
