@@ -933,3 +933,63 @@ def test_a_queued_job_with_a_name_at_the_limit_is_joined(lab: Lab) -> None:
     assert done.state == "done", done.error
     assert count_frames(lab.out(name)) == 30
     assert not [n for n in os.listdir(lab.root) if n.startswith(".")]
+
+
+def _queue_file(lab: Lab, kind: str) -> Path:
+    """The default queue's file made ``kind``: not SQLite at all, or a real queue cut in half."""
+    from pipeline import paths
+    from pipeline.jobs.db import DB_NAME
+    from pipeline.jobs.service import open_store
+    from pipeline.settings import Settings
+
+    path = paths.data_dir() / DB_NAME
+    if kind == "not-sqlite":
+        path.write_bytes(b"PK\x03\x04 a zip, not a queue" * 100)
+        return path
+    store = open_store()
+    for i in range(200):
+        store.add([lab("face.jpg")], lab("clip.mp4"), lab.out(f"o{i}.mp4"), Settings())
+    store.close()
+    for leftover in (path.with_name(DB_NAME + "-wal"), path.with_name(DB_NAME + "-shm")):
+        leftover.unlink(missing_ok=True)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("kind", ["not-sqlite", "truncated"])
+@pytest.mark.parametrize("argv", [["queue", "list"], ["queue", "run", "--once"]], ids=["list", "run"])
+def test_a_damaged_queue_file_is_named(lab: Lab, kind: str, argv: list[str],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path = _queue_file(lab, kind)
+    capsys.readouterr()
+    assert main(argv) == 2
+    _one_error_line(capsys.readouterr().err,
+                    rf"the queue database {re.escape(str(path))} is damaged or not a queue .*: move it away")
+
+
+@pytest.mark.parametrize("fault", ["read-only", "full"])
+def test_the_queue_on_a_read_only_or_full_disk_is_named(
+    lab: Lab, fault: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Even ``queue list`` (it opens the file for writing: WAL, migrations) says which folder and what to do."""
+    from pipeline.jobs.service import open_store
+
+    data = lab.root / "data"
+    data.mkdir()
+    monkeypatch.setenv("FACESTATION_DATA", str(data))
+    if fault == "full":
+        disk = lab.mount("disk", "2m", fill=True)
+        monkeypatch.setenv("FACESTATION_DATA", str(disk))
+        expected = r"the disk is full"
+        argv = ["queue", "add", "--source", lab("face.jpg"), "--target", lab("clip.mp4"),
+                "--output", lab.out("o.mp4")]
+    else:
+        open_store().close()  # a queue made here once
+        disk = lab.mount("ro", "1m", read_only=True)
+        monkeypatch.setenv("FACESTATION_DATA", str(disk))
+        expected = r"the file system is read-only"
+        argv = ["queue", "list"]
+    code = main(argv)
+    _one_error_line(capsys.readouterr().err, rf"{re.escape(str(disk))}.*{expected}.*FACESTATION_DATA")
+    assert code == 2
