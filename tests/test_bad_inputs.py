@@ -993,3 +993,33 @@ def test_the_queue_on_a_read_only_or_full_disk_is_named(
     code = main(argv)
     _one_error_line(capsys.readouterr().err, rf"{re.escape(str(disk))}.*{expected}.*FACESTATION_DATA")
     assert code == 2
+
+
+def test_ui_on_a_port_in_use_says_so_in_our_words(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert main(["ui", "--port", str(port), "--no-browser", "--no-worker"]) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err, rf"port {port} on 127\.0\.0\.1 is already in use .*--port N")
+    assert "GRADIO_SERVER_PORT" not in err
+
+
+def test_too_few_file_descriptors_is_the_users_to_fix(lab: Lab) -> None:
+    """``ulimit -n 12``: the render cannot open its pipes; exit 2 says which limit and how to raise it."""
+    resource = pytest.importorskip("resource")
+    face, target = lab("face.jpg"), lab("clip.mp4")
+    before = _files(lab.root)
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (12, 12))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "cli", "swap", "--source", face, "--target", target,
+                           "--output", lab.out("o.mp4")], cwd=REPO, env=env, capture_output=True,
+                          preexec_fn=few_files, timeout=300, check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    _one_error_line(err, r"too many open files \(this process may open 12\): raise the limit, e\.g\. `ulimit -n")
+    assert _files(lab.root) == before
