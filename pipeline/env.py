@@ -226,6 +226,9 @@ QUEUE_MAX_ATTEMPTS = Whole("FACESTATION_QUEUE_MAX_ATTEMPTS", 3,
 QUEUE_CHECKPOINT_SECONDS = Positive("FACESTATION_QUEUE_CHECKPOINT_SECONDS", 3.0,
                                     "wall time between two checkpoints of a video job (at least 0.05)",
                                     unit="seconds")
+TOOL_TIMEOUT = Positive("FACESTATION_TOOL_TIMEOUT", 60.0, "how long a helper program (ffprobe, ffmpeg's "
+                        "listings, a trial encode) may take before it is stopped with one line",
+                        unit="seconds")
 DEVICE = Text("FACESTATION_DEVICE", "default", "the device part of a worker's id, `host/device`")
 # the render farm (pipeline/jobs/farm.py)
 FARM_SEGMENT_SECONDS = Positive("FACESTATION_FARM_SEGMENT_SECONDS", 3.0,

@@ -914,8 +914,8 @@ def test_an_output_name_over_the_limit_is_refused(lab: Lab, capsys: pytest.Captu
     argv = swap(lambda lab: lab("clip.mp4"), lambda lab: lab.out(name))(lab)
     before = _files(lab.root)
     assert main(argv) == 2
-    _one_error_line(capsys.readouterr().err, r"the output name n+… is 256 bytes long; .* at most 255: choose a "
-                                             r"shorter name")
+    _one_error_line(capsys.readouterr().err,
+                    r"the output name n+… is 256 bytes long; .* at most 255: choose a shorter name")
     assert _files(lab.root) == before
 
 
@@ -972,7 +972,8 @@ def test_a_damaged_queue_file_is_named(lab: Lab, kind: str, argv: list[str],
 def test_the_queue_on_a_read_only_or_full_disk_is_named(
     lab: Lab, fault: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Even ``queue list`` (it opens the file for writing: WAL, migrations) says which folder and what to do."""
+    """Even ``queue list`` (it opens the file for writing: WAL, migrations) says which folder and what to
+    do."""
     from pipeline.jobs.service import open_store
 
     data = lab.root / "data"
@@ -1021,5 +1022,27 @@ def test_too_few_file_descriptors_is_the_users_to_fix(lab: Lab) -> None:
                           preexec_fn=few_files, timeout=300, check=False)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
-    _one_error_line(err, r"too many open files \(this process may open 12\): raise the limit, e\.g\. `ulimit -n")
+    _one_error_line(err, r"too many open files \(this process may open 12\): raise the limit, e\.g\. `ulimit")
     assert _files(lab.root) == before
+
+
+def test_a_hung_ffprobe_ends_in_one_line(lab: Lab, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An ffprobe that never answers (a stalled network drive) is stopped after ``FACESTATION_TOOL_TIMEOUT``
+    s with a line naming it and the file; it used to block 60 s, then "internal error: TimeoutExpired"."""
+    from pipeline.video import ffmpeg
+
+    tools = lab.root / "tools"
+    tools.mkdir()
+    (tools / "ffmpeg").symlink_to(ffmpeg.find_tools().ffmpeg)
+    (tools / "ffprobe").write_text("#!/bin/sh\nexec sleep 600\n")
+    (tools / "ffprobe").chmod(0o755)
+    monkeypatch.setenv("FACESTATION_FFMPEG", str(tools / "ffmpeg"))
+    monkeypatch.setenv("FACESTATION_TOOL_TIMEOUT", "0.3")
+    target = lab("clip.mp4")
+    queue = ["queue", "add", "--source", lab("face.jpg"), "--target", target, "--output", lab.out("q.mp4")]
+    for argv in (swap(lambda lab: target)(lab), queue):
+        assert main(argv) == 2
+        _one_error_line(capsys.readouterr().err,
+                        rf"ffprobe did not answer within 0\.3 s on {re.escape(target)} .*TOOL_TIMEOUT")
+    assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]

@@ -80,8 +80,8 @@ def test_twenty_chained_swapped_and_aliased_jobs_never_touch_an_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Jobs whose outputs are other jobs' inputs or outputs, spelled through file and folder symlinks, ``..``
-    and a hard link, are refused at add naming the job they would destroy; one whose folder symlink is moved
-    after it was queued (its output folder replaced by a link) is refused when it starts; the others run, and no input changes."""
+    and a hard link, are refused at add naming the job they would destroy; one whose output folder is
+    replaced by a link after it was queued is refused when it starts; the others run, and no input changes."""
     bench = Bench(tmp_path / "bench")
     ids: dict[str, int] = {}
     # (name, target, output, source, None: accepted | the name of the job it would destroy)
@@ -158,7 +158,8 @@ def test_a_link_made_while_a_job_runs_is_refused_before_the_rename(tmp_path: Pat
     assert not list(bench.root.rglob(".*.part*"))
 
 
-def test_swap_refuses_to_write_a_queued_jobs_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_swap_refuses_to_write_a_queued_jobs_input(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """``facestation swap`` (outside the queue) does not overwrite what a queued job reads, nor its own
     target through a hard link."""
     bench = Bench(tmp_path / "bench")

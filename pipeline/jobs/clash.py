@@ -1,5 +1,5 @@
-"""No job may destroy another's files: a job's output is never the input (a source or the target) or the output
-of a queued or running job, and its inputs are never what such a job writes.
+"""No job may destroy another's files: a job's output is never the input (a source or the target) or the
+output of a queued or running job, and its inputs are never what such a job writes.
 
 Paths are compared as the file they name, not as text (:func:`pipeline.filenames.keys`: symlinks, ``..``
 and hard links seen through).
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pipeline.filenames import keys
 from pipeline.jobs.model import Job, OutputTaken
+
 
 def _roles(job: Job) -> list[tuple[str, str]]:
     """(what it is to the job, the path) for each of a job's inputs."""

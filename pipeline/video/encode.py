@@ -232,7 +232,8 @@ class Encoder:
         self._process.close()
         if self._source is not None and same_file(self.output, self._source):  # a link made while it ran
             self.abort()
-            raise UserError(f"--output {self.output} is now the input {self._source}; refusing to overwrite it")
+            raise UserError(f"--output {self.output} is now the input {self._source}; refusing to overwrite "
+                            "it")
         try:
             os.replace(self.partial, self.output)
         except OSError as exc:
