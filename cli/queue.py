@@ -95,8 +95,14 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    job = service.move(service.open_store(), args.id, args.where)
-    print(f"job {job.id}: moved {args.where}")
+    store = service.open_store()
+    before = [j.id for j in store.list(states=["queued"])]
+    job = service.move(store, args.id, args.where)
+    if [j.id for j in store.list(states=["queued"])] == before:  # nothing moved: say where it is
+        where = "first" if before.index(job.id) == 0 else "last"
+        print(f"job {job.id}: already {where} in the queue (nothing moved)")
+    else:
+        print(f"job {job.id}: moved {args.where}")
     return 0
 
 

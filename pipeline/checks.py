@@ -69,6 +69,14 @@ def missing_models(settings: Settings) -> list[ModelEntry]:
     return ModelPlan.from_settings(settings).missing()
 
 
+def require_models(settings: Settings) -> None:
+    """:class:`ModelsMissing` naming every model ``settings`` need that is not installed (not only the first
+    one a render would load)."""
+    missing = missing_models(settings)
+    if missing:
+        raise ModelsMissing(missing)
+
+
 def _faces_in_source(source: Path, settings: Settings) -> int:
     from pipeline.preview import faces_in
 

@@ -1046,3 +1046,68 @@ def test_a_hung_ffprobe_ends_in_one_line(lab: Lab, monkeypatch: pytest.MonkeyPat
         _one_error_line(capsys.readouterr().err,
                         rf"ffprobe did not answer within 0\.3 s on {re.escape(target)} .*TOOL_TIMEOUT")
     assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
+
+
+def _preset(lab: Lab, name: str, settings: dict[str, Any]) -> str:
+    path = lab.root / name
+    path.write_text(json.dumps({"schema": 1, "name": "p", "settings": settings}))
+    return str(path)
+
+
+@pytest.mark.parametrize("settings, key", [
+    ({"detector": {"score": True}}, r"detector\.score"),
+    ({"output": {"quality": "80"}}, r"output\.quality"),
+    ({"video": {"keep_audio": 1}}, r"video\.keep_audio"),
+])
+def test_a_preset_is_strictly_typed(lab: Lab, settings: dict[str, Any], key: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """``true`` is no score (it used to become 1.0, then "no face found"), ``"80"`` no number, ``1`` no yes."""
+    preset = _preset(lab, "typed.json", settings)
+    swap_argv = ["swap", "--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output", lab.out("o.png"),
+                 "--preset", preset]
+    for argv in (["presets", "import", preset], swap_argv):
+        assert main(argv) == 2
+        _one_error_line(capsys.readouterr().err, key)
+    assert not (lab.root / "o.png").exists()
+
+
+def test_a_huge_or_deep_preset_is_refused_at_import(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    huge = lab.root / "huge.json"
+    with open(huge, "wb") as fh:  # 200 MB, sparse: no disk used
+        fh.truncate(200 * 1024 * 1024)
+    assert main(["presets", "import", str(huge)]) == 2
+    _one_error_line(capsys.readouterr().err, r"huge\.json is 209\.7 MB: a preset file is at most 256 KiB")
+    deep = lab.root / "deep.json"
+    deep.write_text('{"schema": 1, "settings": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert main(["presets", "import", str(deep)]) == 2
+    _one_error_line(capsys.readouterr().err, r"deep\.json nests deeper than a preset does")
+    from pipeline import paths
+
+    shutil.copyfile(huge, paths.user_presets_dir() / "dropped.json")  # put in the folder by hand
+    assert main(["presets", "list"]) == 0
+    out, _err = capsys.readouterr()
+    assert len(out) < 10_000 and "dropped" not in out
+
+
+def test_moving_the_first_job_up_says_it_is_first(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = []
+    for name in ("a.png", "b.png"):
+        assert main(["queue", "add", "--source", lab("face.jpg"), "--target", lab("face.jpg"),
+                     "--output", lab.out(name)]) == 0
+        ids.append(int(capsys.readouterr().out))
+    assert main(["queue", "move", str(ids[0]), "up"]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[0]}: already first in the queue (nothing moved)"
+    assert main(["queue", "move", str(ids[1]), "down"]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[1]}: already last in the queue (nothing moved)"
+    assert main(["queue", "move", str(ids[1]), "up"]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[1]}: moved up"
+
+
+def test_two_missing_models_are_both_named(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A preset asking for a swapper and an enhancer that are not installed names every missing model at once
+    (the swapper's recogniser too), not the first one a render loads."""
+    preset = _preset(lab, "two.json", {"swapper": {"model": "inswapper_128"}, "enhancer": {"model": "gfpgan_1.4"}})
+    files = ["--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output", lab.out("o.png")]
+    for argv in (["swap", *files, "--preset", preset], ["queue", "add", *files, "--preset", preset]):
+        assert main(argv) == 2
+        _one_error_line(capsys.readouterr().err, r"3 models are not installed: inswapper_128 .*gfpgan_1\.4")

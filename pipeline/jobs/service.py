@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import env
+from pipeline.checks import require_models
 from pipeline.errors import UserError
 from pipeline.image import is_image_path, output_format, read_image
 from pipeline.jobs import clash
@@ -58,6 +59,7 @@ def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, outp
     target, output = Path(target).absolute(), Path(output).absolute()
     output = Path(os.path.realpath(output.parent)) / output.name
     validate(paths, target, output)
+    require_models(settings)  # every missing model named at once, not the first when the job runs
     return store.add(paths, target, output, settings, owner=owner)
 
 
