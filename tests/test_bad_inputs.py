@@ -1061,10 +1061,11 @@ def _preset(lab: Lab, name: str, settings: dict[str, Any]) -> str:
 ])
 def test_a_preset_is_strictly_typed(lab: Lab, settings: dict[str, Any], key: str,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """``true`` is no score (it used to become 1.0, then "no face found"), ``"80"`` no number, ``1`` no yes."""
+    """``true`` is no score (it used to become 1.0, then "no face found"), ``"80"`` no number, ``1`` no
+    yes."""
     preset = _preset(lab, "typed.json", settings)
-    swap_argv = ["swap", "--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output", lab.out("o.png"),
-                 "--preset", preset]
+    swap_argv = ["swap", "--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output",
+                 lab.out("o.png"), "--preset", preset]
     for argv in (["presets", "import", preset], swap_argv):
         assert main(argv) == 2
         _one_error_line(capsys.readouterr().err, key)
@@ -1106,7 +1107,8 @@ def test_moving_the_first_job_up_says_it_is_first(lab: Lab, capsys: pytest.Captu
 def test_two_missing_models_are_both_named(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """A preset asking for a swapper and an enhancer that are not installed names every missing model at once
     (the swapper's recogniser too), not the first one a render loads."""
-    preset = _preset(lab, "two.json", {"swapper": {"model": "inswapper_128"}, "enhancer": {"model": "gfpgan_1.4"}})
+    two = {"swapper": {"model": "inswapper_128"}, "enhancer": {"model": "gfpgan_1.4"}}
+    preset = _preset(lab, "two.json", two)
     files = ["--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output", lab.out("o.png")]
     for argv in (["swap", *files, "--preset", preset], ["queue", "add", *files, "--preset", preset]):
         assert main(argv) == 2
