@@ -1113,3 +1113,20 @@ def test_two_missing_models_are_both_named(lab: Lab, capsys: pytest.CaptureFixtu
     for argv in (["swap", *files, "--preset", preset], ["queue", "add", *files, "--preset", preset]):
         assert main(argv) == 2
         _one_error_line(capsys.readouterr().err, r"3 models are not installed: inswapper_128 .*gfpgan_1\.4")
+
+
+def test_a_tiny_video_is_not_swapped_into_blobs(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 16×16 clip of a face: the detector finds one in every frame, but swapping a 16 px face pastes the
+    model's crop back as a blob over the whole frame (it said "50 faces swapped"). Left as it is, with a
+    note."""
+    tiny = cv2.resize(photos.grace_hopper(), (16, 16), interpolation=cv2.INTER_AREA)
+    path = lab.root / "tiny.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (16, 16))
+    for _ in range(30):
+        writer.write(tiny)
+    writer.release()
+    assert main(swap(lambda lab: str(path))(lab)) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["faces_swapped"] == 0 and count_frames(summary["output"]) == 30
+    assert re.search(r"note: faces smaller than 20 px were left as they are", err), err
