@@ -29,6 +29,7 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
         raise UserError(f"no face to replace in the target {target.name} "
                         f"(selector.mode={settings.selector.mode})")
     result = work.out
+    assert result is not None  # Chain.one sets it for every frame
     write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality,
                 guard=guard)
     return {
