@@ -8,7 +8,7 @@
 
 Inputs and settings are checked before a job is queued (a bad one exits 2 with one line), so the
 queue only holds jobs that can start; a second job writing the same output is refused.
-`run --once` exits 1 when a job it ran failed.
+`run --once` exits 1 when a job it took has failed (whoever failed it).
 """
 
 from __future__ import annotations
@@ -95,8 +95,14 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    job = service.move(service.open_store(), args.id, args.where)
-    print(f"job {job.id}: moved {args.where}")
+    store = service.open_store()
+    before = [j.id for j in store.list(states=["queued"])]
+    job = service.move(store, args.id, args.where)
+    if [j.id for j in store.list(states=["queued"])] == before:  # nothing moved: say where it is
+        where = "first" if before.index(job.id) == 0 else "last"
+        print(f"job {job.id}: already {where} in the queue (nothing moved)")
+    else:
+        print(f"job {job.id}: moved {args.where}")
     return 0
 
 
@@ -131,9 +137,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if farm is not None:
             farm.close()
-    failed = f", {worker.jobs_failed} failed (see `facestation queue list`)" if worker.jobs_failed else ""
-    print(f"worker finished: {done} job(s) done{failed}")
-    return 1 if args.once and worker.jobs_failed else 0
+    failed = worker.failed_jobs()  # also one taken from it and failed by another worker
+    said = (f", {len(failed)} failed (job {', '.join(map(str, failed))}: see `facestation queue list`)"
+            if failed else "")
+    print(f"worker finished: {done} job(s) done{said}")
+    return 1 if args.once and failed else 0
 
 
 def show_row(job: Job, store: JobStore) -> dict[str, Any]:

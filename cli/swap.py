@@ -14,6 +14,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets
+from pipeline.checks import require_models
+from pipeline.jobs import service
 from pipeline.media import check_output, check_video_output, kind_of
 from pipeline.settings import Settings
 
@@ -70,6 +72,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
     sources = [Path(s) for s in args.source]
     settings = presets.settings_from(args.preset, args.set)
     check_output(output, [target, *sources])
+    service.refuse_queue_clash(sources, target, output)  # nor a queued job's file
+    require_models(settings)  # every missing model named at once
     with stop_on_signals():
         if kind_of(target) == "image":
             from pipeline.still import swap_image  # the models load only for a command that needs them

@@ -11,8 +11,10 @@ certificate made once (its fingerprint is logged at start-up); plain HTTP only w
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -149,9 +151,30 @@ def config_from_args(args: argparse.Namespace) -> Any:
     )
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another program holds (or one this user may not serve on), in our words, before
+    Gradio starts (its own message is about GRADIO_SERVER_PORT)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as a server binds: TIME_WAIT is fine
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise UserError(f"port {port} on {host} is already in use (another facestation UI?): stop "
+                                "that program, or choose another port with --port N") from None
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                raise UserError(f"port {port} needs administrator rights on this system: choose one above "
+                                "1023 with --port N") from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise UserError(f"--bind {host} is not an address of this machine") from None
+            raise
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     env.check()  # refuse a bad FACESTATION_* value, and bad options, before importing Gradio (slow)
     config = config_from_args(args)
+    check_port(config.host, config.port)
     from webui.app import serve
 
     scheme = "https" if config.tls else "http"

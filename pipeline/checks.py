@@ -32,11 +32,11 @@ _source_faces: dict[tuple[object, str], int] = {}  # (source file key, detector 
 class ModelsMissing(ModelMissing):
     """The settings need models that are not installed; ``names`` lists them (catalog names)."""
 
-    def __init__(self, entries: Sequence[ModelEntry]) -> None:
+    def __init__(self, entries: Sequence[ModelEntry], hint: str = "") -> None:
         self.names = tuple(e.name for e in entries)
         shown = ", ".join(f"{e.name} ({e.role}, {describe_size(catalog.download_size(e))})" for e in entries)
         word = "model is" if len(entries) == 1 else "models are"
-        super().__init__(f"{len(entries)} {word} not installed: {shown}")
+        super().__init__(f"{len(entries)} {word} not installed: {shown}{hint}")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,18 @@ def required_models(settings: Settings) -> list[ModelEntry]:
 
 def missing_models(settings: Settings) -> list[ModelEntry]:
     return ModelPlan.from_settings(settings).missing()
+
+
+def require_models(settings: Settings) -> None:
+    """:class:`ModelsMissing` naming every model ``settings`` need that is not installed (not only the first
+    one a render would load)."""
+    missing = missing_models(settings)
+    if missing:
+        fetch = [e.name for e in missing if e.url]
+        imports = [e.file for e in missing if not e.url]
+        how = ([f"facestation models fetch {' '.join(fetch)}"] if fetch else []) + \
+              [f"facestation models import {file}" for file in imports]
+        raise ModelsMissing(missing, f"; run: {' and '.join(how)}")
 
 
 def _faces_in_source(source: Path, settings: Settings) -> int:

@@ -93,14 +93,16 @@ class Whole(Var[int]):
 @dataclass(frozen=True)
 class Positive(Var[float]):
     unit: str = ""  # "seconds": "a number of seconds > 0"
+    minimum: float = 0.0  # above 0: the least value that works ("a number of seconds ≥ 5")
 
     @property
     def accepts(self) -> str:
-        return f"a number of {self.unit} > 0" if self.unit else "a number > 0"
+        bound = f"≥ {self.minimum:g}" if self.minimum > 0 else "> 0"
+        return f"a number of {self.unit} {bound}" if self.unit else f"a number {bound}"
 
     def parse(self, raw: str) -> float:
         value = float(raw)
-        if not (math.isfinite(value) and value > 0):
+        if not (math.isfinite(value) and value > 0 and value >= self.minimum):
             raise ValueError
         return value
 
@@ -214,14 +216,19 @@ FFMPEG = Executable("FACESTATION_FFMPEG", None, "the ffmpeg to run (an ffprobe b
 MAX_PIXELS = Whole("FACESTATION_MAX_PIXELS", 16384 * 16384 // 2,
                    "the largest still image read, in pixels; a larger one is refused before decoding",
                    "`134217728` (about 134 MP)")
+# a worker's heartbeat comes every quarter of it (pipeline/jobs/worker.py): below the minimum, a busy live
+# worker would look dead and two live workers would take each other's jobs
 QUEUE_STALE_AFTER = Positive("FACESTATION_QUEUE_STALE_AFTER", 120.0,
-                             "a running job whose heartbeat is this old is taken over by another worker",
-                             unit="seconds")
+                             "a running job whose heartbeat is this old is taken over by another worker "
+                             "(workers send one every quarter of it)", unit="seconds", minimum=5.0)
 QUEUE_MAX_ATTEMPTS = Whole("FACESTATION_QUEUE_MAX_ATTEMPTS", 3,
                            "a job fails after this many worker deaths without progress, or this many errors")
 QUEUE_CHECKPOINT_SECONDS = Positive("FACESTATION_QUEUE_CHECKPOINT_SECONDS", 3.0,
                                     "wall time between two checkpoints of a video job (at least 0.05)",
                                     unit="seconds")
+TOOL_TIMEOUT = Positive("FACESTATION_TOOL_TIMEOUT", 60.0, "how long a helper program (ffprobe, ffmpeg's "
+                        "listings, a trial encode) may take before it is stopped with one line",
+                        unit="seconds")
 DEVICE = Text("FACESTATION_DEVICE", "default", "the device part of a worker's id, `host/device`")
 # the render farm (pipeline/jobs/farm.py)
 FARM_SEGMENT_SECONDS = Positive("FACESTATION_FARM_SEGMENT_SECONDS", 3.0,

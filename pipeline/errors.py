@@ -68,13 +68,26 @@ _FIXES = {
 
 
 def os_fault(exc: OSError, path: str | Path | None = None) -> OutputFault | None:
-    """The one line for an environment fault the user can fix (disk full, read-only, permissions), naming the
-    path; None for any other OSError."""
+    """The one line for an environment fault the user can fix (disk full, read-only, permissions, too few
+    file descriptors), naming the path; None for any other OSError."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return OutputFault(_too_many_files())
     fix = _FIXES.get(exc.errno or 0)
     if fix is None:
         return None
     where = path if path is not None else (exc.filename or "a file")
     return OutputFault(f"cannot write {where}: {fix}")
+
+
+def _too_many_files() -> str:
+    try:
+        import resource
+
+        limit = f"this process may open {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}"
+    except (ImportError, OSError, ValueError):
+        limit = "the limit is reached"
+    return (f"too many open files ({limit}): raise the limit, e.g. `ulimit -n 4096` in the shell that runs "
+            "facestation")
 
 
 def fault_in_text(text: str, path: str | Path) -> OutputFault | None:

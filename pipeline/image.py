@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
 from pipeline import env
 from pipeline.errors import BadMedia, UserError, not_a_file
+from pipeline.filenames import temp_name
 from pipeline.types import Frame
 
 FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
@@ -127,10 +130,12 @@ def output_format(path: Path | str) -> str:
         raise UserError(f"cannot write '{suffix or Path(path).name}': use .png, .jpg or .webp") from None
 
 
-def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str, quality: int = 95) -> Path:
+def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str, quality: int = 95,
+                guard: Callable[[], None] | None = None) -> Path:
     """Write ``bgr`` in the kind of ``picture`` (greyscale, alpha) to ``path`` with a provenance tag.
 
-    The file appears under its final name only when complete (temp name + rename).
+    The file appears under its final name only when complete (temp name + rename); ``guard`` (it raises to
+    refuse) is asked just before the rename.
     """
     path = Path(path)
     fmt = output_format(path)
@@ -155,9 +160,11 @@ def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str,
     elif fmt == "WEBP":
         kwargs.update(quality=quality)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
+    tmp = temp_name(path, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.part")  # unique per writer, within NAME_MAX
     try:
         img.save(tmp, format=fmt, **kwargs)
+        if guard is not None:
+            guard()
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.errors import BadMedia, OutputFault, UserError, not_a_file, os_fault
+from pipeline.filenames import check_name_length, same_file
 from pipeline.image import FORMATS, IMAGE_SUFFIXES, is_image_path, read_image
 from pipeline.video.builders import CONTAINERS
 from pipeline.video.probe import probe
@@ -106,9 +107,10 @@ def check_output(output: Path, inputs: Sequence[Path], *, need_bytes: int | None
     :data:`MIN_FREE_BYTES`); an output that outgrows the disk later still fails with a clear line.
     """
     output = Path(output)
+    check_name_length(output)
     for p in inputs:
-        if p.exists() and output.exists() and output.resolve() == p.resolve():
-            raise UserError(f"--output {output} is one of the inputs; refusing to overwrite it")
+        if same_file(output, p):  # by the file named, through symlinks and hard links
+            raise UserError(f"--output {output} is one of the inputs ({p}); refusing to overwrite it")
     if output.exists() and output.is_dir():
         raise UserError(f"--output {output} is a folder; give a file name")
     if output.exists() and not output.is_file():
@@ -135,7 +137,7 @@ def _check_writable(output: Path) -> None:
     """Create (and remove) a one-byte file next to ``output``: a read-only disk, a folder without write
     permission or a full disk says so now, not after the render."""
     try:
-        fd, probe_path = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".check", dir=output.parent)
+        fd, probe_path = tempfile.mkstemp(prefix=".facestation-", suffix=".check", dir=output.parent)
     except OSError as exc:
         raise os_fault(exc, output) or UserError(f"cannot write {output}: {exc.strerror}") from None
     try:

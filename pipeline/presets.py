@@ -22,6 +22,7 @@ hand under a name taken by an earlier shelf is ignored; the earlier shelf wins.)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 SUFFIX = ".json"
 MAX_NAME = 64
+MAX_BYTES = 256 * 1024  # a preset is a few KiB; a larger file is not one (and would be printed whole)
+MAX_DEPTH = 8  # {"settings": {"section": {"key": [..]}}} is 4
 _NAME_RE = re.compile(r"[\w .-]+")  # \w: unicode letters, digits and "_"
 
 Document = dict[str, Any]
@@ -179,7 +182,7 @@ def parse(doc: Document) -> tuple[Settings, str]:
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise SettingsError("preset 'description' must be text")
-    return validate({**data, "version": SCHEMA_VERSION}), description
+    return validate({**data, "version": SCHEMA_VERSION}, strict=True), description
 
 
 def document(name: str, settings: Settings, description: str = "") -> Document:
@@ -195,6 +198,11 @@ def document(name: str, settings: Settings, description: str = "") -> Document:
 
 
 def _read_json(path: Path) -> Document:
+    with contextlib.suppress(OSError):
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SettingsError(f"{path.name} is {size / 1e6:.1f} MB: a preset file is at most "
+                                f"{MAX_BYTES // 1024} KiB (is it a preset?)")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -209,9 +217,25 @@ def _read_json(path: Path) -> Document:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SettingsError(f"{path.name} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        data = None
+    if data is None or _depth(data) > MAX_DEPTH:
+        raise SettingsError(f"{path.name} nests deeper than a preset does (at most {MAX_DEPTH} levels)")
     if not isinstance(data, dict):
         raise SettingsError(f"{path.name} must hold a JSON object")
     return data
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _write_atomic(path: Path, doc: Document) -> None:

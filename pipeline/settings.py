@@ -259,9 +259,12 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def validate(data: dict[str, Any]) -> Settings:
-    """Build settings from plain data, raising SettingsError naming each bad key."""
+def validate(data: dict[str, Any], *, strict: bool = False) -> Settings:
+    """Build settings from plain data, raising SettingsError naming each bad key. ``strict`` (a preset file):
+    every value must already be of its key's JSON type (``true`` is no number, ``"0.5"`` no fraction)."""
     try:
+        if strict:
+            return Settings.model_validate_json(json.dumps(data), strict=True)
         return Settings.model_validate(data)
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,9 @@ from pipeline.settings import Settings
 
 
 def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
-               output: Path) -> dict[str, Any]:
+               output: Path, guard: Callable[[], None] | None = None) -> dict[str, Any]:
     """Swap faces in one still image and write ``output`` in kind, with the provenance tag; returns a
-    summary."""
+    summary. ``guard`` (it raises to refuse) is asked just before the output is renamed into place."""
     output_format(output)  # refuse an unwritable format before any work
     started = time.perf_counter()
     picture = read_image(target)
@@ -29,8 +29,9 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
         raise UserError(f"no face to replace in the target {target.name} "
                         f"(selector.mode={settings.selector.mode})")
     result = work.out
-    assert result is not None  # the blend ran: every chain ends with it
-    write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality)
+    assert result is not None  # Chain.one sets it for every frame
+    write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality,
+                guard=guard)
     return {
         "output": str(output),
         "kind": "image",

@@ -905,3 +905,246 @@ def test_queued_job_of_a_damaged_target_fails_with_the_reason(lab: Lab) -> None:
     assert failed.error and "\n" not in failed.error
     assert re.search(r"halved\.mp4 is truncated or damaged: \d+ of 60 frames", failed.error), failed.error
     assert not (lab.root / "o.mp4").exists() and not list(lab.root.glob(".o.*"))
+
+
+# --- issue 21: faults a user can fix are exit 2 with one line, never "internal error" ----------------------
+
+
+@pytest.mark.parametrize("target, size", [("clip.mp4", 255), ("face.jpg", 250)])
+def test_an_output_name_at_the_limit_is_written(
+    lab: Lab, target: str, size: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An output name that the file system takes is written, though its hidden partial's name would be
+    longer than the limit (it used to fail after the render: exit 1, "File name too long")."""
+    suffix = Path(target).suffix
+    name = "n" * (size - len(suffix)) + suffix
+    assert len(name.encode()) == size
+    argv = swap(lambda lab: lab(target), lambda lab: lab.out(name))(lab)
+    before = _files(lab.root)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert _files(lab.root) - before == {name}
+
+
+def test_an_output_name_over_the_limit_is_refused(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    name = "n" * 252 + ".mp4"
+    argv = swap(lambda lab: lab("clip.mp4"), lambda lab: lab.out(name))(lab)
+    before = _files(lab.root)
+    assert main(argv) == 2
+    _one_error_line(capsys.readouterr().err,
+                    r"the output name n+… is 256 bytes long; .* at most 255: choose a shorter name")
+    assert _files(lab.root) == before
+
+
+def test_a_queued_job_with_a_name_at_the_limit_is_joined(lab: Lab) -> None:
+    """A video job's join writes a temp name longer than the output's: within the limit too."""
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+    from pipeline.settings import Settings
+
+    name = "q" * 251 + ".mp4"
+    store = JobStore(lab.root / "q.sqlite3")
+    job = store.add([lab("face.jpg")], lab("silent.mp4"), lab.out(name), Settings())
+    run(store, "w", once=True)
+    done = store.get(job.id)
+    assert done.state == "done", done.error
+    assert count_frames(lab.out(name)) == 30
+    assert not [n for n in os.listdir(lab.root) if n.startswith(".")]
+
+
+def _queue_file(lab: Lab, kind: str) -> Path:
+    """The default queue's file made ``kind``: not SQLite at all, or a real queue cut in half."""
+    from pipeline import paths
+    from pipeline.jobs.db import DB_NAME
+    from pipeline.jobs.service import open_store
+    from pipeline.settings import Settings
+
+    path = paths.data_dir() / DB_NAME
+    if kind == "not-sqlite":
+        path.write_bytes(b"PK\x03\x04 a zip, not a queue" * 100)
+        return path
+    store = open_store()
+    for i in range(200):
+        store.add([lab("face.jpg")], lab("clip.mp4"), lab.out(f"o{i}.mp4"), Settings())
+    store.close()
+    for leftover in (path.with_name(DB_NAME + "-wal"), path.with_name(DB_NAME + "-shm")):
+        leftover.unlink(missing_ok=True)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("kind", ["not-sqlite", "truncated"])
+@pytest.mark.parametrize("argv", [["queue", "list"], ["queue", "run", "--once"]], ids=["list", "run"])
+def test_a_damaged_queue_file_is_named(lab: Lab, kind: str, argv: list[str],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path = _queue_file(lab, kind)
+    capsys.readouterr()
+    assert main(argv) == 2
+    _one_error_line(capsys.readouterr().err,
+                    rf"the queue database {re.escape(str(path))} is damaged or not a queue .*: move it away")
+
+
+@pytest.mark.parametrize("fault", ["read-only", "full"])
+def test_the_queue_on_a_read_only_or_full_disk_is_named(
+    lab: Lab, fault: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Even ``queue list`` (it opens the file for writing: WAL, migrations) says which folder and what to
+    do."""
+    from pipeline.jobs.service import open_store
+
+    data = lab.root / "data"
+    data.mkdir()
+    monkeypatch.setenv("FACESTATION_DATA", str(data))
+    if fault == "full":
+        disk = lab.mount("disk", "2m", fill=True)
+        monkeypatch.setenv("FACESTATION_DATA", str(disk))
+        expected = r"the disk is full"
+        argv = ["queue", "add", "--source", lab("face.jpg"), "--target", lab("clip.mp4"),
+                "--output", lab.out("o.mp4")]
+    else:
+        open_store().close()  # a queue made here once
+        disk = lab.mount("ro", "1m", read_only=True)
+        monkeypatch.setenv("FACESTATION_DATA", str(disk))
+        expected = r"the file system is read-only"
+        argv = ["queue", "list"]
+    code = main(argv)
+    _one_error_line(capsys.readouterr().err, rf"{re.escape(str(disk))}.*{expected}.*FACESTATION_DATA")
+    assert code == 2
+
+
+def test_ui_on_a_port_in_use_says_so_in_our_words(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert main(["ui", "--port", str(port), "--no-browser", "--no-worker"]) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err, rf"port {port} on 127\.0\.0\.1 is already in use .*--port N")
+    assert "GRADIO_SERVER_PORT" not in err
+
+
+def test_too_few_file_descriptors_is_the_users_to_fix(lab: Lab) -> None:
+    """``ulimit -n 12``: the render cannot open its pipes; exit 2 says which limit and how to raise it."""
+    resource = pytest.importorskip("resource")
+    face, target = lab("face.jpg"), lab("clip.mp4")
+    before = _files(lab.root)
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (12, 12))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "cli", "swap", "--source", face, "--target", target,
+                           "--output", lab.out("o.mp4")], cwd=REPO, env=env, capture_output=True,
+                          preexec_fn=few_files, timeout=300, check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    _one_error_line(err, r"too many open files \(this process may open 12\): raise the limit, e\.g\. `ulimit")
+    assert _files(lab.root) == before
+
+
+def test_a_hung_ffprobe_ends_in_one_line(lab: Lab, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An ffprobe that never answers (a stalled network drive) is stopped after ``FACESTATION_TOOL_TIMEOUT``
+    s with a line naming it and the file; it used to block 60 s, then "internal error: TimeoutExpired"."""
+    from pipeline.video import ffmpeg
+
+    tools = lab.root / "tools"
+    tools.mkdir()
+    (tools / "ffmpeg").symlink_to(ffmpeg.find_tools().ffmpeg)
+    (tools / "ffprobe").write_text("#!/bin/sh\nexec sleep 600\n")
+    (tools / "ffprobe").chmod(0o755)
+    monkeypatch.setenv("FACESTATION_FFMPEG", str(tools / "ffmpeg"))
+    monkeypatch.setenv("FACESTATION_TOOL_TIMEOUT", "0.3")
+    target = lab("clip.mp4")
+    queue = ["queue", "add", "--source", lab("face.jpg"), "--target", target, "--output", lab.out("q.mp4")]
+    for argv in (swap(lambda lab: target)(lab), queue):
+        assert main(argv) == 2
+        _one_error_line(capsys.readouterr().err,
+                        rf"ffprobe did not answer within 0\.3 s on {re.escape(target)} .*TOOL_TIMEOUT")
+    assert not [p for p in psutil.Process().children(recursive=True) if "sleep" in p.name()]
+
+
+def _preset(lab: Lab, name: str, settings: dict[str, Any]) -> str:
+    path = lab.root / name
+    path.write_text(json.dumps({"schema": 1, "name": "p", "settings": settings}))
+    return str(path)
+
+
+@pytest.mark.parametrize("settings, key", [
+    ({"detector": {"score": True}}, r"detector\.score"),
+    ({"output": {"quality": "80"}}, r"output\.quality"),
+    ({"video": {"keep_audio": 1}}, r"video\.keep_audio"),
+])
+def test_a_preset_is_strictly_typed(lab: Lab, settings: dict[str, Any], key: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """``true`` is no score (it used to become 1.0, then "no face found"), ``"80"`` no number, ``1`` no
+    yes."""
+    preset = _preset(lab, "typed.json", settings)
+    swap_argv = ["swap", "--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output",
+                 lab.out("o.png"), "--preset", preset]
+    for argv in (["presets", "import", preset], swap_argv):
+        assert main(argv) == 2
+        _one_error_line(capsys.readouterr().err, key)
+    assert not (lab.root / "o.png").exists()
+
+
+def test_a_huge_or_deep_preset_is_refused_at_import(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    huge = lab.root / "huge.json"
+    with open(huge, "wb") as fh:  # 200 MB, sparse: no disk used
+        fh.truncate(200 * 1024 * 1024)
+    assert main(["presets", "import", str(huge)]) == 2
+    _one_error_line(capsys.readouterr().err, r"huge\.json is 209\.7 MB: a preset file is at most 256 KiB")
+    deep = lab.root / "deep.json"
+    deep.write_text('{"schema": 1, "settings": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert main(["presets", "import", str(deep)]) == 2
+    _one_error_line(capsys.readouterr().err, r"deep\.json nests deeper than a preset does")
+    from pipeline import paths
+
+    shutil.copyfile(huge, paths.user_presets_dir() / "dropped.json")  # put in the folder by hand
+    assert main(["presets", "list"]) == 0
+    out, _err = capsys.readouterr()
+    assert len(out) < 10_000 and "dropped" not in out
+
+
+def test_moving_the_first_job_up_says_it_is_first(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = []
+    for name in ("a.png", "b.png"):
+        assert main(["queue", "add", "--source", lab("face.jpg"), "--target", lab("face.jpg"),
+                     "--output", lab.out(name)]) == 0
+        ids.append(int(capsys.readouterr().out))
+    assert main(["queue", "move", str(ids[0]), "up"]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[0]}: already first in the queue (nothing moved)"
+    assert main(["queue", "move", str(ids[1]), "down"]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[1]}: already last in the queue (nothing moved)"
+    assert main(["queue", "move", str(ids[1]), "up"]) == 0
+    assert capsys.readouterr().out.strip() == f"job {ids[1]}: moved up"
+
+
+def test_two_missing_models_are_both_named(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A preset asking for a swapper and an enhancer that are not installed names every missing model at once
+    (the swapper's recogniser too), not the first one a render loads."""
+    two = {"swapper": {"model": "inswapper_128"}, "enhancer": {"model": "gfpgan_1.4"}}
+    preset = _preset(lab, "two.json", two)
+    files = ["--source", lab("face.jpg"), "--target", lab("face.jpg"), "--output", lab.out("o.png")]
+    for argv in (["swap", *files, "--preset", preset], ["queue", "add", *files, "--preset", preset]):
+        assert main(argv) == 2
+        _one_error_line(capsys.readouterr().err, r"3 models are not installed: inswapper_128 .*gfpgan_1\.4")
+
+
+def test_a_tiny_video_is_not_swapped_into_blobs(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 16×16 clip of a face: the detector finds one in every frame, but swapping a 16 px face pastes the
+    model's crop back as a blob over the whole frame (it said "50 faces swapped"). Left as it is, with a
+    note."""
+    tiny = cv2.resize(photos.grace_hopper(), (16, 16), interpolation=cv2.INTER_AREA)
+    path = lab.root / "tiny.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (16, 16))
+    for _ in range(30):
+        writer.write(tiny)
+    writer.release()
+    assert main(swap(lambda lab: str(path))(lab)) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["faces_swapped"] == 0 and count_frames(summary["output"]) == 30
+    assert re.search(r"note: faces smaller than 20 px were left as they are", err), err

@@ -135,7 +135,8 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
         "no face found in the source": ["--source", str(blank), "--target", target],
         "no face to replace": ["--source", gh, "--target", str(blank)],
         "unknown settings key": ["--source", gh, "--target", target, "--set", "detector.bogus=1"],
-        "is not installed": ["--source", gh, "--target", target, "--set", "swapper.model=inswapper_128"],
+        "not installed: inswapper": ["--source", gh, "--target", target,
+                                     "--set", "swapper.model=inswapper_128"],
     }
     for expected, args in cases.items():
         code, err = _run(["swap", *args, "--output", out], capsys)

@@ -68,10 +68,20 @@ def test_flags_take_yes_and_no_words_and_refuse_anything_else(clean: pytest.Monk
 
 def test_seconds_are_finite_and_positive(clean: pytest.MonkeyPatch) -> None:
     for raw in ("soon", "0", "-1", "nan", "inf"):
+        assert _refused(clean, env.QUEUE_CHECKPOINT_SECONDS, raw) == \
+            f"FACESTATION_QUEUE_CHECKPOINT_SECONDS must be a number of seconds > 0 (got {raw!r})"
+    clean.setenv("FACESTATION_QUEUE_CHECKPOINT_SECONDS", "7.5")
+    assert env.QUEUE_CHECKPOINT_SECONDS.get() == 7.5
+
+
+def test_stale_after_below_a_few_heartbeats_is_refused(clean: pytest.MonkeyPatch) -> None:
+    """Live workers send a heartbeat every quarter of it: a value below the minimum would let two of them
+    take each other's jobs (issue 21, point 4)."""
+    for raw in ("0", "0.001", "1", "4.9"):
         assert _refused(clean, env.QUEUE_STALE_AFTER, raw) == \
-            f"FACESTATION_QUEUE_STALE_AFTER must be a number of seconds > 0 (got {raw!r})"
-    clean.setenv("FACESTATION_QUEUE_STALE_AFTER", "7.5")
-    assert env.QUEUE_STALE_AFTER.get() == 7.5
+            f"FACESTATION_QUEUE_STALE_AFTER must be a number of seconds ≥ 5 (got {raw!r})"
+    clean.setenv("FACESTATION_QUEUE_STALE_AFTER", "5")
+    assert env.QUEUE_STALE_AFTER.get() == 5.0
 
 
 def test_a_folder_is_expanded_and_a_file_is_refused(tmp_path: Path, clean: pytest.MonkeyPatch) -> None:

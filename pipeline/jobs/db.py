@@ -9,6 +9,8 @@ UI polling progress) never block the worker.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -17,8 +19,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from pipeline.errors import UserError
+from pipeline import env
+from pipeline.errors import OutputFault, UserError, os_fault
 from pipeline.jobs.model import Job, JobNotFound, JobState, check
 from pipeline.jobs.policy import Decision
 
@@ -76,6 +80,61 @@ _MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2, 2: _V3}
 _NO_WORKER = "worker_id = NULL, worker_host = NULL, worker_pid = NULL, heartbeat_at = NULL"
 
 
+class QueueFault(UserError):
+    """The queue's file cannot be used as it is: damaged, not a queue, on a read-only or full disk."""
+
+
+def queue_fault(exc: sqlite3.Error, path: Path) -> QueueFault | None:
+    """The one line for an SQLite error the user can fix, naming the queue's file and the fix; None for
+    another (a bug, a busy database)."""
+    text = str(exc).lower()
+    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+        return QueueFault(f"the queue database {path} is damaged or not a queue ({exc}): move it away "
+                          "(a new, empty queue is made) or restore it from a backup")
+    folder = path.parent
+    fix = None
+    if "full" in text:
+        fix = os_fault(OSError(errno.ENOSPC, "full"), path)
+    elif "readonly" in text or "read-only" in text or "unable to open" in text or "disk i/o" in text:
+        fix = _why_not_writable(folder, path)
+    if fix is None and "unable to open" in text:
+        fix = OutputFault(f"cannot open the queue database {path} ({exc}): too few file descriptors "
+                          "(raise `ulimit -n`) or a missing folder")
+    if fix is None:
+        return None
+    return QueueFault(f"{fix}; or set {env.DATA.name} to a folder that can hold the queue")
+
+
+def _why_not_writable(folder: Path, path: Path) -> OutputFault | None:
+    """EROFS/EACCES/ENOSPC for the queue's folder or file, as the user's error (None: none of them)."""
+    with contextlib.suppress(OSError):
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return os_fault(OSError(errno.EROFS, "read-only"), path)
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            return os_fault(OSError(errno.EACCES, "permission denied"), path)
+        if os.statvfs(folder).f_bavail == 0:
+            return os_fault(OSError(errno.ENOSPC, "full"), path)
+    return None
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose errors the user can fix come out as :class:`QueueFault` naming the file."""
+
+    queue_path: Path = Path()
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise queue_fault(exc, self.queue_path) or exc from None
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            raise queue_fault(exc, self.queue_path) or exc from None
+
+
 class QueueDB:
     """The SQLite file at ``path``: one connection per thread and process, migrated when opened."""
 
@@ -94,7 +153,12 @@ class QueueDB:
         con: sqlite3.Connection | None = getattr(self._local, "con", None)
         if con is not None and self._local.pid == os.getpid():
             return con
-        con = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
+        try:
+            con = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None,
+                                  factory=_Connection)
+        except sqlite3.Error as exc:
+            raise queue_fault(exc, self.path) or exc from None
+        con.queue_path = self.path
         con.row_factory = sqlite3.Row
         con.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
         con.execute("PRAGMA synchronous = NORMAL")

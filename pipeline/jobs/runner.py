@@ -50,6 +50,8 @@ class JobContext:
     log: Callable[[str], None]
     pace: segments.Pace = segments.Pace()
     hold: Hold | None = None  # a test's grip on the job after each recorded segment (pipeline.jobs.hold)
+    # raises when the job's output now clashes with another job's files: called just before the rename
+    guard: Callable[[], None] | None = None
 
 
 def work_dir(job_id: int) -> Path:
@@ -83,7 +85,7 @@ def _image(settings: Settings, sources: list[Path], target: Path, output: Path,
     if ctx.control.cancelled:
         raise Cancelled("job cancelled")
     ctx.control.report(Progress(0, 1, stage={"step": "image"}))
-    summary = swap_image(settings, sources, target, output)
+    summary = swap_image(settings, sources, target, output, guard=ctx.guard)
     if ctx.control.cancelled:  # cancelled while the swap ran: the user asked for no output
         output.unlink(missing_ok=True)
         raise Cancelled("job cancelled")
@@ -144,7 +146,7 @@ class SegmentedJob:
         self.ctx.control.report(Progress(frames, frames, stage={"step": "joining segments"}))
         segments.join_segments(list(self.record.segments), self.work, self.output, job_id=self.job.id,
                                source=self.info, settings=self.settings, models=self.models,
-                               cancel=self.ctx.control.cancel)
+                               cancel=self.ctx.control.cancel, guard=self.ctx.guard)
         self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
         return {"output": str(self.output), "kind": "video", "frames": frames,
                 "frames_rendered_now": self.rendered, "resumed_at": self.resumed_at,

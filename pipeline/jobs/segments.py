@@ -18,6 +18,7 @@ The record of the finished segments, and which a new run keeps: :mod:`pipeline.j
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import math
 import os
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import Cancelled, FacestationError, fault_in_text
+from pipeline.filenames import fitted_stem
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.video import builders, ffmpeg
@@ -230,18 +232,28 @@ def concat_list(segments: list[Segment], work: Path, fps: Fraction | float) -> s
 def temp_output(output: Path, job_id: int) -> Path:
     """The temp name this process joins into: per process, so that an ffmpeg orphaned by a killed
     worker (it runs on to the end) never writes into the file of the run that took over."""
-    return output.with_name(f".{output.stem}.job{job_id}.{os.getpid()}.partial{output.suffix}")
+    return output.with_name(f".{_temp_stem(output, job_id)}.job{job_id}.{os.getpid()}.partial{output.suffix}")
+
+
+def _temp_stem(output: Path, job_id: int) -> str:
+    """The output's stem as its temp names hold it: cut to keep them within the file system's name limit
+    (the same for every process id, so that :func:`remove_temp_outputs` finds them all)."""
+    return fitted_stem(output.stem, len(f"..job{job_id}.{'9' * 10}.partial{output.suffix}".encode()),
+                       output.parent)
 
 
 def remove_temp_outputs(output: Path, job_id: int) -> None:
     """Delete every half-joined temp file of the job (this and earlier runs)."""
-    for path in output.parent.glob(f".{output.stem}.job{job_id}.*.partial{output.suffix}"):
+    stem = glob.escape(_temp_stem(output, job_id))
+    for path in output.parent.glob(f".{stem}.job{job_id}.*.partial{glob.escape(output.suffix)}"):
         path.unlink(missing_ok=True)
 
 
 def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,
-                  settings: Settings, models: list[str], cancel: threading.Event | None = None) -> Path:
-    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically."""
+                  settings: Settings, models: list[str], cancel: threading.Event | None = None,
+                  guard: Callable[[], None] | None = None) -> Path:
+    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically; ``guard``
+    (it raises to refuse) is asked just before the rename."""
     if not segments:
         raise ConcatError("no finished segments to join")
     list_file = work / "segments.txt"
@@ -272,6 +284,8 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
         process.close()
         with open(partial, "rb") as fh:  # the bytes are on disk before the name says "complete"
             os.fsync(fh.fileno())
+        if guard is not None:
+            guard()
     except BaseException:
         process.close()
         with contextlib.suppress(OSError):  # a read-only folder: there is nothing to remove

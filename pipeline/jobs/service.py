@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import env
+from pipeline.checks import require_models
 from pipeline.errors import UserError
 from pipeline.image import is_image_path, output_format, read_image
+from pipeline.jobs import clash
 from pipeline.jobs.model import Job
 from pipeline.jobs.runner import discard
 from pipeline.jobs.store import JobStore, Move
@@ -57,7 +59,23 @@ def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, outp
     target, output = Path(target).absolute(), Path(output).absolute()
     output = Path(os.path.realpath(output.parent)) / output.name
     validate(paths, target, output)
+    require_models(settings)  # every missing model named at once, not the first when the job runs
     return store.add(paths, target, output, settings, owner=owner)
+
+
+def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path, output: str | Path) -> None:
+    """For a render outside the queue (``facestation swap``): refuse an output that a queued or running job
+    of the default queue reads or writes, or inputs one writes (a queue not made yet has none)."""
+    from pipeline import paths
+    from pipeline.jobs.db import DB_NAME
+
+    if not (paths.data_dir() / DB_NAME).is_file():
+        return
+    store = open_store()
+    try:
+        clash.refuse(sources, target, output, store.list(states=("queued", "running")))
+    finally:
+        store.close()
 
 
 def cancel(store: JobStore, job_id: int) -> Job:

@@ -24,9 +24,10 @@ from typing import Literal
 
 from pipeline import liveness, paths
 from pipeline.errors import UserError
+from pipeline.jobs import clash
 from pipeline.jobs.db import DB_NAME, SCHEMA_VERSION, QueueDB
 from pipeline.jobs.lease import ClaimLost, Lease
-from pipeline.jobs.model import STATES, Job, JobState, OutputTaken, check
+from pipeline.jobs.model import STATES, Job, JobState, check
 from pipeline.jobs.policy import Counters, decide
 from pipeline.settings import Settings
 
@@ -108,7 +109,7 @@ class JobStore:
         if not isinstance(settings, Settings):
             raise TypeError(f"add() needs a validated Settings object, got {type(settings).__name__}")
         with self.db.write() as con:
-            self._check_output_free(con, str(output))
+            self._check_files_free(con, sources, target, output)
             row = (owner, json.dumps([str(s) for s in sources]), str(target), str(output))
             cur = con.execute(
                 "INSERT INTO jobs (owner, sources, target, output, settings, state, position, created_at) "
@@ -119,16 +120,18 @@ class JobStore:
         log.info("queued job %d (%s -> %s)", job.id, job.target, job.output)
         return job
 
-    @staticmethod
-    def _check_output_free(con: sqlite3.Connection, output: str, job_id: int | None = None) -> None:
-        """One output per job: refuse ``output`` while another queued or running job writes it."""
-        row = con.execute(
-            "SELECT id, state FROM jobs WHERE output = ? AND state IN ('queued', 'running') AND id IS NOT ? "
-            "ORDER BY id LIMIT 1", (output, job_id),
-        ).fetchone()
-        if row is not None:
-            raise OutputTaken(f"job {row['id']} ({row['state']}) already writes {output}; choose another "
-                              f"output, or cancel job {row['id']} first")
+    def _check_files_free(self, con: sqlite3.Connection, sources: Sequence[str | Path], target: str | Path,
+                          output: str | Path, job_id: int | None = None) -> None:
+        """No job destroys another's files (:mod:`pipeline.jobs.clash`): refuse an output that a queued or
+        running job reads or writes, and inputs that one writes."""
+        active = self.db.select(con, "WHERE state IN ('queued', 'running') ORDER BY id")
+        clash.refuse(sources, target, output, active, job_id)
+
+    def check_files(self, job: Job) -> None:
+        """:class:`OutputTaken` when ``job``'s files now clash with another queued or running job's (a
+        symlink made since it was queued): the worker asks when the job starts and before its output is
+        renamed into place."""
+        self._check_files_free(self.db.read(), job.sources, job.target, job.output, job.id)
 
     def request_cancel(self, job_id: int) -> Job:
         """A queued job, or a running one whose worker is gone, is cancelled at once; a running one is
@@ -150,7 +153,7 @@ class JobStore:
         with self.db.write() as con:
             job = self.db.fetch(con, job_id)
             check("retry", job_id, job.state)
-            self._check_output_free(con, job.output, job_id)
+            self._check_files_free(con, job.sources, job.target, job.output, job_id)
             self.db.requeue_at_end(con, job)
             return self.db.fetch(con, job_id)
 

@@ -122,6 +122,7 @@ class Worker:
                      or runner.segments.Pace.every(checkpoint_seconds or runner.checkpoint_seconds()))
         self.jobs_done = 0
         self.jobs_failed = 0
+        self.claimed: list[int] = []  # every job this worker took, in order
         self.current: int | None = None
         # Render threads report through this one long-lived thread: the store keeps one SQLite
         # connection per thread, and a connection per short-lived render thread would leak descriptors.
@@ -150,6 +151,7 @@ class Worker:
                         break
                     stop.wait(self.poll)
                     continue
+                self.claimed.append(lease.id)
                 self.run_job(lease, stop)
             log.info("worker %s stopped after %d job(s)", self.worker_id, self.jobs_done)
         if self._io is not None:
@@ -157,6 +159,12 @@ class Worker:
             self._io.shutdown()
             self._io = None
         return self.jobs_done
+
+    def failed_jobs(self) -> list[int]:
+        """The jobs this worker took that have failed since, whoever failed them (it, or a worker that took
+        one from it): what ``queue run --once`` answers for."""
+        failed = {job.id for job in self.store.list(states=("failed",))}
+        return [job_id for job_id in dict.fromkeys(self.claimed) if job_id in failed]
 
     # ------------------------------------------------------------------ one job
 
@@ -172,11 +180,13 @@ class Worker:
         self.current = job.id
         ctx = runner.JobContext(
             control=control, save_resume=functools.partial(self._db, lease.save_resume),
-            log=functools.partial(self._log, job.id), pace=self.pace, hold=self.hold)
+            log=functools.partial(self._log, job.id), pace=self.pace, hold=self.hold,
+            guard=functools.partial(self._db, self.store.check_files, job))
         self._log(job.id, f"attempt {job.attempts} on worker {self.worker_id} (pid {os.getpid()})")
         monitor.start()
         try:
             runner.check_start(job)  # the output may have become unwritable since it was queued
+            self.store.check_files(job)  # or another job's file (a symlink made since)
             summary = self.execute(job, ctx)
         except Cancelled:
             return self._stopped(lease, control.reason or "cancel")

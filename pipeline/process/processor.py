@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     from pipeline.enhance.base import Enhancer
 
 
+# a face whose shorter side is below this cannot be swapped: the model's crop would be pasted back as a blob
+MIN_FACE_PX = 20
+TOO_SMALL = (f"faces smaller than {MIN_FACE_PX} px were left as they are (too small to swap without "
+             "turning them into a blur); use a larger target")
+
+
 class FaceProcessor:
     def __init__(self, settings: Settings, sources: Sequence[Path | str | Frame],
                  plan: ModelPlan | None = None) -> None:
@@ -141,8 +147,17 @@ class FaceProcessor:
     def detect(self, frames: Sequence[Frame]) -> list[list[Face]]:
         return self.face_models.detector.detect(frames)
 
+    def _big_enough(self, faces: list[Face]) -> list[Face]:
+        """Drop the faces under :data:`MIN_FACE_PX` (a 16×16 video's "face" would be pasted back as a blob
+        over the whole frame), with a notice the first time."""
+        kept = [f for f in faces if min(f.box[2] - f.box[0], f.box[3] - f.box[1]) >= MIN_FACE_PX]
+        if len(kept) < len(faces) and TOO_SMALL not in self.notices:
+            self.notices.append(TOO_SMALL)
+        return kept
+
     def select(self, frame: Frame, faces: list[Face]) -> list[Face]:
         """The faces of ``frame`` to replace (``selector`` settings), refined by the landmark model if any."""
+        faces = self._big_enough(faces)
         sel, who, models = self.settings.selector, self.identities, self.face_models
         if who.references is not None:  # (selects_by_identity)
             candidates = [f for f in faces if min(f.box[2] - f.box[0], f.box[3] - f.box[1]) >= sel.min_size]

@@ -29,7 +29,8 @@ from typing import Protocol
 import numpy as np
 
 from pipeline import liveness
-from pipeline.errors import Cancelled, FacestationError, fault_in_text, os_fault
+from pipeline.errors import Cancelled, FacestationError, UserError, fault_in_text, os_fault
+from pipeline.filenames import same_file, temp_name
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
@@ -87,7 +88,7 @@ def partial_name(output: Path) -> Path:
     and pid say whose it is, so that one left by a killed process can be told from one being written, on
     this host or, in a shared folder, on another)."""
     tag = f"{_host_tag()}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    return output.with_name(f".{output.stem}.{tag}.partial{output.suffix}")
+    return temp_name(output, f"{tag}.partial")  # within the name limit: a long output has a longer partial
 
 
 def remove_stale_partials(folder: Path) -> list[Path]:
@@ -151,6 +152,7 @@ class Encoder:
         self.width, self.height = width, height
         self.frames = 0
         self._cancel = cancel
+        self._source = source.path if source is not None else None
         self._done = False
         exe = ffmpeg.ffmpeg_exe()
         self.encoder, self.encoder_reason = encoders.choose_encoder(encoder, exe)
@@ -228,6 +230,10 @@ class Encoder:
             self.abort()
             raise late
         self._process.close()
+        if self._source is not None and same_file(self.output, self._source):  # a link made while it ran
+            self.abort()
+            raise UserError(f"--output {self.output} is now the input {self._source}; refusing to overwrite "
+                            "it")
         try:
             os.replace(self.partial, self.output)
         except OSError as exc:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import subprocess
 from pathlib import Path
 
+from pipeline import env
 from pipeline.types import Encoder
 from pipeline.video import builders, ffmpeg
+from pipeline.video.process import ToolTimeout, run_tool
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +30,16 @@ def _last_line(stderr: bytes) -> str:
     return re.sub(r"^\[[^\]]+ @ 0x[0-9a-f]+\]\s*", "", lines[0]) if lines else "no message"
 
 
+def _trial_limit() -> float:
+    return min(_TRIAL_TIMEOUT_S, env.TOOL_TIMEOUT.get())
+
+
 @functools.cache
 def trial_encode(ffmpeg_exe: str, encoder: str) -> tuple[bool, str]:
     """(works, message): encode one small frame with ``encoder``."""
     try:
-        result = subprocess.run(builders.trial_encode_cmd(ffmpeg_exe, encoder), capture_output=True,
-                                timeout=_TRIAL_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        result = run_tool(builders.trial_encode_cmd(ffmpeg_exe, encoder), limit=_trial_limit())
+    except (OSError, ToolTimeout) as exc:
         return False, str(exc)
     return result.returncode == 0, "ok" if result.returncode == 0 else _last_line(result.stderr)
 
@@ -77,11 +81,11 @@ def _trial_decode(ffmpeg_exe: str, path: Path, codec: str, pix_fmt: str) -> tupl
     key = (ffmpeg_exe, codec, pix_fmt)
     if key not in _DECODE_TRIALS:
         try:
-            result = subprocess.run(builders.trial_decode_cmd(ffmpeg_exe, path, "cuda"), capture_output=True,
-                                    timeout=_TRIAL_TIMEOUT_S, check=False)
+            result = run_tool(builders.trial_decode_cmd(ffmpeg_exe, path, "cuda"), on=path,
+                              limit=_trial_limit())
             _DECODE_TRIALS[key] = (result.returncode == 0,
                                    "ok" if result.returncode == 0 else _last_line(result.stderr))
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except (OSError, ToolTimeout) as exc:
             _DECODE_TRIALS[key] = (False, str(exc))
     return _DECODE_TRIALS[key]
 

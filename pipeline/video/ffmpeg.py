@@ -12,12 +12,12 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import env
 from pipeline.errors import FacestationError
+from pipeline.video.process import run_tool
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,7 @@ def ffmpeg_exe() -> str:
 
 
 def _listing(ffmpeg: str, what: str) -> str:
-    result = subprocess.run(
-        [ffmpeg, "-hide_banner", f"-{what}"], capture_output=True, text=True, timeout=30, check=False
-    )
-    return result.stdout
+    return run_tool([ffmpeg, "-hide_banner", f"-{what}"]).stdout.decode("utf-8", "replace")
 
 
 _ROW = re.compile(r"^\s*([A-Z.]{6})\s+(\S+)\s", re.MULTILINE)

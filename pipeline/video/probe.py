@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import subprocess
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from pipeline.errors import BadMedia, not_a_file
 from pipeline.video import builders, ffmpeg
+from pipeline.video.process import run_tool
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,7 @@ def _reason(stderr: str) -> str:
 
 
 def _ffprobe(ffprobe_exe: str, path: Path) -> dict[str, Any]:
-    result = subprocess.run(builders.probe_cmd(ffprobe_exe, path), capture_output=True, timeout=60,
-                            check=False)
+    result = run_tool(builders.probe_cmd(ffprobe_exe, path), on=path)
     if result.returncode != 0:
         raise BadMedia(f"{path.name}: {_reason(result.stderr.decode('utf-8', 'replace'))}")
     return json.loads(result.stdout.decode("utf-8", "replace"))

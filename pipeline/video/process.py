@@ -12,11 +12,34 @@ import contextlib
 import logging
 import subprocess
 import threading
+from pathlib import Path
 from typing import IO, BinaryIO, cast
+
+from pipeline import env
+from pipeline.errors import UserError
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.1
+
+
+class ToolTimeout(UserError):
+    """A helper program (ffprobe, a trial encode) did not answer in time; it was stopped."""
+
+
+def run_tool(cmd: list[str], *, on: str | Path | None = None, limit: float | None = None
+             ) -> subprocess.CompletedProcess[bytes]:
+    """Run a short helper program to its end and return what it said; :class:`ToolTimeout` (naming the
+    program and ``on``, the file it was working on) when it takes longer than ``limit`` s (default
+    ``FACESTATION_TOOL_TIMEOUT``): it is killed, nothing waits on it."""
+    limit = limit if limit is not None else env.TOOL_TIMEOUT.get()
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        where = f" on {on}" if on is not None else ""
+        raise ToolTimeout(f"{Path(cmd[0]).name} did not answer within {limit:g} s{where} and was stopped: "
+                          f"the file may be on a stalled drive, or set {env.TOOL_TIMEOUT.name} to wait "
+                          "longer") from None
 
 
 class FFmpegProcess:
