@@ -16,7 +16,6 @@ import pytest
 from cli.main import main
 from pipeline.blend.occlusion import Occluder
 from pipeline.enhance.onnx import OnnxEnhancer
-from pipeline.faces import align
 from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.models import catalog
 from pipeline.models.catalog import TensorSpec
@@ -24,6 +23,8 @@ from pipeline.models.runner import normalise
 from pipeline.swap.neural import InswapperSwapper, NeuralSwapper
 from pipeline.types import Face
 from tests.surrogates import RAW_NORM, install_surrogate
+from tests.synthetic import random_crops as _crops
+from tests.synthetic import textured_face as _source
 
 UNIT = ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))  # RGB /255: pixels in [0, 1]
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
@@ -53,16 +54,6 @@ REAL: dict[str, tuple[Sequence[TensorSpec], Sequence[TensorSpec]]] = {
 RESTOREFORMER_DECOYS = ("1483", "2357")  # its other outputs (names of ours), listed before the image
 
 
-def _source(seed: int) -> tuple[np.ndarray, Face]:
-    """A 256 px image with a textured 'face' whose five landmarks sit on a scaled template."""
-    rng = np.random.default_rng(seed)
-    image = rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)
-    landmarks = (align.TEMPLATES["arcface_112_v2"] * 160 + [48, 40]).astype(np.float32)
-    return image, Face(box=np.array([48, 40, 208, 200], np.float32), landmarks=landmarks, score=0.9)
-
-
-def _crops(n: int, size: int, seed: int = 5) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 255, (n, size, size, 3), dtype=np.uint8)
 
 
 def _blocks(n: int, size: int, seed: int = 3) -> np.ndarray:

@@ -9,27 +9,17 @@ import pytest
 
 from pipeline import families
 from pipeline.errors import ModelMismatch, NoFaceFound, UserError
-from pipeline.faces import align
 from pipeline.faces.arcface import OnnxRecogniser
 from pipeline.models import catalog, store
 from pipeline.settings import Settings
 from pipeline.swap.neural import NeuralSwapper, SourceIdentity, read_emap
-from pipeline.types import Face
 from tests.surrogates import install_surrogate
+from tests.synthetic import random_crops as _crops
+from tests.synthetic import textured_face as _source
 
 SWAPPERS = [e.name for e in catalog.by_role("swapper")]
 
 
-def _source(seed: int) -> tuple[np.ndarray, Face]:
-    """A 256 px image with a textured 'face' whose five landmarks sit on a scaled template."""
-    rng = np.random.default_rng(seed)
-    image = rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)
-    landmarks = (align.TEMPLATES["arcface_112_v2"] * 160 + [48, 40]).astype(np.float32)
-    return image, Face(box=np.array([48, 40, 208, 200], np.float32), landmarks=landmarks, score=0.9)
-
-
-def _crops(n: int, size: int, seed: int = 5) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 255, (n, size, size, 3), dtype=np.uint8)
 
 
 def _install(name: str, **options: Any) -> NeuralSwapper:
