@@ -98,6 +98,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 target = make_test_clip(Path(tmp) / "bench-1080p.mp4", sources[0], seconds=seconds)
             report = run_bench(settings, sources, target, Path(tmp),
                                with_temp=not (args.no_temp_frames or args.twins), limit=bool(args.twins))
+    for notice in report.get("notices", []):
+        print(f"facestation: note: {notice}", file=sys.stderr)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

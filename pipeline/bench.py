@@ -28,7 +28,7 @@ from pipeline.chain import Chain
 from pipeline.errors import UserError
 from pipeline.models.runtime import random_feeds
 from pipeline.process import FaceProcessor
-from pipeline.render import Render
+from pipeline.render import Render, no_face_notice
 from pipeline.renderplan import cores, stage_models
 from pipeline.settings import Settings
 from pipeline.types import Frame
@@ -192,7 +192,10 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
                       "render_loading": result.load_s, "render_probe": result.probe_s},
         "peak_rss_mb": {"render": result.peak_rss_mb,
                         "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+        "notices": list(result.notices),
     }
+    if result.faces_swapped == 0:  # the ratios then compare copies: say so, not a plain success
+        report["notices"].append(no_face_notice(target, settings) + "; the figures measure no swap")
     if bound is not None:
         report["model_bound"] = bound
         if bound["fps"]:

@@ -43,6 +43,7 @@ class Picture:
     format: str | None
     alpha: npt.NDArray[np.uint8] | None = None
     bits: int = 8  # bits per channel of the file (a 16-bit PNG is swapped and written in 8 bits)
+    frames: int = 1  # frames in the file (an animated WebP/GIF/PNG: only the first is read)
 
     def depth_notice(self, name: str) -> str | None:
         """What the user should know when the output cannot keep the file's bit depth."""
@@ -50,6 +51,18 @@ class Picture:
             return None
         return (f"{name} has {self.bits} bits per channel: the output is 8-bit "
                 "(facestation swaps faces in 8 bits per channel)")
+
+    def loss_notices(self, name: str, output: Path) -> list[str]:
+        """What an output at ``output`` cannot carry of this file: its bit depth, its other frames, its
+        transparency (JPEG has none) — each said, never dropped in silence."""
+        notes = [n for n in [self.depth_notice(name)] if n]
+        if self.frames > 1:
+            notes.append(f"{name} has {self.frames} frames (animated): only its first frame is swapped and "
+                         "written; convert it to a video to swap every frame")
+        if self.alpha is not None and FORMATS.get(output.suffix.lower()) == "JPEG":
+            notes.append(f"{name} has transparency, which {output.name} (JPEG) cannot keep: it is dropped "
+                         "(write a .png or .webp to keep it)")
+        return notes
 
 
 def read_image(path: Path | str) -> Picture:
@@ -75,9 +88,10 @@ def read_image(path: Path | str) -> Picture:
                     )
                 fmt = img.format
                 bits = _bits_per_channel(path, img)
+                frames = int(getattr(img, "n_frames", 1) or 1)
                 img.load()
                 picture = _to_picture(ImageOps.exif_transpose(img), fmt)
-                return Picture(picture.bgr, picture.mode, fmt, picture.alpha, bits)
+                return Picture(picture.bgr, picture.mode, fmt, picture.alpha, bits, frames)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         size = f" ({int(found.group(1)) / 1e6:.0f} MP)" if found else ""

@@ -69,6 +69,13 @@ class RenderResult:
         return d
 
 
+def fallback_notice(requested: str, used: str, reason: str) -> str | None:
+    """Said when the encoder asked for by name (not ``auto``) is not the one that encodes, and why."""
+    if requested in ("auto", used) or not used:
+        return None
+    return f"output.encoder={requested} is not used: {reason}"
+
+
 def no_face_notice(target: Path, settings: Settings) -> str:
     """Said of a whole render in which no face was replaced: the output is the target, re-encoded."""
     return (f"no face to replace was found in any frame of {target.name} "
@@ -142,6 +149,8 @@ class Render:
             stages.start(stage.name, self._step, stage, i == 0)
         stages.start("encode", self._encode, sink)
         path = self._wait(sink, frames_in)
+        if notice := fallback_notice(s.output.encoder, sink.encoder, sink.encoder_reason):
+            self.processor.notices.append(notice)
         seconds = time.perf_counter() - self._started + self.plan.first_s  # the first frame was the plan's
         self.control.report(self._progress(final=True))
         return RenderResult(

@@ -38,6 +38,6 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
         "frames": 1,
         "faces_swapped": len(faces),
         "models": processor.models,
-        "notices": [*processor.notices, *filter(None, [picture.depth_notice(target.name)])],
+        "notices": [*processor.notices, *picture.loss_notices(target.name, output)],
         "seconds": round(time.perf_counter() - started, 3),
     }

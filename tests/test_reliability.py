@@ -6,6 +6,7 @@ with exit 2 and one line.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -219,3 +220,70 @@ def test_a_stale_rule_shorter_than_the_heartbeats_is_refused(
         assert main(argv) == 2
         assert _one_error(capsys.readouterr().err) == (
             "facestation: error: FACESTATION_QUEUE_STALE_AFTER must be a number of seconds ≥ 5 (got '0.5')")
+
+
+# ---------------------------------------------------------------- what is no plain success (point 7)
+
+
+def test_an_encoder_asked_for_by_name_that_falls_back_says_so(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """No GPU here: an explicit h264_nvenc falls back to libx264, and the note says it on stderr (not only in
+    --json's encoder_reason)."""
+    from tests.videos import make_clip
+
+    clip = make_clip(tmp_path / "in.mp4", seconds=0.3, size=(160, 120), face_image=photos.grace_hopper())
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(clip),
+                 "--output", str(tmp_path / "out.mp4"), "--set", "output.encoder=h264_nvenc", *FAST])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert re.search(r"facestation: note: output\.encoder=h264_nvenc is not used: .*using libx264", err), err
+
+
+def test_bench_on_a_clip_with_no_face_says_it_measured_no_swap(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.videos import make_clip
+
+    clip = make_clip(tmp_path / "empty.mp4", seconds=0.3, size=(160, 120), audio=False)  # no face in it
+    code = main(["bench", "--target", str(clip), "--no-temp-frames", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "facestation: note: no face to replace was found in any frame of empty.mp4" in captured.err
+    assert "the figures measure no swap" in captured.err
+    assert json.loads(captured.out)["faces_swapped"] == 0
+
+
+# ---------------------------------------------------------------- what the output cannot carry (point 3)
+
+
+def _still(tmp_path: Path, target: Path, out: str, capsys: pytest.CaptureFixture[str]) -> str:
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(target),
+                 "--output", str(tmp_path / out), *FAST])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    return err
+
+
+def test_an_animated_target_says_only_its_first_frame_is_swapped(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from PIL import Image
+
+    face = Image.open(photos.grace_hopper_path()).convert("RGB")
+    target = tmp_path / "moving.webp"
+    face.save(target, save_all=True, append_images=[face.rotate(3), face.rotate(-3)], duration=100, loop=0)
+    err = _still(tmp_path, target, "out.webp", capsys)
+    assert "facestation: note: moving.webp has 3 frames (animated): only its first frame is swapped" in err
+    plain = tmp_path / "plain.webp"
+    face.save(plain)
+    assert "animated" not in _still(tmp_path, plain, "out2.webp", capsys)
+
+
+def test_transparency_written_to_a_jpeg_is_said_to_be_dropped(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from PIL import Image
+
+    rgba = Image.open(photos.grace_hopper_path()).convert("RGBA")
+    target = tmp_path / "clear.png"
+    rgba.save(target)
+    err = _still(tmp_path, target, "out.jpg", capsys)
+    assert "facestation: note: clear.png has transparency, which out.jpg (JPEG) cannot keep" in err
+    assert "transparency" not in _still(tmp_path, target, "out.png", capsys)  # PNG keeps it
