@@ -287,3 +287,28 @@ def test_transparency_written_to_a_jpeg_is_said_to_be_dropped(tmp_path: Path,
     err = _still(tmp_path, target, "out.jpg", capsys)
     assert "facestation: note: clear.png has transparency, which out.jpg (JPEG) cannot keep" in err
     assert "transparency" not in _still(tmp_path, target, "out.png", capsys)  # PNG keeps it
+
+
+# ---------------------------------------------------------------- the bundled ffmpeg (point 5)
+
+
+@pytest.mark.parametrize("flags", ["TS", "TSC"], ids=["ffmpeg-7-two-flags", "ffmpeg-6-three-flags"])
+def test_the_filter_list_is_read_whatever_the_flag_column(tmp_path: Path, flags: str) -> None:
+    """imageio-ffmpeg's binary (ffmpeg 7) prints two flag letters per filter, Debian's ffmpeg three: both
+    lists are read (an empty one meant no tone mapping and "unknown" colour tags, silently)."""
+    import stat
+    import sys
+
+    from pipeline.video import ffmpeg
+
+    listing = "\n".join(["Filters:", "  T.. = Timeline support", " ------", f" {flags} zscale  V->V  Resize.",
+                         f" {flags[:-1]}. tonemap  V->V  Tone map.",
+                         f" {'.' * len(flags)} abench  A->A  Bench."])
+    exe = tmp_path / "ffmpeg"
+    exe.write_text(f"#!{sys.executable}\nprint({listing!r})\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    ffmpeg.clear_caches()
+    try:
+        assert {"zscale", "tonemap", "abench"} <= ffmpeg.filters(str(exe))
+    finally:
+        ffmpeg.clear_caches()

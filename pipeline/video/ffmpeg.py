@@ -72,7 +72,7 @@ def _listing(ffmpeg: str, what: str) -> str:
 
 
 _ROW = re.compile(r"^\s*([A-Z.]{6})\s+(\S+)\s", re.MULTILINE)
-_FILTER_ROW = re.compile(r"^\s*[A-Z.]{3}\s+(\S+)\s+\S+->\S+", re.MULTILINE)
+_FILTER_ROW = re.compile(r"^\s*[A-Z.]{2,3}\s+(\S+)\s+\S+->\S+", re.MULTILINE)  # ffmpeg 7+: 2 flags, 6: 3
 
 
 @functools.cache
