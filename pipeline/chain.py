@@ -89,9 +89,9 @@ class Chain:
         """``inplace``: the blend writes into the decoded frame itself (a render owns its frames)."""
         self.processor = processor
         self.inplace = inplace
-        self.stages: list[Stage] = [
-            Stage(p.stage, self._face_step(i), p.batches, processor.stage_sessions()[p.stage])
-            for i, p in enumerate(processor.processors)]
+        sessions = processor.stage_sessions()
+        self.stages: list[Stage] = [Stage(p.stage, self._face_step(i), p.batches, sessions[p.stage])
+                                    for i, p in enumerate(processor.processors)]
         self.stages.append(Stage("blend", self._blend, False, []))
         self.busy: dict[str, float] = dict.fromkeys(["detect", *(s.name for s in self.stages)], 0.0)
 
