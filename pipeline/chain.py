@@ -1,9 +1,11 @@
-"""The chain, written once: detect -> select -> the face processors of ``processors.order`` -> blend.
+"""The chain, written once: detect -> select -> the processors of ``processors.order`` -> blend.
 
-Generator-first: :meth:`Chain.run` takes frames and yields each one processed, in order, as a
-:class:`Work` (the frame, its faces, the processed face items, the blended output); :attr:`Chain.busy`
-holds each stage's seconds. A still, the preview and the bench's naive loop run it frame by frame
-(:meth:`Chain.one`); the video render (pipeline/render.py) is its threaded driver: one thread for
+The order is cut into runs of face processors: each run works on the faces' crops and ends in a blend (the
+crops pasted back); a frame processor works on the blended frame, and the faces go on in the frame it gives
+(scaled with it) to the next run. Generator-first: :meth:`Chain.run` takes frames and yields each one
+processed, in order, as a :class:`Work` (the frame, its faces, the processed face items, the blended output);
+:attr:`Chain.busy` holds each stage's seconds. A still, the preview and the bench's naive loop run it frame by
+frame (:meth:`Chain.one`); the video render (pipeline/render.py) is its threaded driver: one thread for
 :class:`Finder` (detection and selection, on keyframes with tracking in a video) and one per
 :attr:`Chain.stages` entry, the same stage bodies."""
 
@@ -19,6 +21,7 @@ from pipeline.faces.keyframes import KeyframeDetector, interval_for
 from pipeline.faces.track import Tracker
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
+from pipeline.processors.base import FrameProcessorBase
 from pipeline.processors.crops import Swapped
 from pipeline.types import Face, Frame
 
@@ -27,15 +30,23 @@ from pipeline.types import Face, Frame
 class Work:
     """One frame on its way through the chain."""
 
-    frame: Frame
-    faces: list[Face]  # the faces chosen to process
+    frame: Frame  # the frame the next stage works on (after a frame processor: what it made)
+    faces: list[Face]  # the faces chosen to process (in ``frame``'s pixels)
     detected: list[Face] = field(default_factory=list)  # every face found (frame by frame; for the debugger)
     items: list[Swapped] = field(default_factory=list)  # the chosen faces as the processors left them
     out: Frame | None = None  # the blended frame (after the last stage)
+    index: int = 0  # its number in the output (0: the first)
 
     def __post_init__(self) -> None:
         if not self.items:
             self.items = [Swapped.unframed(f) for f in self.faces]
+
+    def replace_frame(self, frame: Frame, scale: int) -> None:
+        """``frame`` (``scale`` × the size) is what the next stages work on; the faces follow it."""
+        self.frame = self.out = frame
+        self.faces = [f.scaled(scale) for f in self.faces]
+        self.detected = [f.scaled(scale) for f in self.detected]
+        self.items = [Swapped.unframed(f) for f in self.faces]
 
 
 @dataclass(frozen=True)
@@ -53,10 +64,12 @@ class Finder:
     detector runs on keyframes (``detector.interval``), faces are followed in between and tracked (the tracker
     holds a few frames back to bridge gaps: :meth:`flush` at the end)."""
 
-    def __init__(self, processor: FaceProcessor, fps: float | None = None) -> None:
+    def __init__(self, processor: FaceProcessor, fps: float | None = None, start: int = 0) -> None:
+        """``start``: the number of the first frame pushed (frames are numbered in the order pushed)."""
         self.processor = processor
+        self.next = start
         self.keys: KeyframeDetector | None = None
-        self.tracker: Tracker[Frame] | None = None
+        self.tracker: Tracker[tuple[int, Frame]] | None = None
         if fps is not None:
             s, models = processor.settings, processor.face_models
             self.tracker = Tracker(s.tracker, fps)
@@ -67,19 +80,23 @@ class Finder:
 
     def push(self, frames: Sequence[Frame]) -> list[Work]:
         """The frames whose faces are known now (a video's tracker may hold some back)."""
+        numbers = range(self.next, self.next + len(frames))
+        self.next += len(frames)
         if self.keys is None or self.tracker is None:
             detected = self.processor.detect(frames)
-            return [Work(f, self.processor.select(f, d), d) for f, d in zip(frames, detected, strict=True)]
+            return [Work(f, self.processor.select(f, d), d, index=i)
+                    for f, d, i in zip(frames, detected, numbers, strict=True)]
         ready: list[Work] = []
         found = self.keys.faces(frames)
-        for frame, faces, cut in zip(frames, found, self.keys.cuts, strict=True):
-            ready.extend(Work(f, list(fs)) for f, fs in self.tracker.push(frame, faces, frame, cut=cut))
+        for frame, faces, cut, i in zip(frames, found, self.keys.cuts, numbers, strict=True):
+            ready.extend(Work(f, list(fs), index=n)
+                         for (n, f), fs in self.tracker.push(frame, faces, (i, frame), cut=cut))
         return ready
 
     def flush(self) -> list[Work]:
         if self.tracker is None:
             return []
-        return [Work(f, list(fs)) for f, fs in self.tracker.flush()]
+        return [Work(f, list(fs), index=n) for (n, f), fs in self.tracker.flush()]
 
 
 class Chain:
@@ -89,23 +106,58 @@ class Chain:
         """``inplace``: the blend writes into the decoded frame itself (a render owns its frames)."""
         self.processor = processor
         self.inplace = inplace
-        sessions = processor.stage_sessions()
-        self.stages: list[Stage] = [Stage(p.stage, self._face_step(i), p.batches, sessions[p.stage])
-                                    for i, p in enumerate(processor.processors)]
-        self.stages.append(Stage("blend", self._blend, False, []))
+        self.stages = self._stages(processor)
         self.busy: dict[str, float] = dict.fromkeys(["detect", *(s.name for s in self.stages)], 0.0)
 
-    def finder(self, fps: float | None = None) -> Finder:
-        return Finder(self.processor, fps)
+    def _stages(self, processor: FaceProcessor) -> list[Stage]:
+        """A stage per processor of the order, a blend after each run of face processors (and at the end)."""
+        sessions = processor.stage_sessions()
+        stages: list[Stage] = []
+        pending = False  # face processors have worked since the last blend
+
+        def blend() -> None:
+            blends = sum(s.name.startswith("blend") for s in stages)
+            stages.append(Stage("blend" if not blends else f"blend{blends + 1}", self._blend, False, []))
+
+        for i, p in enumerate(processor.processors):
+            if isinstance(p, FrameProcessorBase):
+                if pending:
+                    blend()
+                stages.append(Stage(p.stage, self._frame_step(p), p.batches, sessions[p.stage]))
+                pending = False
+            else:
+                stages.append(Stage(p.stage, self._face_step(i), p.batches, sessions[p.stage]))
+                pending = True
+        if pending or not stages:
+            blend()
+        return stages
+
+    @property
+    def first_is_face(self) -> bool:
+        """Whether the first stage is a face processor (the render's first frame keeps its result)."""
+        return bool(self.processor.processors) and not isinstance(self.processor.processors[0],
+                                                                  FrameProcessorBase)
+
+    def finder(self, fps: float | None = None, start: int = 0) -> Finder:
+        return Finder(self.processor, fps, start)
 
     def _face_step(self, index: int) -> Callable[[list[Work]], None]:
         def run(batch: list[Work]) -> None:
-            self.processor.run_step(index, [w.frame for w in batch], [w.items for w in batch])
+            self.processor.run_step(index, [w.frame for w in batch], [w.items for w in batch],
+                                    [w.index for w in batch])
+        return run
+
+    def _frame_step(self, step: FrameProcessorBase) -> Callable[[list[Work]], None]:
+        def run(batch: list[Work]) -> None:
+            done = step.run_frames([w.frame for w in batch], [w.index for w in batch])
+            for w, frame in zip(batch, done, strict=True):
+                w.replace_frame(frame, step.scale)
         return run
 
     def _blend(self, batch: list[Work]) -> None:
         for w in batch:
             w.out = self.processor.blend(w.frame, w.items, inplace=self.inplace)
+            w.frame = w.out
 
     @contextlib.contextmanager
     def timing(self, stage: str) -> Iterator[None]:
@@ -150,6 +202,8 @@ class Chain:
         done = self.through(self.finder().push(frames))
         return [w.out for w in done if w.out is not None]
 
-    def one(self, frame: Frame) -> Work:
-        """One frame, detected in full, processed and blended."""
-        return next(self.run([frame]))
+    def one(self, frame: Frame, index: int = 0) -> Work:
+        """One frame (number ``index`` of the output), detected in full, processed and blended."""
+        with self.timing("detect"):
+            work = self.finder(start=index).push([frame])[0]
+        return self.through([work])[0]

@@ -27,6 +27,7 @@ import psutil
 from pipeline.chain import Chain, Stage, Work
 from pipeline.errors import Cancelled, UserError
 from pipeline.process import FaceProcessor
+from pipeline.processors import Media
 from pipeline.progress import Progress, RunControl
 from pipeline.renderplan import RenderPlan, plan_render
 from pipeline.settings import Settings
@@ -97,14 +98,17 @@ class Render:
     def __init__(self, settings: Settings, sources: Sequence[Path | str], target: Path | str,
                  output: Path | str | None = None, *, sink: SinkFactory | None = None,
                  processor: FaceProcessor | None = None, control: RunControl | None = None,
-                 info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None) -> None:
+                 info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None,
+                 audio: Path | None = None) -> None:
         """Frames go to ``output`` (a video file) or to ``sink(width, height)`` (a resumable job's segments),
         never both. ``frames=(a, b)``: render only frames a..b-1 of the (trimmed) clip, picked by index
-        (b None: to the end); progress counts from a. ``control``: cancel, and where progress goes."""
+        (b None: to the end); progress counts from a. ``control``: cancel, and where progress goes. ``audio``:
+        a new voice for the output (the processors hear it: a lip syncer follows it)."""
         if (output is None) == (sink is None):
             raise ValueError("a render writes to an output file or to a sink: give exactly one")
         self.settings = settings
         self.frames = frames
+        self.audio = audio
         self.target = Path(target)
         self.output = None if output is None else Path(output)
         self.info = info or probe(self.target)
@@ -134,11 +138,14 @@ class Render:
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
-        self.plan = plan_render(self.processor, first, self._total, float(info.fps), chain=self.chain)
+        start = self.frames[0] if self.frames else 0
+        self.processor.prepare(Media(info.path, float(info.fps), s.video.start or 0.0, self.audio))
+        self.plan = plan_render(self.processor, first, self._total, float(info.fps), chain=self.chain,
+                                start=start)
         self.batch = self.plan.batch
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
-        sink = self.open_sink(first.shape[1], first.shape[0])
-        if notice := padded_size_notice(first.shape[1], first.shape[0], info.path.name):
+        sink = self.open_sink(*self.plan.out_size)
+        if notice := padded_size_notice(*self.plan.out_size, info.path.name):
             self.processor.notices.append(notice)
         self._started = time.perf_counter()
         stages = self.stages
@@ -190,7 +197,7 @@ class Render:
     def _detect(self) -> None:
         """Detect and select the faces of B frames at once (on keyframes only: ``detector.interval``, faces
         followed in between); the tracker fills short gaps (it holds frames back for that)."""
-        finder = self.chain.finder(float(self.info.fps))
+        finder = self.chain.finder(float(self.info.fps), self.frames[0] if self.frames else 0)
         out = self.stages.after("detect")
         for batch in self.stages.inbox["detect"].batches(self.batch):
             with self.stages.timing("detect"):
@@ -211,10 +218,10 @@ class Render:
         out = self.stages.after(stage.name)
         for batch in self.stages.inbox[stage.name].batches(self.batch if stage.batches else 1):
             with self.stages.timing(stage.name):
-                todo = self._take_first(batch) if first and stage.name != "blend" else batch
+                todo = self._take_first(batch) if first and self.chain.first_is_face else batch
                 if todo:
                     stage.run(todo)
-            if stage.name == "blend":
+            if stage.name == "blend":  # the first blend: the faces of the first run of face processors
                 self._faces += sum(len(w.items) for w in batch)
             for work in batch:
                 out.put(work)

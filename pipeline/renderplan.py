@@ -48,6 +48,7 @@ class RenderPlan:
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
     first: FirstFrame | None = field(default=None, repr=False)  # what the first face processor made of it
+    out_size: tuple[int, int] = (0, 0)  # (width, height) of the output frames (frame processors may scale)
 
 
 @dataclass
@@ -158,29 +159,31 @@ def model_stages(chain: Chain) -> list[str]:
     return ["detect", *(s.name for s in chain.stages if costs.get(s.name) == "model")]
 
 
-def _first_frame(chain: Chain, frame: Frame) -> tuple[FirstFrame, dict[str, float]]:
-    """What the chain made of ``frame`` (kept after its first face processor); what each stage took (s)."""
+def _first_frame(chain: Chain, frame: Frame, start: int = 0) -> tuple[FirstFrame, dict[str, float], Frame]:
+    """What the chain made of ``frame`` (number ``start``; kept after its first face processor), what each
+    stage took (s), and the output frame (its size is the output's)."""
     took: dict[str, float] = {}
     started = time.perf_counter()
-    work = chain.finder().push([frame])[0]
+    work = chain.finder(start=start).push([frame])[0]
     took["detect"] = time.perf_counter() - started
     first = FirstFrame(frame, work.faces, [])
+    work.frame = frame.copy()  # the render blends into its own frames: this run leaves the frame as it was
     for i, stage in enumerate(chain.stages):
-        batch = [work if stage.name != "blend" else Work(frame.copy(), work.faces, items=work.items)]
         started = time.perf_counter()
-        stage.run(batch)
+        stage.run([work])
         took[stage.name] = time.perf_counter() - started
-        if i == 0 and stage.name != "blend":
+        if i == 0 and not stage.name.startswith("blend") and chain.first_is_face:
             first.swapped, first.seconds = copy.deepcopy(work.items), took[stage.name]
-    return first, took
+    assert work.out is not None
+    return first, took, work.out
 
 
 def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: float = 30.0,
-                chain: Chain | None = None) -> RenderPlan:
+                chain: Chain | None = None, start: int = 0) -> RenderPlan:
     """Load the models, run the first frame through every stage, share the cores and pick the batch.
 
     ``frames``/``fps``: the clip, for the probe's time box (:func:`choose_batch_size`); ``chain``: the
-    render's (a fresh one of ``processor`` by default).
+    render's (a fresh one of ``processor`` by default); ``start``: the first frame's number in the output.
     """
     chain = chain or Chain(processor)
     execution = processor.settings.execution
@@ -193,7 +196,8 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     plan.load_s = _load(models)
     started = time.perf_counter()
     before = cpu_sample()
-    plan.first, took = _first_frame(chain, frame)
+    plan.first, took, out = _first_frame(chain, frame, start)
+    plan.out_size = (out.shape[1], out.shape[0])
     plan.first_s = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
     plan.free_cores = round(free_cores(n_cores, before, cpu_sample()), 2)
@@ -249,7 +253,8 @@ def choose_batch_size(chain: Chain, frame: Frame, requested: int | str, *, faces
             break
         else:
             best_b, best_t = b, t
-        frame_bytes = frame.nbytes * 4 * chain.processor.settings.execution.queue_size
+        scale = chain.processor.scale  # the frames after an upscaler are scale² larger
+        frame_bytes = frame.nbytes * (1 + scale**2) * 2 * chain.processor.settings.execution.queue_size
         if frame_bytes * b * 2 > available * 0.25:
             break
         b *= 2
@@ -261,6 +266,6 @@ def _probe_run(chain: Chain, frame: Frame, faces: list[Face], b: int) -> float:
     chain.processor.detect([frame] * b)
     works = [Work(frame, faces) for _ in range(b)]
     for stage in chain.stages:
-        if stage.name != "blend":
+        if not stage.name.startswith("blend"):
             stage.run(works)
     return time.perf_counter() - started

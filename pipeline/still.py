@@ -11,6 +11,7 @@ from pipeline.chain import Chain, Work
 from pipeline.errors import UserError
 from pipeline.image import output_format, read_image, write_image
 from pipeline.process import FaceProcessor
+from pipeline.processors import STILL
 from pipeline.provenance import provenance_tag
 from pipeline.settings import Settings
 
@@ -23,6 +24,7 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     started = time.perf_counter()
     picture = read_image(target)
     processor = FaceProcessor(settings, list(sources))
+    processor.prepare(STILL)
     work: Work = Chain(processor).one(picture.bgr)
     faces = work.faces
     if not faces:

@@ -85,3 +85,11 @@ class Face:
 
     def with_embedding(self, embedding: Embedding) -> Face:
         return replace(self, embedding=embedding)
+
+    def scaled(self, factor: float) -> Face:
+        """The same face in a frame ``factor`` times larger (after an upscaling frame processor)."""
+        if factor == 1:
+            return self
+        lm68 = None if self.landmarks68 is None else (self.landmarks68 * factor).astype(np.float32)
+        return replace(self, box=(self.box * factor).astype(np.float32),
+                       landmarks=(self.landmarks * factor).astype(np.float32), landmarks68=lm68)

@@ -242,10 +242,10 @@ def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path,
     swapped_frames: list[int] = []
     step = proc.run_step
 
-    def counting(index: int, frames: list[np.ndarray], items: list[list[object]]) -> None:
+    def counting(index: int, frames: list[np.ndarray], items: list[list[object]], at: list[int]) -> None:
         if proc.processors[index].name == "face_swapper":
             swapped_frames.append(len(frames))
-        step(index, frames, items)  # type: ignore[arg-type]
+        step(index, frames, items, at)  # type: ignore[arg-type]
 
     monkeypatch.setattr(proc, "run_step", counting)
     result = Render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "a.mp4",

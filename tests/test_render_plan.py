@@ -49,7 +49,8 @@ def _fake_probe(monkeypatch: pytest.MonkeyPatch, per_frame: float, gain: float =
     return runs
 
 
-PROC = type("C", (), {"processor": type("P", (), {"settings": Settings()})()})()  # a chain, as the probe sees
+# a chain, as the probe sees it
+PROC = type("C", (), {"processor": type("P", (), {"settings": Settings(), "scale": 1})()})()
 
 FRAME = np.zeros((8, 8, 3), np.uint8)
 

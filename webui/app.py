@@ -28,7 +28,7 @@ AUDIT_FILE = "audit.log"
 CACHE_CLEANING = (3600, 86400)
 
 # the advanced settings on the Swap tab, in labelled groups (see controls.SECTION_TABS)
-ADVANCED = ("Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
+ADVANCED = ("Processors", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
 CSS = """
 .fs-jobs { width: 100%; border-collapse: collapse; font-size: 0.9em; }
 .fs-jobs td, .fs-jobs th { padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); }

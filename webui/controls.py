@@ -3,7 +3,7 @@
 Choices come from the ``Literal`` vocabulary with ``typing.get_args``; slider ranges from the pydantic
 field constraints (``ge``/``le``/``gt``/``multiple_of``). :func:`settings_from` turns the controls'
 values back into a validated :class:`~pipeline.settings.Settings`, :func:`values_of` does the reverse.
-The settings tabs (Detector, Swapper & Enhancer, Mask & Colour, Output) are only these controls
+The settings tabs (Processors, Detector, Swapper & Enhancer, Mask & Colour, Output) are only these controls
 (:func:`create_tab`); they have no callbacks of their own: a change re-renders the preview
 (``preview_panel.wire``). :class:`SettingsForm` holds every control of the page, to read or show settings.
 """
@@ -28,7 +28,7 @@ SECTION_TABS: dict[str, str] = {
     "detector": "Detector",
     "landmarks": "Detector",
     "tracker": "Detector",
-    "processors": "Swapper & Enhancer",
+    "processors": "Processors",
     "swapper": "Swapper & Enhancer",
     "enhancer": "Swapper & Enhancer",
     "mask": "Mask & Colour",

@@ -26,7 +26,7 @@ from pipeline.models.sessions import CatalogSession
 from pipeline.plan import ModelPlan
 from pipeline.process.identities import Identities
 from pipeline.process.models import FaceModels, give_budget, sessions_of
-from pipeline.processors import PROCESSORS, FaceProcessorBase
+from pipeline.processors import PROCESSORS, FaceProcessorBase, FrameProcessorBase, Media, Processor
 from pipeline.processors.crops import FaceMasks, Swapped, blend
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
@@ -53,7 +53,7 @@ class FaceProcessor:
         self.plan = plan or ModelPlan.from_settings(settings)
         self.face_models = FaceModels.build(settings, self.plan.masks, self.plan.landmarker)
         self.notices.extend(self.plan.notices)
-        self.processors: list[FaceProcessorBase] = []
+        self.processors: list[Processor] = []
         for step in self.plan.processors:
             built = PROCESSORS[step.name](settings, self.plan.swapper, step.models)
             give_budget(built.sessions(), settings)
@@ -66,7 +66,7 @@ class FaceProcessor:
         self.identities = Identities(self.face_models, sources,
                                      swapper.swapper if isinstance(swapper, FaceSwapperProcessor) else None)
 
-    def _step(self, name: ProcessorName) -> FaceProcessorBase | None:
+    def _step(self, name: ProcessorName) -> Processor | None:
         return next((p for p in self.processors if p.name == name), None)
 
     # --- what it is made of ---------------------------------------------------------------------------
@@ -114,7 +114,16 @@ class FaceProcessor:
     @property
     def crop_size(self) -> int:
         """The side of the first face processor's crop (the swap crop in the default order)."""
-        return self.processors[0].crop_size if self.processors else 0
+        faces = [p for p in self.processors if isinstance(p, FaceProcessorBase)]
+        return faces[0].crop_size if faces else 0
+
+    @property
+    def scale(self) -> int:
+        """How many times larger the output's frames are than the input's (upscaling frame processors)."""
+        out = 1
+        for p in self.processors:
+            out *= p.scale if isinstance(p, FrameProcessorBase) else 1
+        return out
 
     @property
     def mask(self) -> Mask:
@@ -134,7 +143,8 @@ class FaceProcessor:
         recogniser = m.recogniser if self.selects_by_identity else None  # runs on every frame's faces
         out = {"detect": sessions_of([m.detector, m.landmarker, recogniser])}
         for i, step in enumerate(self.processors):
-            mask_models = [m.occluder, m.parser] if i == 0 else []
+            first = not isinstance(step, FrameProcessorBase) and self.first_of_run(i)
+            mask_models = [m.occluder, m.parser] if first else []
             out[step.stage] = [*step.sessions(), *sessions_of(mask_models)]
         return out
 
@@ -176,9 +186,28 @@ class FaceProcessor:
             chosen = models.landmarker.refine(frame, chosen)
         return chosen
 
-    def run_step(self, index: int, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]]) -> None:
-        """Processor ``index`` of the order on the faces of ``frames``, in place; the first sets the masks."""
-        self.processors[index].run(frames, items, self.identities, self.masks if index == 0 else None)
+    def first_of_run(self, index: int) -> bool:
+        """Whether processor ``index`` is the first face processor of its run (it frames the faces and sets
+        their paste masks): the first of the order, or the first after a frame processor."""
+        return index == 0 or isinstance(self.processors[index - 1], FrameProcessorBase)
+
+    def face_step(self, index: int) -> FaceProcessorBase:
+        step = self.processors[index]
+        assert isinstance(step, FaceProcessorBase), f"{step.name} is not a face processor"
+        return step
+
+    def run_step(self, index: int, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]],
+                 at: Sequence[int] | None = None) -> None:
+        """Face processor ``index`` of the order on the faces of ``frames`` (numbers ``at``), in place; the
+        first of a run sets the masks."""
+        masks = self.masks if self.first_of_run(index) else None
+        self.face_step(index).run(frames, items, self.identities, masks, at or [0] * len(frames))
+
+    def prepare(self, media: Media) -> None:
+        """Tell every processor the clip it will work on (before the first frame)."""
+        for step in self.processors:
+            step.prepare(media)
+            self.notices.extend([n for n in step.notices if n not in self.notices])
 
     def swap(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[list[Swapped]]:
         """Align and swap every given face (all crops of all frames batched), with their paste masks."""

@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
-from pipeline.processors.base import FaceProcessorBase, Processor
+from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
 from pipeline.types import ProcessorName
 
-PROCESSORS: dict[ProcessorName, type[FaceProcessorBase]] = {
+PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor)
 }
 
-__all__ = ["PROCESSORS", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "Processor"]
+__all__ = ["PROCESSORS", "STILL", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
+           "FrameProcessorBase", "Media", "Processor"]

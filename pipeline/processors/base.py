@@ -12,13 +12,19 @@ A processor is one module (``face_swapper.py``, ``face_enhancer.py``…) whose c
 
 and, as class methods, the models it needs for given settings (:meth:`Processor.models`, read by the model
 plan) and whether it does anything with them (:meth:`Processor.active`). An instance is built from settings
-and the names the plan gave it, and runs on a batch (:meth:`FaceProcessorBase.run`).
+and the names the plan gave it, is told the clip it will work on (:meth:`Processor.prepare`: a lip syncer
+reads the audio there) and runs on a batch: a face processor on the faces' crops
+(:meth:`FaceProcessorBase.run`), a frame processor on whole frames (:meth:`FrameProcessorBase.run_frames`,
+which may change their size: ``scale``). Each batch comes with its frames' numbers in the output (``at``: 0 is
+the output's first frame).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 from pipeline.settings import Settings
@@ -30,6 +36,27 @@ if TYPE_CHECKING:
 
 Where = Literal["face", "frame"]
 Cost = Literal["model", "light"]
+
+
+@dataclass(frozen=True)
+class Media:
+    """The clip a run works on, as the processors that need more than pixels see it.
+
+    ``target``: the target file (None: frames given in memory); ``fps``: the output's frame rate (None: a
+    still image); ``start``: where in the target the output's first frame is (seconds); ``audio``: a new voice
+    the output carries instead of the target's own sound (``--audio``), else None."""
+
+    target: Path | None = None
+    fps: float | None = None
+    start: float = 0.0
+    audio: Path | None = None
+
+    @property
+    def still(self) -> bool:
+        return self.fps is None
+
+
+STILL = Media()
 
 
 class Identities(Protocol):
@@ -66,9 +93,13 @@ class Processor(ABC):
     def sessions(self) -> list[CatalogSession]:
         """The onnxruntime-backed models it runs (for loading and the thread plan)."""
 
+    def prepare(self, media: Media) -> None:
+        """Get ready for ``media`` (called before the first batch of a run; most processors need nothing)."""
+        return None
+
     @property
     def notices(self) -> list[str]:
-        """What the user should know about how it runs (filled while it is built)."""
+        """What the user should know about how it runs (filled while it is built or prepared)."""
         return []
 
 
@@ -84,10 +115,27 @@ class FaceProcessorBase(Processor):
 
     @abstractmethod
     def run(self, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]], who: Identities,
-            masks: FaceMasks | None) -> None:
-        """Work on the faces of ``frames`` (``items[i]``: frame i's), all of them in one batch, in place.
+            masks: FaceMasks | None, at: Sequence[int]) -> None:
+        """Work on the faces of ``frames`` (``items[i]``: frame i's; ``at[i]``: its number), in one batch, in
+        place.
 
         An item that no processor has framed yet (``item.framed`` is False) is aligned from the frame at this
         processor's template and size; one framed by an earlier processor is re-framed here (its result
         composited over the frame). ``masks``: set the items' paste masks on the crop this processor frames
-        (given to the first face processor of the order), else None."""
+        (given to the first face processor of the order, and to the first after a frame processor), else
+        None."""
+
+
+class FrameProcessorBase(Processor):
+    """A processor on whole frames (after the faces of the processors before it are pasted back)."""
+
+    where: ClassVar[Where] = "frame"
+
+    @property
+    def scale(self) -> int:
+        """How many times larger its frames come out than they went in (an upscaler's factor)."""
+        return 1
+
+    @abstractmethod
+    def run_frames(self, frames: Sequence[Frame], at: Sequence[int]) -> list[Frame]:
+        """``frames`` processed (new arrays: the inputs are left as they are), ``scale`` × their size."""

@@ -51,7 +51,7 @@ class FaceEnhancerProcessor(FaceProcessorBase):
         return [runner] if isinstance(runner, CatalogSession) else []
 
     def run(self, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]], who: Identities,
-            masks: FaceMasks | None) -> None:
+            masks: FaceMasks | None, at: Sequence[int]) -> None:
         pairs = frame_items(frames, items, self.enhancer.template, self.enhancer.crop_size, self.box)
         if not pairs:
             return

@@ -83,7 +83,7 @@ class FaceSwapperProcessor(FaceProcessorBase):
         return [runner] if isinstance(runner, CatalogSession) else []
 
     def run(self, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]], who: Identities,
-            masks: FaceMasks | None) -> None:
+            masks: FaceMasks | None, at: Sequence[int]) -> None:
         pairs = frame_items(frames, items, self.swapper.template, self.size, self.box)
         groups: dict[int, list[Swapped]] = {}
         for _, item in pairs:
