@@ -119,6 +119,8 @@ def print_report(report: dict[str, Any]) -> None:
         if ratio is not None:
             print(f"  {name.replace('_vs_', ' / '):26} {ratio:.2f}")
     print("  busy ms per frame: " + ", ".join(f"{k} {v}" for k, v in report["ms_per_frame"].items()))
+    print("  processors, ms per frame: " + ", ".join(
+        f"{k} {v}" for k, v in report.get("processor_ms_per_frame", {}).items()))
     bound = report.get("model_bound")
     if bound:
         for model, times in bound["per_face_s"].items():

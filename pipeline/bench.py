@@ -154,6 +154,12 @@ def model_bound(processor: FaceProcessor, repeats: int = 2) -> dict[str, Any]:
     return out
 
 
+def processor_costs(processor: FaceProcessor, stage_s: dict[str, float], frames: int) -> dict[str, float]:
+    """Each processor of the order: its stage's busy ms per frame in the render (a face processor's
+    includes the masks it sets, when it is the first of its run)."""
+    return {p.name: round(1000 * stage_s.get(p.stage, 0.0) / max(1, frames), 2) for p in processor.processors}
+
+
 def run_bench(settings: Settings, sources: list[Path], target: Path | None, workdir: Path,
               with_temp: bool = True, limit: bool = False) -> dict[str, Any]:
     """Every way of :mod:`pipeline.bench` on one clip; ``limit``: the model-bound limit too (heavy models)."""
@@ -187,6 +193,7 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
                   "pipeline_vs_temp_frames": round(result.fps / temp_frames, 3) if temp_frames else None},
         "stage_busy_s": result.stage_s,
         "ms_per_frame": {k: round(1000 * v / max(1, result.frames), 2) for k, v in result.stage_s.items()},
+        "processor_ms_per_frame": processor_costs(processor, result.stage_s, result.frames),
         "faces_swapped": result.faces_swapped,
         "startup_s": {"first_load_and_frame": round(warm_s, 2), "render": round(startup, 2),
                       "render_loading": result.load_s, "render_probe": result.probe_s},

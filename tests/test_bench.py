@@ -23,6 +23,9 @@ def test_bench_reports_all_paths_on_a_small_clip(tmp_path: Path) -> None:
     assert report["faces_swapped"] >= 28  # the face is visible in every frame
     fps = report["fps"]
     assert report["ratio"]["pipeline_vs_naive"] == pytest.approx(fps["pipeline"] / fps["naive"], rel=0.01)
+    costs = report["processor_ms_per_frame"]  # each processor of the order: its stage's time per frame
+    assert list(costs) == ["face_swapper"] and costs["face_swapper"] > 0  # the enhancer is set to none
+    assert costs["face_swapper"] == report["ms_per_frame"]["swap"]
 
 
 def test_bench_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
