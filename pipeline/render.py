@@ -127,10 +127,11 @@ class Render:
     def run(self) -> RenderResult:
         self._total = self._frame_count()
         s, info = self.settings, self.info
-        promised = integrity.promise(info, self._total)
+        promised = integrity.promise(info, self._total, s.video.start)
         report = DecodeReport()
         frames_in = read_frames(info.path, info=info, start=s.video.start, end=s.video.end,
-                                cancel=self.stages.stop, frames=self.frames, report=report)
+                                cancel=self.stages.stop, frames=self.frames, report=report,
+                                hold_gaps=s.video.allow_damaged)
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
@@ -181,7 +182,9 @@ class Render:
         out.put(first)
         for frame in self.stages.timed("decode", frames_in):
             out.put(frame)
-        notice = integrity.check(promised, report, self.settings.video.allow_damaged)
+        video = self.settings.video
+        notice = integrity.check(promised, report, video.allow_damaged,
+                                 audio=video.keep_audio and self.info.has_audio)
         if notice:
             log.info("%s", notice)
             self.processor.notices.append(notice)

@@ -39,6 +39,7 @@ from tests.videos import (
     count_frames,
     make_audio_only,
     make_clip,
+    make_cut,
     make_faststart,
     make_image_as_video,
     make_truncated,
@@ -1150,3 +1151,44 @@ def test_a_tiny_video_is_not_swapped_into_blobs(lab: Lab, capsys: pytest.Capture
     summary = json.loads(out)
     assert summary["faces_swapped"] == 0 and count_frames(summary["output"]) == 30
     assert re.search(r"note: faces smaller than 20 px were left as they are", err), err
+
+
+# --- issue 21: what a damaged or rich input holds is kept, or said ---------------------------------------
+
+
+def test_a_cut_in_the_middle_keeps_sound_and_picture_in_step(lab: Lab, capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    """An MPEG-TS with the middle 40-60 % of its bytes cut: the frames lost are held (the last good one
+    repeated), so the video keeps its length and every frame its time; the audio is fitted to it. It used to
+    render the frames that could be read back to back: 7.5 s of video against 10 s of sound."""
+    whole = make_clip(lab.root / "whole.ts", seconds=4.0, size=(160, 120), fps=30)
+    cut = make_cut(whole, lab.root / "cut.ts", 0.4, 0.6)
+    argv = swap(lambda lab: str(cut), lambda lab: lab.out("o.mp4"), lambda lab: lab("face.jpg"),
+                "--set", "video.allow_damaged=true")(lab)
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads(out)
+    durations = {s["codec_type"]: float(s["duration"]) for s in stream_info(summary["output"])["streams"]}
+    assert abs(durations["video"] - durations["audio"]) <= 1 / 30, durations
+    assert count_frames(summary["output"]) == summary["frames"] == 120  # held, none dropped
+    said = re.search(r"note: cut\.ts .*frames (\d+)-(\d+) \([\d.]+-[\d.]+ s\) could not be read and were held"
+                     r".*the audio was fitted to the video", err)
+    assert said, err
+    first, last = int(said.group(1)), int(said.group(2))
+    assert 30 <= first <= last <= 90 and last - first + 1 >= 10  # in the middle, a real run
+
+
+def test_held_frames_are_read_from_the_packets_times() -> None:
+    from fractions import Fraction
+
+    from pipeline.video.integrity import held_frames
+
+    times = [1.0 + i / 10 for i in range(10)] + [1.0 + i / 10 for i in range(15, 20)]  # 10..14 missing
+    assert held_frames(times, Fraction(10)) == [(10, 14)]
+    assert held_frames(sorted(times, key=lambda t: (int(t * 10) % 3, t)), Fraction(10)) == [(10, 14)]
+    assert held_frames(times, Fraction(10), start=0.2) == [(8, 12)]  # counted from the trim start
+    assert held_frames(times, Fraction(10), start=1.2) == [(0, 2)]  # the trim starts inside the gap
+    assert held_frames(times, Fraction(10), start=2.0) == []  # the gap is before it
+    assert held_frames(times, Fraction(10), min_gap=1.0) == []  # a VFR source's short gaps are its rate
+    assert held_frames([], Fraction(10)) == []

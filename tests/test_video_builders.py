@@ -91,6 +91,14 @@ def test_audio_copy_where_container_allows(container: str, codec: str, expected:
     assert _after(builders.audio_codec_args(container, codec), "-c:a") == expected
 
 
+def test_fitted_audio_is_reencoded_padded_and_cut_to_the_video() -> None:
+    """A damaged source's audio (video.allow_damaged): never a copy; gaps filled, padded, cut at the end."""
+    args = builders.audio_codec_args(".mkv", "aac", fit=True)
+    assert _after(args, "-c:a") == "aac" and _after(args, "-af") == "aresample=async=1,apad"
+    assert "-shortest" in args
+    assert _after(builders.audio_codec_args(".webm", "opus", fit=True), "-c:a") == "libopus"
+
+
 def test_encode_cmd_maps_video_audio_metadata_and_tags() -> None:
     cmd = builders.encode_cmd(
         "ffmpeg", "/o/out.mp4", width=322, height=242, fps=Fraction(30000, 1001),

@@ -181,6 +181,13 @@ def make_faststart(src: Path, dest: Path) -> Path:
     return dest
 
 
+def make_cut(src: Path, dest: Path, start: float = 0.4, end: float = 0.6) -> Path:
+    """``src`` without the bytes from ``start`` to ``end`` of its length (a recording cut in the middle)."""
+    data = src.read_bytes()
+    dest.write_bytes(data[: int(len(data) * start)] + data[int(len(data) * end) :])
+    return dest
+
+
 def make_zeroed(src: Path, dest: Path, nbytes: int = 30_000) -> Path:
     """``src`` with ``nbytes`` zeroed a third of the way into its media data (``mdat``): a damaged file."""
     data = bytearray(src.read_bytes())

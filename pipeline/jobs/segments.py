@@ -266,7 +266,8 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
     cmd = concat_cmd(
         ffmpeg.ffmpeg_exe(), list_file, partial, audio_source=audio.path if audio else None,
         audio_start=start, audio_duration=duration,
-        audio_args=builders.audio_codec_args(output.suffix, audio.audio_codec) if audio else None,
+        audio_args=(builders.audio_codec_args(output.suffix, audio.audio_codec,
+                                              fit=settings.video.allow_damaged) if audio else None),
         metadata=provenance_metadata(models), container=output.suffix,
     )
     process = FFmpegProcess(cmd, cancel=cancel)

@@ -77,6 +77,12 @@ def probe_cmd(ffprobe: str, path: str | Path) -> list[str]:
     return [ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", media_arg(path)]
 
 
+def packet_times_cmd(ffprobe: str, path: str | Path) -> list[str]:
+    """The presentation time of every packet of the first video stream, one a line (no decoding)."""
+    return [ffprobe, "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+            "-of", "csv=p=0", media_arg(path)]
+
+
 def trial_encode_cmd(ffmpeg: str, encoder: str) -> list[str]:
     """Encode one 256x256 frame to nowhere: succeeds only if the encoder really opens."""
     return [*([ffmpeg] + QUIET), "-f", "lavfi", "-i", "color=c=gray:s=256x256:r=1",
@@ -173,16 +179,23 @@ def quality_args(encoder: str, quality: int, preset: EncoderPreset) -> list[str]
     return ["-preset", _X264_PRESETS[preset], "-crf", str(round(35 - 23 * q))]
 
 
-def audio_codec_args(container: str, audio_codec: str | None) -> list[str]:
+# a damaged source's audio made to fit the video: its gaps filled with silence, the end padded with silence
+# and cut where the video ends (``-shortest``: the padded audio never ends first)
+FIT_AUDIO = ["-af", "aresample=async=1,apad", "-shortest"]
+
+
+def audio_codec_args(container: str, audio_codec: str | None, *, fit: bool = False) -> list[str]:
     """Stream-copy the source audio where the output container takes it, else re-encode
-    (Opus for WebM, AAC elsewhere)."""
+    (Opus for WebM, AAC elsewhere). ``fit``: re-encoded and fitted to the video (:data:`FIT_AUDIO`)."""
     suffix = container.lower() if container.startswith(".") else f".{container.lower()}"
     known = CONTAINERS.get(suffix)
-    if audio_codec and known and (known.copies_audio is None or audio_codec in known.copies_audio):
+    copies = bool(audio_codec and known and (known.copies_audio is None or audio_codec in known.copies_audio))
+    if copies and not fit:
         return ["-c:a", "copy"]
+    fitted = FIT_AUDIO if fit else []
     if suffix == ".webm":
-        return ["-c:a", "libopus", "-b:a", "160k"]
-    return ["-c:a", "aac", "-b:a", "192k"]
+        return ["-c:a", "libopus", "-b:a", "160k", *fitted]
+    return ["-c:a", "aac", "-b:a", "192k", *fitted]
 
 
 def color_tag_args(color_space: str, primaries: str, transfer: str, color_range: str = "tv") -> list[str]:

@@ -4,8 +4,10 @@
   replicated pixel column/row (so the output is at most 1 px larger, never cropped or black-edged).
 - Colour: the BGR->YUV matrix and the colour tags follow the source (bt709 for HD, bt601/smpte170m
   for untagged SD); HDR sources were tone-mapped on decode, so their output is tagged bt709.
-- Audio: the first audio stream of the source, trimmed like the video, stream-copied when the
-  output container takes the codec, else re-encoded (AAC; Opus for WebM).
+- Audio: every audio stream of the source, trimmed like the video, stream-copied when the
+  output container takes the codec, else re-encoded (AAC; Opus for WebM); a damaged source's
+  (``fit_audio``, ``video.allow_damaged``) is re-encoded to fit the video: gaps filled with silence,
+  padded or cut at the end.
 - Provenance: ``comment``/``description`` metadata (see :mod:`pipeline.provenance`).
 - Atomic: ffmpeg writes to a hidden temp name in the output folder, renamed on success only; an
   error, :meth:`Encoder.abort` or the cancel event removes it. The name carries the host and the process,
@@ -142,6 +144,7 @@ class Encoder:
         start: float | None = None,
         end: float | None = None,
         keep_audio: bool = True,
+        fit_audio: bool = False,
         encoder: EncoderName = "auto",
         quality: int = 80,
         preset: EncoderPreset = "medium",
@@ -171,7 +174,8 @@ class Encoder:
             video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
             matrix=matrix, color_args=color_args,
             audio_source=audio.path if audio else None, audio_start=start, audio_duration=audio_duration,
-            audio_args=builders.audio_codec_args(self.output.suffix, audio.audio_codec) if audio else None,
+            audio_args=(builders.audio_codec_args(self.output.suffix, audio.audio_codec, fit=fit_audio)
+                        if audio else None),
             metadata=provenance_metadata(models),
         )
         log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
@@ -288,6 +292,7 @@ def encoder_for(
     return Encoder(
         output, width=width, height=height, fps=info.fps, source=info,
         start=settings.video.start, end=settings.video.end, keep_audio=audio and settings.video.keep_audio,
+        fit_audio=settings.video.allow_damaged,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
         models=models, cancel=cancel,
     )

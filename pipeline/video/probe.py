@@ -6,6 +6,7 @@ Width and height are those of the *upright* frames the decoder yields (swapped f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -71,6 +72,20 @@ def probe(path: str | Path) -> VideoInfo:
     tools = ffmpeg.find_tools()
     data = _ffprobe(tools.ffprobe, path) if tools.ffprobe else _pyav_probe(path)
     return _to_info(path, data, tools.ffmpeg)
+
+
+def packet_times(path: Path) -> list[float]:
+    """When each packet of the first video stream is shown (seconds, in file order; no decoding). Empty
+    without ffprobe (imageio-ffmpeg ships none)."""
+    tools = ffmpeg.find_tools()
+    if tools.ffprobe is None:
+        return []
+    result = run_tool(builders.packet_times_cmd(tools.ffprobe, path), on=path)
+    times = []
+    for line in result.stdout.decode("ascii", "replace").splitlines():
+        with contextlib.suppress(ValueError):  # N/A: a packet without a time
+            times.append(float(line.strip().rstrip(",")))
+    return times
 
 
 def _reason(stderr: str) -> str:
