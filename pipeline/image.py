@@ -27,6 +27,7 @@ from pipeline.types import Frame
 
 FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
 IMAGE_SUFFIXES = frozenset(FORMATS) | {".bmp", ".tif", ".tiff"}
+_PAGED = frozenset({"TIFF"})  # formats whose frames are pages, not an animation
 
 
 def is_image_path(path: Path | str) -> bool:
@@ -56,7 +57,10 @@ class Picture:
         """What an output at ``output`` cannot carry of this file: its bit depth, its other frames, its
         transparency (JPEG has none) — each said, never dropped in silence."""
         notes = [n for n in [self.depth_notice(name)] if n]
-        if self.frames > 1:
+        if self.frames > 1 and self.format in _PAGED:
+            notes.append(f"{name} has {self.frames} pages: only page 1 is swapped and written (save each "
+                         "page as its own image to swap them all)")
+        elif self.frames > 1:
             notes.append(f"{name} has {self.frames} frames (animated): only its first frame is swapped and "
                          "written; convert it to a video to swap every frame")
         if self.alpha is not None and FORMATS.get(output.suffix.lower()) == "JPEG":

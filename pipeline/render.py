@@ -32,7 +32,7 @@ from pipeline.renderplan import RenderPlan, plan_render
 from pipeline.settings import Settings
 from pipeline.stages import END, Stages
 from pipeline.types import Frame
-from pipeline.video import integrity
+from pipeline.video import integrity, streams
 from pipeline.video.decode import DecodeReport, read_frames
 from pipeline.video.encode import FrameSink, encoder_for, padded_size_notice
 from pipeline.video.probe import VideoInfo, probe
@@ -141,6 +141,8 @@ class Render:
         sink = self.open_sink(first.shape[1], first.shape[0])
         if notice := padded_size_notice(first.shape[1], first.shape[0], info.path.name):
             self.processor.notices.append(notice)
+        if self.output is not None and (notice := streams.dropped_notice(info, self.output)):
+            self.processor.notices.append(notice)  # a job's segments are video only: its join says it
         self._started = time.perf_counter()
         stages = self.stages
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()

@@ -36,6 +36,7 @@ from tests import photos
 from tests.timing import scaled, wait_until
 from tests.videos import (
     add_audio_tracks,
+    add_extra_streams,
     count_frames,
     make_audio_only,
     make_clip,
@@ -1192,3 +1193,67 @@ def test_held_frames_are_read_from_the_packets_times() -> None:
     assert held_frames(times, Fraction(10), start=2.0) == []  # the gap is before it
     assert held_frames(times, Fraction(10), min_gap=1.0) == []  # a VFR source's short gaps are its rate
     assert held_frames([], Fraction(10)) == []
+
+
+def _kinds(path: str | Path) -> list[str]:
+    return [s["codec_type"] for s in stream_info(path)["streams"]]
+
+
+def _rich_target(lab: Lab) -> Path:
+    """A Matroska clip with sound, an SRT subtitle stream, a second video stream and an attached file."""
+    clip = make_clip(lab.root / "plain.mp4", seconds=1.0, size=(160, 120), fps=30)
+    return add_extra_streams(clip, lab.root / "rich.mkv", second_video=True, attachment=True)
+
+
+def test_every_stream_the_output_cannot_carry_is_named(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """By the class: every kind of stream of the target is either in the output or named in a note with its
+    count (subtitles, a second video stream and attachments were dropped in silence)."""
+    target = _rich_target(lab)
+    given = _kinds(target)
+    for output, kept in (("o.mkv", ["video", "audio", "subtitle"]), ("o.mp4", ["video", "audio"])):
+        code = main(swap(lambda lab: str(target), lambda lab, o=output: lab.out(o))(lab))
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert _kinds(json.loads(out)["output"]) == kept
+        notes = [line for line in err.splitlines() if "rich.mkv has" in line]
+        assert len(notes) == 1, err
+        dropped = {kind: given.count(kind) - kept.count(kind) for kind in set(given)}
+        words = {"video": "more video stream", "subtitle": "subtitle stream", "attachment": "attachment"}
+        for kind, n in dropped.items():
+            if n:
+                assert re.search(rf"{n} {words[kind]}s? \(", notes[0]), notes[0]
+            else:
+                assert words.get(kind, kind) not in notes[0], notes[0]
+        assert f"dropped from {output}" in notes[0]
+    assert "(a .mkv output keeps the subtitles)" in notes[0]
+
+
+def test_subtitles_are_kept_by_a_queued_job(lab: Lab) -> None:
+    """A video job joins its segments with the source's subtitles too (mkv -> mkv)."""
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+    from pipeline.settings import Settings
+
+    clip = make_clip(lab.root / "plain.mp4", seconds=1.0, size=(160, 120), fps=30)
+    target = add_extra_streams(clip, lab.root / "subs.mkv")
+    store = JobStore(lab.root / "q.sqlite3")
+    job = store.add([lab("face.jpg")], str(target), lab.out("o.mkv"), Settings())
+    run(store, "w", once=True)
+    done = store.get(job.id)
+    assert done.state == "done", done.error
+    assert _kinds(lab.out("o.mkv")) == ["video", "audio", "subtitle"]
+    assert count_frames(lab.out("o.mkv")) == 30
+
+
+def test_a_multi_page_tiff_says_only_its_first_page_is_used(lab: Lab, capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    from PIL import Image
+
+    page = Image.open(lab("face.jpg")).convert("RGB")
+    tiff = lab.root / "pages.tiff"
+    page.save(tiff, save_all=True, append_images=[page.rotate(90), page])
+    code = main(swap(lambda lab: str(tiff), lambda lab: lab.out("o.png"))(lab))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert re.search(r"note: pages\.tiff has 3 pages: only page 1 is swapped and written", err), err
+    assert "animated" not in err

@@ -26,6 +26,14 @@ _VFR_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
+class Stream:
+    """One stream of a file besides its picture and its sound: what it is and its codec."""
+
+    kind: str  # "subtitle", "video" (a second one), "cover art", "data", "attachment"
+    codec: str
+
+
+@dataclass(frozen=True)
 class VideoInfo:
     path: Path
     container: str
@@ -46,6 +54,7 @@ class VideoInfo:
     has_audio: bool
     audio_codec: str | None  # the codec of every audio stream; None when they differ (they are re-encoded)
     is_vfr: bool
+    extras: tuple[Stream, ...] = ()  # every stream but the first video and the audio, in file order
 
     @property
     def is_hdr(self) -> bool:
@@ -254,7 +263,19 @@ def _to_info(path: Path, data: dict[str, Any], ffmpeg_exe: str) -> VideoInfo:
         color_space=_tag(video.get("color_space")), color_transfer=_tag(video.get("color_transfer")),
         color_primaries=_tag(video.get("color_primaries")), color_range=_tag(video.get("color_range")),
         has_audio=bool(audios), audio_codec=_common_codec(audios), is_vfr=is_vfr,
+        extras=tuple(_stream(s) for s in streams if s is not video and s.get("codec_type") != "audio"),
     )
+
+
+def _stream(stream: dict[str, Any]) -> Stream:
+    kind = str(stream.get("codec_type") or "unknown")
+    if kind == "video" and (stream.get("disposition") or {}).get("attached_pic"):
+        kind = "cover art"
+    tags = stream.get("tags") or {}
+    tag = str(stream.get("codec_tag_string") or "")
+    named = tags.get("filename") or tags.get("mimetype") if kind == "attachment" else None
+    codec = _tag(stream.get("codec_name")) or named or (tag if tag.isalnum() else "unknown")
+    return Stream(kind, str(codec))
 
 
 def _common_codec(streams: list[dict[str, Any]]) -> str | None:
