@@ -9,6 +9,7 @@ permitted), a write-protected folder ``chattr +i`` (EPERM) or a process without 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -1257,3 +1258,54 @@ def test_a_multi_page_tiff_says_only_its_first_page_is_used(lab: Lab, capsys: py
     assert code == 0, err
     assert re.search(r"note: pages\.tiff has 3 pages: only page 1 is swapped and written", err), err
     assert "animated" not in err
+
+
+# --- issue 21: memory that runs out is the user's to fix ---------------------------------------------------
+
+
+def _no_memory(kind: str) -> None:
+    """Fail as numpy, onnxruntime or the C library does when memory runs out (under ``ulimit -v``)."""
+    if kind == "numpy":
+        np.empty(1 << 62, np.uint8)  # a real allocation failure: numpy's MemoryError
+    if kind == "onnxruntime":
+        from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+        raise RuntimeException(
+            "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running Conv "
+            "node. Name:'Conv_12' Status Message: bfc_arena.cc:376 BFCArena::AllocateRawInternal "
+            "Failed to allocate memory for requested buffer of size 1073741824")
+    raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+
+
+@pytest.mark.parametrize("kind", ["numpy", "onnxruntime", "enomem"])
+def test_memory_that_runs_out_says_what_to_ask_for(lab: Lab, kind: str, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A render whose detector cannot allocate: exit 2 and one line (memory ran out, a smaller batch, fewer
+    threads, a smaller model), no "internal error" and no traceback; a queued job fails with the same line,
+    at once (no retry that would run out again)."""
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+    from pipeline.process.processor import FaceProcessor
+    from pipeline.settings import Settings
+
+    monkeypatch.setattr(FaceProcessor, "detect", lambda self, frames: _no_memory(kind))
+    said = r"memory ran out \(.+\): .*execution\.batch_size=1.*fewer threads.*a smaller model"
+    before = _files(lab.root)
+    assert main(swap(lambda lab: lab("clip.mp4"))(lab)) == 2
+    _one_error_line(capsys.readouterr().err, said)
+    assert _files(lab.root) - before == {"clip.mp4", "face.jpg"}  # the inputs copied in, nothing written
+    store = JobStore(lab.root / "q.sqlite3")
+    job = store.add([lab("face.jpg")], lab("clip.mp4"), lab.out("o.mp4"), Settings())
+    run(store, "w", once=True)
+    failed = store.get(job.id)
+    assert failed.state == "failed" and failed.attempts == 1, failed
+    assert failed.error and "\n" not in failed.error and re.search(said, failed.error), failed.error
+
+
+def test_only_memory_faults_are_read_as_memory() -> None:
+    from pipeline.errors import memory_fault
+
+    assert memory_fault(RuntimeError("CUDA failure 2: out of memory ; GPU=0")) is not None
+    assert memory_fault(RuntimeError("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : wrong shape")) is None
+    assert memory_fault(OSError(errno.ENOENT, "No such file or directory")) is None
+    assert memory_fault(ValueError("bad value")) is None
