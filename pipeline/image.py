@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
-from pipeline import env
+from pipeline import env, sniff
 from pipeline.errors import BadMedia, UserError, not_a_file
 from pipeline.filenames import temp_name
 from pipeline.types import Frame
@@ -104,7 +104,9 @@ def read_image(path: Path | str) -> Picture:
             "refused before decoding"
         ) from None
     except UnidentifiedImageError:
-        raise BadMedia(f"{path.name} is not an image (unrecognised format)") from None
+        kind = sniff.what_is(path)
+        raise BadMedia(f"{path.name} is not an image ({f'it is {kind}' if kind else 'unrecognised format'})"
+                       ) from None
     except OSError as exc:
         raise BadMedia(f"{path.name} could not be decoded ({exc}); is it truncated or corrupt?") from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -91,6 +93,17 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "binary.json": bytes(range(256)) * 4,
         "broken.json": b'{"schema": 1, "settings": {',
         "badkey.json": b'{"schema": 1, "settings": {"swapper": {"colour": 1}}}',
+    }.items():
+        (d / name).write_bytes(content)
+        a[name] = d / name
+    with zipfile.ZipFile(d / "zip.mp4", "w") as archive:  # what a browser download of a folder gives
+        archive.write(a["clip.mp4"], "clip.mp4")
+    a["zip.mp4"] = d / "zip.mp4"
+    a["zip.jpg"] = Path(shutil.copyfile(d / "zip.mp4", d / "zip.jpg"))
+    for name, content in {
+        "page.mp4": b"<!DOCTYPE html>\n<html><body>Sign in to download</body></html>\n",
+        "doc.mp4": b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n",
+        "packed.mp4": gzip.compress(b"a video, gzipped" * 100),
     }.items():
         (d / name).write_bytes(content)
         a[name] = d / name
@@ -263,11 +276,17 @@ CASES = [
         r"pipe\.jpg is a named pipe",
     ),
     Case("target-empty", swap(lambda lab: lab("empty.mp4")), 2, r"empty\.mp4.*empty"),
+    Case("target-text", swap(lambda lab: lab("text.mp4")), 2, r"text\.mp4 is a text file, not a video"),
+    # files that are something else, named for what they are (not "truncated or corrupt")
+    Case("target-zip-named-mp4", swap(lambda lab: lab("zip.mp4")), 2, r"zip\.mp4 is a ZIP archive, not a"),
+    Case("target-html-named-mp4", swap(lambda lab: lab("page.mp4")), 2, r"page\.mp4 is an HTML page, not a"),
+    Case("target-pdf-named-mp4", swap(lambda lab: lab("doc.mp4")), 2, r"doc\.mp4 is a PDF document, not a"),
+    Case("target-gzip-named-mp4", swap(lambda lab: lab("packed.mp4")), 2, r"packed\.mp4 is a gzip archive"),
     Case(
-        "target-text",
-        swap(lambda lab: lab("text.mp4")),
+        "image-zip-named-jpg",
+        swap(lambda lab: lab("zip.jpg"), lambda lab: lab.out("o.jpg")),
         2,
-        r"text\.mp4: .*(corrupt|invalid data|cannot be read)",
+        r"zip\.jpg is not an image \(it is a ZIP archive\)",
     ),
     Case("target-audio-only", swap(lambda lab: lab("audio.mp4")), 2, r"audio\.mp4: has no video stream"),
     Case("target-image-named-mp4", swap(lambda lab: lab("png.mp4")), 2, r"png\.mp4: is an image"),

@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from pipeline import sniff
 from pipeline.errors import BadMedia, not_a_file
 from pipeline.video import builders, ffmpeg
 from pipeline.video.process import run_tool
@@ -97,6 +98,15 @@ def packet_times(path: Path) -> list[float]:
     return times
 
 
+def _refused(path: Path, stderr: str) -> BadMedia:
+    """Why ffmpeg cannot read ``path``: what the file really is when its first bytes say (a ZIP named .mp4),
+    else what ffmpeg said."""
+    kind = sniff.what_is(path)
+    if kind is not None:
+        return BadMedia(f"{path.name} is {kind}, not a video")
+    return BadMedia(f"{path.name}: {_reason(stderr)}")
+
+
 def _reason(stderr: str) -> str:
     text = stderr.lower()
     if "moov atom not found" in text:
@@ -112,7 +122,7 @@ def _reason(stderr: str) -> str:
 def _ffprobe(ffprobe_exe: str, path: Path) -> dict[str, Any]:
     result = run_tool(builders.probe_cmd(ffprobe_exe, path), on=path)
     if result.returncode != 0:
-        raise BadMedia(f"{path.name}: {_reason(result.stderr.decode('utf-8', 'replace'))}")
+        raise _refused(path, result.stderr.decode("utf-8", "replace"))
     return json.loads(result.stdout.decode("utf-8", "replace"))
 
 
@@ -125,7 +135,7 @@ def _pyav_probe(path: Path) -> dict[str, Any]:
     except (av.error.FFmpegError, UnicodeDecodeError) as exc:
         # PyAV does not pass on ffmpeg's log line: an MP4/MOV header with no readable index is truncated
         hint = "moov atom not found" if _is_mp4_family(path) else ""
-        raise BadMedia(f"{path.name}: {_reason(hint + ' ' + str(exc))}") from None
+        raise _refused(path, hint + " " + str(exc)) from None
     with container:
         streams: list[dict[str, Any]] = []
         for stream in container.streams:
