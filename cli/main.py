@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from cli import bench, models, presets, queue, swap, ui
 from pipeline import __version__, env
-from pipeline.errors import Cancelled, UserError, os_fault
+from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
 
 COMMANDS = (swap, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
 
@@ -60,14 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("facestation: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:  # a full or read-only disk, a missing permission: the user's to fix
-        fault = os_fault(exc)
+    except Exception as exc:  # a full or read-only disk, a missing permission, no memory: the user's to fix
+        fault = (os_fault(exc) if isinstance(exc, OSError) else None) or memory_fault(exc)
         if fault is None:
             return _internal(exc, debug)
         print(f"facestation: error: {fault}", file=sys.stderr)
         return 2
-    except Exception as exc:
-        return _internal(exc, debug)
 
 
 def _internal(exc: Exception, debug: bool) -> int:

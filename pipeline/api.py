@@ -13,7 +13,7 @@ from pipeline import paths
 from pipeline.bench import BackgroundBench
 from pipeline.checks import ModelsMissing, check_swap, choice_label
 from pipeline.env import check as check_environment
-from pipeline.errors import FetchFailed, ModelMissing, UserError
+from pipeline.errors import FetchFailed, ModelMissing, UserError, memory_fault
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import add as add_job
@@ -61,7 +61,7 @@ __all__ = [
     # environment: every FACESTATION_* variable read once, UserError naming the first bad one (start-up)
     "check_environment",
     # errors: the one exception type whose message is shown to the user as it is
-    "UserError", "ModelMissing", "FetchFailed",
+    "UserError", "ModelMissing", "FetchFailed", "memory_fault",
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
     # checks: the one validation run before a preview and before a job is queued; model choice labels

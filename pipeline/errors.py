@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -88,6 +89,30 @@ def _too_many_files() -> str:
         limit = "the limit is reached"
     return (f"too many open files ({limit}): raise the limit, e.g. `ulimit -n 4096` in the shell that runs "
             "facestation")
+
+
+class OutOfMemory(UserError):
+    """Memory ran out (numpy, onnxruntime, OpenCV, a child process that could not start): the user can ask
+    for less."""
+
+
+# what numpy, onnxruntime (CPU arena, CUDA, cuBLAS/cuDNN), OpenCV and the C library say when memory runs out
+_NO_MEMORY = ("out of memory", "failed to allocate", "unable to allocate", "cannot allocate memory",
+              "bad_alloc", "insufficient memory", "alloc_failed", "available memory of")
+MEMORY_FIX = ("ask for less: a smaller batch (--set execution.batch_size=1), fewer threads "
+              "(--set execution.threads=2), a smaller model, or close other programs")
+
+
+def memory_fault(exc: BaseException) -> OutOfMemory | None:
+    """The one line for memory that ran out (a MemoryError, ENOMEM, an onnxruntime or OpenCV allocation
+    failure), with what was being allocated and what to do; None for any other exception."""
+    text = " ".join(str(exc).split())
+    no_memory = isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)
+    if not no_memory and not any(words in text.lower() for words in _NO_MEMORY):
+        return None
+    said = re.search(r"(?i)(failed to allocate|unable to allocate|out of memory|cannot allocate)[^;]*", text)
+    detail = said.group(0).rstrip(" .")[:100] if said else type(exc).__name__
+    return OutOfMemory(f"memory ran out ({detail}): {MEMORY_FIX}")
 
 
 def fault_in_text(text: str, path: str | Path) -> OutputFault | None:

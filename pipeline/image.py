@@ -20,13 +20,14 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
-from pipeline import env
+from pipeline import env, sniff
 from pipeline.errors import BadMedia, UserError, not_a_file
 from pipeline.filenames import temp_name
 from pipeline.types import Frame
 
 FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
 IMAGE_SUFFIXES = frozenset(FORMATS) | {".bmp", ".tif", ".tiff"}
+_PAGED = frozenset({"TIFF"})  # formats whose frames are pages, not an animation
 
 
 def is_image_path(path: Path | str) -> bool:
@@ -56,7 +57,10 @@ class Picture:
         """What an output at ``output`` cannot carry of this file: its bit depth, its other frames, its
         transparency (JPEG has none) — each said, never dropped in silence."""
         notes = [n for n in [self.depth_notice(name)] if n]
-        if self.frames > 1:
+        if self.frames > 1 and self.format in _PAGED:
+            notes.append(f"{name} has {self.frames} pages: only page 1 is swapped and written (save each "
+                         "page as its own image to swap them all)")
+        elif self.frames > 1:
             notes.append(f"{name} has {self.frames} frames (animated): only its first frame is swapped and "
                          "written; convert it to a video to swap every frame")
         if self.alpha is not None and FORMATS.get(output.suffix.lower()) == "JPEG":
@@ -100,7 +104,9 @@ def read_image(path: Path | str) -> Picture:
             "refused before decoding"
         ) from None
     except UnidentifiedImageError:
-        raise BadMedia(f"{path.name} is not an image (unrecognised format)") from None
+        kind = sniff.what_is(path)
+        raise BadMedia(f"{path.name} is not an image ({f'it is {kind}' if kind else 'unrecognised format'})"
+                       ) from None
     except OSError as exc:
         raise BadMedia(f"{path.name} could not be decoded ({exc}); is it truncated or corrupt?") from None
 

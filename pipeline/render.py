@@ -33,7 +33,7 @@ from pipeline.renderplan import RenderPlan, plan_render
 from pipeline.settings import Settings
 from pipeline.stages import END, Stages
 from pipeline.types import Frame
-from pipeline.video import integrity
+from pipeline.video import integrity, streams
 from pipeline.video.decode import DecodeReport, read_frames
 from pipeline.video.encode import FrameSink, encoder_for, padded_size_notice
 from pipeline.video.probe import VideoInfo, probe
@@ -131,10 +131,11 @@ class Render:
     def run(self) -> RenderResult:
         self._total = self._frame_count()
         s, info = self.settings, self.info
-        promised = integrity.promise(info, self._total)
+        promised = integrity.promise(info, self._total, s.video.start)
         report = DecodeReport()
         frames_in = read_frames(info.path, info=info, start=s.video.start, end=s.video.end,
-                                cancel=self.stages.stop, frames=self.frames, report=report)
+                                cancel=self.stages.stop, frames=self.frames, report=report,
+                                hold_gaps=s.video.allow_damaged)
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
@@ -147,6 +148,8 @@ class Render:
         sink = self.open_sink(*self.plan.out_size)
         if notice := padded_size_notice(*self.plan.out_size, info.path.name):
             self.processor.notices.append(notice)
+        if self.output is not None and (notice := streams.dropped_notice(info, self.output)):
+            self.processor.notices.append(notice)  # a job's segments are video only: its join says it
         self._started = time.perf_counter()
         stages = self.stages
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()
@@ -188,7 +191,9 @@ class Render:
         out.put(first)
         for frame in self.stages.timed("decode", frames_in):
             out.put(frame)
-        notice = integrity.check(promised, report, self.settings.video.allow_damaged)
+        video = self.settings.video
+        notice = integrity.check(promised, report, video.allow_damaged,
+                                 audio=video.keep_audio and self.info.has_audio)
         if notice:
             log.info("%s", notice)
             self.processor.notices.append(notice)

@@ -9,6 +9,8 @@ permitted), a write-protected folder ``chattr +i`` (EPERM) or a process without 
 from __future__ import annotations
 
 import contextlib
+import errno
+import gzip
 import json
 import os
 import re
@@ -18,6 +20,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,9 +39,11 @@ from tests import photos
 from tests.timing import scaled, wait_until
 from tests.videos import (
     add_audio_tracks,
+    add_extra_streams,
     count_frames,
     make_audio_only,
     make_clip,
+    make_cut,
     make_faststart,
     make_image_as_video,
     make_truncated,
@@ -88,6 +93,17 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "binary.json": bytes(range(256)) * 4,
         "broken.json": b'{"schema": 1, "settings": {',
         "badkey.json": b'{"schema": 1, "settings": {"swapper": {"colour": 1}}}',
+    }.items():
+        (d / name).write_bytes(content)
+        a[name] = d / name
+    with zipfile.ZipFile(d / "zip.mp4", "w") as archive:  # what a browser download of a folder gives
+        archive.write(a["clip.mp4"], "clip.mp4")
+    a["zip.mp4"] = d / "zip.mp4"
+    a["zip.jpg"] = Path(shutil.copyfile(d / "zip.mp4", d / "zip.jpg"))
+    for name, content in {
+        "page.mp4": b"<!DOCTYPE html>\n<html><body>Sign in to download</body></html>\n",
+        "doc.mp4": b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n",
+        "packed.mp4": gzip.compress(b"a video, gzipped" * 100),
     }.items():
         (d / name).write_bytes(content)
         a[name] = d / name
@@ -260,11 +276,17 @@ CASES = [
         r"pipe\.jpg is a named pipe",
     ),
     Case("target-empty", swap(lambda lab: lab("empty.mp4")), 2, r"empty\.mp4.*empty"),
+    Case("target-text", swap(lambda lab: lab("text.mp4")), 2, r"text\.mp4 is a text file, not a video"),
+    # files that are something else, named for what they are (not "truncated or corrupt")
+    Case("target-zip-named-mp4", swap(lambda lab: lab("zip.mp4")), 2, r"zip\.mp4 is a ZIP archive, not a"),
+    Case("target-html-named-mp4", swap(lambda lab: lab("page.mp4")), 2, r"page\.mp4 is an HTML page, not a"),
+    Case("target-pdf-named-mp4", swap(lambda lab: lab("doc.mp4")), 2, r"doc\.mp4 is a PDF document, not a"),
+    Case("target-gzip-named-mp4", swap(lambda lab: lab("packed.mp4")), 2, r"packed\.mp4 is a gzip archive"),
     Case(
-        "target-text",
-        swap(lambda lab: lab("text.mp4")),
+        "image-zip-named-jpg",
+        swap(lambda lab: lab("zip.jpg"), lambda lab: lab.out("o.jpg")),
         2,
-        r"text\.mp4: .*(corrupt|invalid data|cannot be read)",
+        r"zip\.jpg is not an image \(it is a ZIP archive\)",
     ),
     Case("target-audio-only", swap(lambda lab: lab("audio.mp4")), 2, r"audio\.mp4: has no video stream"),
     Case("target-image-named-mp4", swap(lambda lab: lab("png.mp4")), 2, r"png\.mp4: is an image"),
@@ -1150,3 +1172,159 @@ def test_a_tiny_video_is_not_swapped_into_blobs(lab: Lab, capsys: pytest.Capture
     summary = json.loads(out)
     assert summary["faces_swapped"] == 0 and count_frames(summary["output"]) == 30
     assert re.search(r"note: faces smaller than 20 px were left as they are", err), err
+
+
+# --- issue 21: what a damaged or rich input holds is kept, or said ---------------------------------------
+
+
+def test_a_cut_in_the_middle_keeps_sound_and_picture_in_step(lab: Lab, capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    """An MPEG-TS with the middle 40-60 % of its bytes cut: the frames lost are held (the last good one
+    repeated), so the video keeps its length and every frame its time; the audio is fitted to it. It used to
+    render the frames that could be read back to back: 7.5 s of video against 10 s of sound."""
+    whole = make_clip(lab.root / "whole.ts", seconds=4.0, size=(160, 120), fps=30)
+    cut = make_cut(whole, lab.root / "cut.ts", 0.4, 0.6)
+    argv = swap(lambda lab: str(cut), lambda lab: lab.out("o.mp4"), lambda lab: lab("face.jpg"),
+                "--set", "video.allow_damaged=true")(lab)
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads(out)
+    durations = {s["codec_type"]: float(s["duration"]) for s in stream_info(summary["output"])["streams"]}
+    assert abs(durations["video"] - durations["audio"]) <= 1 / 30, durations
+    assert count_frames(summary["output"]) == summary["frames"] == 120  # held, none dropped
+    said = re.search(r"note: cut\.ts .*frames (\d+)-(\d+) \([\d.]+-[\d.]+ s\) could not be read and were held"
+                     r".*the audio was fitted to the video", err)
+    assert said, err
+    first, last = int(said.group(1)), int(said.group(2))
+    assert 30 <= first <= last <= 90 and last - first + 1 >= 10  # in the middle, a real run
+
+
+def test_held_frames_are_read_from_the_packets_times() -> None:
+    from fractions import Fraction
+
+    from pipeline.video.integrity import held_frames
+
+    times = [1.0 + i / 10 for i in range(10)] + [1.0 + i / 10 for i in range(15, 20)]  # 10..14 missing
+    assert held_frames(times, Fraction(10)) == [(10, 14)]
+    assert held_frames(sorted(times, key=lambda t: (int(t * 10) % 3, t)), Fraction(10)) == [(10, 14)]
+    assert held_frames(times, Fraction(10), start=0.2) == [(8, 12)]  # counted from the trim start
+    assert held_frames(times, Fraction(10), start=1.2) == [(0, 2)]  # the trim starts inside the gap
+    assert held_frames(times, Fraction(10), start=2.0) == []  # the gap is before it
+    assert held_frames(times, Fraction(10), min_gap=1.0) == []  # a VFR source's short gaps are its rate
+    assert held_frames([], Fraction(10)) == []
+
+
+def _kinds(path: str | Path) -> list[str]:
+    return [s["codec_type"] for s in stream_info(path)["streams"]]
+
+
+def _rich_target(lab: Lab) -> Path:
+    """A Matroska clip with sound, an SRT subtitle stream, a second video stream and an attached file."""
+    clip = make_clip(lab.root / "plain.mp4", seconds=1.0, size=(160, 120), fps=30)
+    return add_extra_streams(clip, lab.root / "rich.mkv", second_video=True, attachment=True)
+
+
+def test_every_stream_the_output_cannot_carry_is_named(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """By the class: every kind of stream of the target is either in the output or named in a note with its
+    count (subtitles, a second video stream and attachments were dropped in silence)."""
+    target = _rich_target(lab)
+    given = _kinds(target)
+    for output, kept in (("o.mkv", ["video", "audio", "subtitle"]), ("o.mp4", ["video", "audio"])):
+        code = main(swap(lambda lab: str(target), lambda lab, o=output: lab.out(o))(lab))
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert _kinds(json.loads(out)["output"]) == kept
+        notes = [line for line in err.splitlines() if "rich.mkv has" in line]
+        assert len(notes) == 1, err
+        dropped = {kind: given.count(kind) - kept.count(kind) for kind in set(given)}
+        words = {"video": "more video stream", "subtitle": "subtitle stream", "attachment": "attachment"}
+        for kind, n in dropped.items():
+            if n:
+                assert re.search(rf"{n} {words[kind]}s? \(", notes[0]), notes[0]
+            else:
+                assert words.get(kind, kind) not in notes[0], notes[0]
+        assert f"dropped from {output}" in notes[0]
+    assert "(a .mkv output keeps the subtitles)" in notes[0]
+
+
+def test_subtitles_are_kept_by_a_queued_job(lab: Lab) -> None:
+    """A video job joins its segments with the source's subtitles too (mkv -> mkv)."""
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+    from pipeline.settings import Settings
+
+    clip = make_clip(lab.root / "plain.mp4", seconds=1.0, size=(160, 120), fps=30)
+    target = add_extra_streams(clip, lab.root / "subs.mkv")
+    store = JobStore(lab.root / "q.sqlite3")
+    job = store.add([lab("face.jpg")], str(target), lab.out("o.mkv"), Settings())
+    run(store, "w", once=True)
+    done = store.get(job.id)
+    assert done.state == "done", done.error
+    assert _kinds(lab.out("o.mkv")) == ["video", "audio", "subtitle"]
+    assert count_frames(lab.out("o.mkv")) == 30
+
+
+def test_a_multi_page_tiff_says_only_its_first_page_is_used(lab: Lab, capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    from PIL import Image
+
+    page = Image.open(lab("face.jpg")).convert("RGB")
+    tiff = lab.root / "pages.tiff"
+    page.save(tiff, save_all=True, append_images=[page.rotate(90), page])
+    code = main(swap(lambda lab: str(tiff), lambda lab: lab.out("o.png"))(lab))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert re.search(r"note: pages\.tiff has 3 pages: only page 1 is swapped and written", err), err
+    assert "animated" not in err
+
+
+# --- issue 21: memory that runs out is the user's to fix ---------------------------------------------------
+
+
+def _no_memory(kind: str) -> None:
+    """Fail as numpy, onnxruntime or the C library does when memory runs out (under ``ulimit -v``)."""
+    if kind == "numpy":
+        np.empty(1 << 62, np.uint8)  # a real allocation failure: numpy's MemoryError
+    if kind == "onnxruntime":
+        from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+        raise RuntimeException(
+            "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running Conv "
+            "node. Name:'Conv_12' Status Message: bfc_arena.cc:376 BFCArena::AllocateRawInternal "
+            "Failed to allocate memory for requested buffer of size 1073741824")
+    raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+
+
+@pytest.mark.parametrize("kind", ["numpy", "onnxruntime", "enomem"])
+def test_memory_that_runs_out_says_what_to_ask_for(lab: Lab, kind: str, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A render whose detector cannot allocate: exit 2 and one line (memory ran out, a smaller batch, fewer
+    threads, a smaller model), no "internal error" and no traceback; a queued job fails with the same line,
+    at once (no retry that would run out again)."""
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+    from pipeline.process.processor import FaceProcessor
+    from pipeline.settings import Settings
+
+    monkeypatch.setattr(FaceProcessor, "detect", lambda self, frames: _no_memory(kind))
+    said = r"memory ran out \(.+\): .*execution\.batch_size=1.*fewer threads.*a smaller model"
+    before = _files(lab.root)
+    assert main(swap(lambda lab: lab("clip.mp4"))(lab)) == 2
+    _one_error_line(capsys.readouterr().err, said)
+    assert _files(lab.root) - before == {"clip.mp4", "face.jpg"}  # the inputs copied in, nothing written
+    store = JobStore(lab.root / "q.sqlite3")
+    job = store.add([lab("face.jpg")], lab("clip.mp4"), lab.out("o.mp4"), Settings())
+    run(store, "w", once=True)
+    failed = store.get(job.id)
+    assert failed.state == "failed" and failed.attempts == 1, failed
+    assert failed.error and "\n" not in failed.error and re.search(said, failed.error), failed.error
+
+
+def test_only_memory_faults_are_read_as_memory() -> None:
+    from pipeline.errors import memory_fault
+
+    assert memory_fault(RuntimeError("CUDA failure 2: out of memory ; GPU=0")) is not None
+    assert memory_fault(RuntimeError("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : wrong shape")) is None
+    assert memory_fault(OSError(errno.ENOENT, "No such file or directory")) is None
+    assert memory_fault(ValueError("bad value")) is None

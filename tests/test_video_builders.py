@@ -91,12 +91,20 @@ def test_audio_copy_where_container_allows(container: str, codec: str, expected:
     assert _after(builders.audio_codec_args(container, codec), "-c:a") == expected
 
 
+def test_fitted_audio_is_reencoded_padded_and_cut_to_the_video() -> None:
+    """A damaged source's audio (video.allow_damaged): never a copy; gaps filled, padded, cut at the end."""
+    args = builders.audio_codec_args(".mkv", "aac", fit=True)
+    assert _after(args, "-c:a") == "aac" and _after(args, "-af") == "aresample=async=1,apad"
+    assert "-shortest" in args
+    assert _after(builders.audio_codec_args(".webm", "opus", fit=True), "-c:a") == "libopus"
+
+
 def test_encode_cmd_maps_video_audio_metadata_and_tags() -> None:
     cmd = builders.encode_cmd(
         "ffmpeg", "/o/out.mp4", width=322, height=242, fps=Fraction(30000, 1001),
         video_args=["-c:v", "libx264", "-crf", "20"], matrix="bt709",
         color_args=builders.color_tag_args("bt709", "bt709", "bt709"),
-        audio_source="/v/in.mp4", audio_start=1.0, audio_duration=2.0, audio_args=["-c:a", "copy"],
+        source=builders.SourceMux(Path("/v/in.mp4"), 1.0, 2.0, ("-c:a", "copy"), subtitles=(0, 2)),
         metadata={"comment": "synthetic"},
     )
     first, second = [i for i, a in enumerate(cmd) if a == "-i"]
@@ -104,7 +112,8 @@ def test_encode_cmd_maps_video_audio_metadata_and_tags() -> None:
     assert _after(cmd, "-s") == "322x242" and _after(cmd, "-framerate") == "30000/1001"
     # the trim applies to the audio input
     assert first < cmd.index("-ss") < second and first < cmd.index("-t") < second
-    assert cmd[cmd.index("-map", cmd.index("-map") + 1) + 1] == "1:a"
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-map"] == ["0:v:0", "1:a", "1:s:0", "1:s:2"]
+    assert _after(cmd, "-c:a") == "copy" and _after(cmd, "-c:s") == "copy"
     assert "out_color_matrix=bt709" in _after(cmd, "-vf")
     assert _after(cmd, "-colorspace") == "bt709" and _after(cmd, "-metadata") == "comment=synthetic"
     assert cmd[-1] == "file:/o/out.mp4" and "+faststart" in cmd
@@ -114,6 +123,13 @@ def test_encode_cmd_without_audio_maps_video_only() -> None:
     cmd = builders.encode_cmd("ffmpeg", "/o/out.mkv", width=64, height=64, fps=25,
                               video_args=["-c:v", "libx264"])
     assert cmd.count("-i") == 1 and cmd.count("-map") == 1 and "-c:a" not in cmd and "-movflags" not in cmd
+
+
+def test_a_source_without_audio_muxes_its_subtitles_alone() -> None:
+    subtitles_only = builders.SourceMux(Path("/v/in.mkv"), audio_args=None, subtitles=(1,))
+    inputs, maps = builders.source_args(subtitles_only, 1)
+    assert inputs == ["-i", "file:/v/in.mkv"] and maps == ["-map", "1:s:1", "-c:s", "copy"]
+    assert builders.source_args(builders.SourceMux(Path("/v/in.mkv"), audio_args=None), 1) == ([], [])
 
 
 def test_trial_commands() -> None:

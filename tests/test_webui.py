@@ -336,3 +336,18 @@ def test_download_is_checked_per_user_and_handed_out_as_a_private_link(tmp_path:
     assert ctx.links.resolve(token, "ann", "other session") is None
     assert download(ctx, job.id, root) != mine  # type: ignore[arg-type]
     assert download(ctx, job.id, ann) != mine  # a fresh, unguessable token every time  # type: ignore[arg-type]
+
+
+def test_a_zip_uploaded_as_the_target_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """The target's description (the UI's first check of an upload) says what the file is: not "truncated or
+    corrupt" for a ZIP named .mp4."""
+    import zipfile
+
+    from webui.common import user_errors
+    from webui.faces import describe_target
+
+    fake = tmp_path / "holiday.mp4"
+    with zipfile.ZipFile(fake, "w") as archive:
+        archive.writestr("holiday.mp4", b"\0" * 1000)
+    with pytest.raises(gr.Error, match=r"holiday\.mp4 is a ZIP archive, not a video"):
+        user_errors(describe_target)(str(fake))

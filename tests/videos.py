@@ -181,6 +181,13 @@ def make_faststart(src: Path, dest: Path) -> Path:
     return dest
 
 
+def make_cut(src: Path, dest: Path, start: float = 0.4, end: float = 0.6) -> Path:
+    """``src`` without the bytes from ``start`` to ``end`` of its length (a recording cut in the middle)."""
+    data = src.read_bytes()
+    dest.write_bytes(data[: int(len(data) * start)] + data[int(len(data) * end) :])
+    return dest
+
+
 def make_zeroed(src: Path, dest: Path, nbytes: int = 30_000) -> Path:
     """``src`` with ``nbytes`` zeroed a third of the way into its media data (``mdat``): a damaged file."""
     data = bytearray(src.read_bytes())
@@ -203,4 +210,27 @@ def add_audio_tracks(src: Path, dest: Path, tracks: list[tuple[str, str]]) -> Pa
         cmd += ["-map", f"{i + 1}:a", f"-metadata:s:a:{i}", f"language={language}",
                 f"-metadata:s:a:{i}", f"title={title}"]
     _run([*cmd, "-c:v", "copy", "-c:a", "aac", "-shortest", str(dest)])
+    return dest
+
+
+def add_extra_streams(src: Path, dest: Path, *, subtitles: bool = True, second_video: bool = False,
+                      attachment: bool = False) -> Path:
+    """``src`` (video + audio) as Matroska with an SRT subtitle stream (two lines), a second video stream and
+    an attached file, as asked."""
+    exe = shutil.which("ffmpeg") or ffmpeg.ffmpeg_exe()
+    srt = dest.with_name(f"{dest.stem}.srt")
+    srt.write_text("1\n00:00:00,100 --> 00:00:00,400\nfirst line\n\n2\n00:00:00,500 --> 00:00:00,900\n"
+                   "second line\n")
+    cmd = [exe, *_Q, "-i", str(src)]
+    maps = ["-map", "0:v:0", "-map", "0:a?"]
+    if second_video:
+        cmd += ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=1"]
+        maps += ["-map", f"{cmd.count('-i') - 1}:v"]
+    if subtitles:
+        cmd += ["-i", str(srt)]
+        maps += ["-map", f"{cmd.count('-i') - 1}:s"]
+    if attachment:
+        maps += ["-attach", str(srt), "-metadata:s:t", "mimetype=text/plain"]
+    _run([*cmd, *maps, "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "copy", "-c:s", "srt", str(dest)])
+    srt.unlink()
     return dest

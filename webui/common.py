@@ -94,6 +94,12 @@ def user_errors(fn: F) -> F:
         except api.UserError as exc:
             log.info("%s: %s", fn.__name__, exc)
             raise gr.Error(browser_message(str(exc)), print_exception=False) from None
+        except Exception as exc:  # memory that ran out (a preview on a big frame) is the user's to fix too
+            fault = api.memory_fault(exc)
+            if fault is None:
+                raise
+            log.warning("%s: %s", fn.__name__, fault)
+            raise gr.Error(browser_message(str(fault)), print_exception=False) from None
 
     return wrapper  # type: ignore[return-value]
 

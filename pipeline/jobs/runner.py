@@ -24,6 +24,7 @@ from pipeline.jobs.model import Job
 from pipeline.jobs.resume import ResumeRecord
 from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
+from pipeline.video import streams
 
 if TYPE_CHECKING:
     from pipeline.video.probe import VideoInfo
@@ -143,6 +144,7 @@ class SegmentedJob:
         if self.ctx.control.cancelled:
             raise Cancelled("job cancelled")
         frames = self.record.frames
+        self.notice(filter(None, [streams.dropped_notice(self.info, self.output)]))
         self.ctx.control.report(Progress(frames, frames, stage={"step": "joining segments"}))
         segments.join_segments(list(self.record.segments), self.work, self.output, job_id=self.job.id,
                                source=self.info, settings=self.settings, models=self.models,

@@ -10,7 +10,8 @@ name once complete (the encoder writes a temp name and renames), and the job rec
 INDEX, so the frame count stays exact) and writes the remaining segments. At the end the segments
 are joined WITHOUT re-encoding (ffmpeg concat demuxer, ``-c copy``, each file's exact duration given
 so that timestamps do not drift however many segments there are), the source's audio is muxed in
-(trimmed like the video) with the provenance tag, and the result is renamed to the output name.
+(trimmed like the video), with its subtitles where the container takes them and the provenance tag, and
+the result is renamed to the output name.
 
 The record of the finished segments, and which a new run keeps: :mod:`pipeline.jobs.resume`.
 """
@@ -37,7 +38,7 @@ from pipeline.errors import Cancelled, FacestationError, fault_in_text
 from pipeline.filenames import fitted_stem
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
-from pipeline.video import builders, ffmpeg
+from pipeline.video import builders, ffmpeg, streams
 from pipeline.video.encode import Encoder, encoder_for
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
@@ -191,22 +192,13 @@ class SegmentWriter:
             self._current = None
 
 
-def concat_cmd(exe: str, list_file: Path, output: Path, *, audio_source: Path | None = None,
-               audio_start: float | None = None, audio_duration: float | None = None,
-               audio_args: list[str] | None = None, metadata: dict[str, str] | None = None,
-               container: str | None = None) -> list[str]:
-    """Join the segments listed in ``list_file`` by stream copy, muxing the first audio stream of
-    ``audio_source`` (trimmed to ``audio_start`` + ``audio_duration``)."""
-    cmd = [exe, *builders.QUIET, "-y", "-f", "concat", "-safe", "0", "-i", builders.media_arg(list_file)]
-    if audio_source is not None:
-        if audio_start:
-            cmd += ["-ss", f"{audio_start:.6f}"]
-        if audio_duration is not None:
-            cmd += ["-t", f"{audio_duration:.6f}"]
-        cmd += ["-i", builders.media_arg(audio_source)]
-    cmd += ["-map", "0:v:0", "-c:v", "copy"]
-    if audio_source is not None:
-        cmd += ["-map", "1:a", *(audio_args or ["-c:a", "aac"])]  # every audio stream, with its tags
+def concat_cmd(exe: str, list_file: Path, output: Path, *, source: builders.SourceMux | None = None,
+               metadata: dict[str, str] | None = None, container: str | None = None) -> list[str]:
+    """Join the segments listed in ``list_file`` by stream copy, muxing the audio and subtitles of
+    ``source``."""
+    inputs, maps = builders.source_args(source, 1)
+    cmd = [exe, *builders.QUIET, "-y", "-f", "concat", "-safe", "0", "-i", builders.media_arg(list_file),
+           *inputs, "-map", "0:v:0", "-c:v", "copy", *maps]
     for key, value in (metadata or {}).items():
         cmd += ["-metadata", f"{key}={value}"]
     suffix = container or Path(output).suffix
@@ -252,23 +244,19 @@ def remove_temp_outputs(output: Path, job_id: int) -> None:
 def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,
                   settings: Settings, models: list[str], cancel: threading.Event | None = None,
                   guard: Callable[[], None] | None = None) -> Path:
-    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically; ``guard``
+    """Concatenate ``segments`` (stream copy) + the source's audio and subtitles into ``output``, atomically;
+    ``guard``
     (it raises to refuse) is asked just before the rename."""
     if not segments:
         raise ConcatError("no finished segments to join")
     list_file = work / "segments.txt"
     list_file.write_text(concat_list(segments, work, source.fps), encoding="utf-8")
-    start, end = settings.video.start, settings.video.end
-    audio = source if settings.video.keep_audio and source.has_audio else None
-    trimmed = audio is not None and end is not None and end < audio.duration
-    duration = end - (start or 0.0) if trimmed and end is not None else None
+    video = settings.video
+    mux = streams.source_mux(source, output.suffix, start=video.start, end=video.end,
+                             keep_audio=video.keep_audio, fit_audio=video.allow_damaged)
     partial = temp_output(output, job_id)
-    cmd = concat_cmd(
-        ffmpeg.ffmpeg_exe(), list_file, partial, audio_source=audio.path if audio else None,
-        audio_start=start, audio_duration=duration,
-        audio_args=builders.audio_codec_args(output.suffix, audio.audio_codec) if audio else None,
-        metadata=provenance_metadata(models), container=output.suffix,
-    )
+    cmd = concat_cmd(ffmpeg.ffmpeg_exe(), list_file, partial, source=mux,
+                     metadata=provenance_metadata(models), container=output.suffix)
     process = FFmpegProcess(cmd, cancel=cancel)
     try:
         rc = process.wait()

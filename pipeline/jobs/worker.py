@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from pipeline import env
-from pipeline.errors import Cancelled, UserError, os_fault
+from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
 from pipeline.jobs import runner
 from pipeline.jobs.hold import Hold, hold_from_env
 from pipeline.jobs.lease import ClaimLost, Lease
@@ -92,10 +92,12 @@ def worker_lock(store: JobStore, worker_id: str) -> Iterator[None]:
 
 def _as_users(exc: BaseException) -> BaseException:
     """A file system that refused a write (read-only, full, no permission) as the user's error naming the
-    folder (the file is a hidden temp name); any other exception as it is."""
-    if not isinstance(exc, OSError):
-        return exc
-    return os_fault(exc, Path(str(exc.filename)).parent if exc.filename else None) or exc
+    folder (the file is a hidden temp name), memory that ran out as the user's error saying what to ask for;
+    any other exception as it is."""
+    if isinstance(exc, OSError) and (fault := os_fault(exc, Path(str(exc.filename)).parent
+                                                       if exc.filename else None)):
+        return fault
+    return memory_fault(exc) or exc
 
 
 def _one_line(exc: BaseException) -> str:

@@ -31,19 +31,26 @@ class Container:
     holds_h264: bool  # takes the H.264/HEVC video the encoders make
     faststart: bool = False  # MP4 family: the index is moved to the front (plays while downloading)
     copies_audio: frozenset[str] | None = frozenset()  # audio codecs taken as a stream copy; None: any
+    copies_subtitles: frozenset[str] = frozenset()  # subtitle codecs taken as a stream copy
 
 
 _MP4_AUDIO = frozenset({"aac", "mp3", "alac", "ac3", "eac3"})
+_MKV_SUBTITLES = frozenset({"subrip", "ass", "ssa", "webvtt", "text", "hdmv_pgs_subtitle", "dvd_subtitle",
+                            "dvb_subtitle"})
 
 # Every video container facestation knows, by file suffix: the one list (pipeline.media derives the
 # accepted input and output suffixes from it). Audio a container does not take is re-encoded.
 CONTAINERS: dict[str, Container] = {
-    ".mp4": Container("mp4", holds_h264=True, faststart=True, copies_audio=_MP4_AUDIO | {"opus"}),
+    ".mp4": Container("mp4", holds_h264=True, faststart=True, copies_audio=_MP4_AUDIO | {"opus"},
+                      copies_subtitles=frozenset({"mov_text"})),
     ".mov": Container("mov", holds_h264=True, faststart=True,
-                      copies_audio=_MP4_AUDIO | {"pcm_s16le", "pcm_s24le"}),
-    ".mkv": Container("matroska", holds_h264=True, copies_audio=None),
-    ".m4v": Container("mp4", holds_h264=True, faststart=True, copies_audio=_MP4_AUDIO),
-    ".webm": Container("webm", holds_h264=False, copies_audio=frozenset({"opus", "vorbis"})),
+                      copies_audio=_MP4_AUDIO | {"pcm_s16le", "pcm_s24le"},
+                      copies_subtitles=frozenset({"mov_text"})),
+    ".mkv": Container("matroska", holds_h264=True, copies_audio=None, copies_subtitles=_MKV_SUBTITLES),
+    ".m4v": Container("mp4", holds_h264=True, faststart=True, copies_audio=_MP4_AUDIO,
+                      copies_subtitles=frozenset({"mov_text"})),
+    ".webm": Container("webm", holds_h264=False, copies_audio=frozenset({"opus", "vorbis"}),
+                       copies_subtitles=frozenset({"webvtt"})),
     ".avi": Container("avi", holds_h264=False),
 }
 
@@ -75,6 +82,12 @@ def sws_matrix(color_space: str | None, height: int) -> str:
 
 def probe_cmd(ffprobe: str, path: str | Path) -> list[str]:
     return [ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", media_arg(path)]
+
+
+def packet_times_cmd(ffprobe: str, path: str | Path) -> list[str]:
+    """The presentation time of every packet of the first video stream, one a line (no decoding)."""
+    return [ffprobe, "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+            "-of", "csv=p=0", media_arg(path)]
 
 
 def trial_encode_cmd(ffmpeg: str, encoder: str) -> list[str]:
@@ -173,16 +186,60 @@ def quality_args(encoder: str, quality: int, preset: EncoderPreset) -> list[str]
     return ["-preset", _X264_PRESETS[preset], "-crf", str(round(35 - 23 * q))]
 
 
-def audio_codec_args(container: str, audio_codec: str | None) -> list[str]:
+# a damaged source's audio made to fit the video: its gaps filled with silence, the end padded with silence
+# and cut where the video ends (``-shortest``: the padded audio never ends first)
+FIT_AUDIO = ["-af", "aresample=async=1,apad", "-shortest"]
+
+
+def audio_codec_args(container: str, audio_codec: str | None, *, fit: bool = False) -> list[str]:
     """Stream-copy the source audio where the output container takes it, else re-encode
-    (Opus for WebM, AAC elsewhere)."""
+    (Opus for WebM, AAC elsewhere). ``fit``: re-encoded and fitted to the video (:data:`FIT_AUDIO`)."""
     suffix = container.lower() if container.startswith(".") else f".{container.lower()}"
     known = CONTAINERS.get(suffix)
-    if audio_codec and known and (known.copies_audio is None or audio_codec in known.copies_audio):
+    copies = bool(audio_codec and known and (known.copies_audio is None or audio_codec in known.copies_audio))
+    if copies and not fit:
         return ["-c:a", "copy"]
+    fitted = FIT_AUDIO if fit else []
     if suffix == ".webm":
-        return ["-c:a", "libopus", "-b:a", "160k"]
-    return ["-c:a", "aac", "-b:a", "192k"]
+        return ["-c:a", "libopus", "-b:a", "160k", *fitted]
+    return ["-c:a", "aac", "-b:a", "192k", *fitted]
+
+
+def copies_subtitle(suffix: str, codec: str) -> bool:
+    """Does the container of ``suffix`` take a ``codec`` subtitle stream as a copy?"""
+    known = CONTAINERS.get(suffix.lower())
+    return bool(known and codec in known.copies_subtitles)
+
+
+@dataclass(frozen=True)
+class SourceMux:
+    """What of the source file is muxed with the rendered frames: every audio stream (``audio_args``; None:
+    no audio) and the subtitle streams ``subtitles`` (their indices among its subtitle streams, copied), all
+    trimmed to ``start`` + ``duration``; their language and title tags go with them."""
+
+    path: Path
+    start: float | None = None
+    duration: float | None = None
+    audio_args: tuple[str, ...] | None = ("-c:a", "aac")
+    subtitles: tuple[int, ...] = ()
+
+
+def source_args(source: SourceMux | None, index: int) -> tuple[list[str], list[str]]:
+    """(input args, map args) that mux ``source`` as input number ``index`` (nothing for None)."""
+    if source is None or (source.audio_args is None and not source.subtitles):
+        return [], []
+    inputs = ["-ss", f"{source.start:.6f}"] if source.start else []
+    if source.duration is not None:
+        inputs += ["-t", f"{source.duration:.6f}"]
+    inputs += ["-i", media_arg(source.path)]
+    maps = []
+    if source.audio_args is not None:
+        maps += ["-map", f"{index}:a", *source.audio_args]  # every audio stream, with its tags
+    for n in source.subtitles:
+        maps += ["-map", f"{index}:s:{n}"]
+    if source.subtitles:
+        maps += ["-c:s", "copy"]
+    return inputs, maps
 
 
 def color_tag_args(color_space: str, primaries: str, transfer: str, color_range: str = "tv") -> list[str]:
@@ -200,25 +257,13 @@ def encode_cmd(
     video_args: list[str],
     matrix: str = "bt709",
     color_args: list[str] | None = None,
-    audio_source: str | Path | None = None,
-    audio_start: float | None = None,
-    audio_duration: float | None = None,
-    audio_args: list[str] | None = None,
+    source: SourceMux | None = None,
     metadata: dict[str, str] | None = None,
 ) -> list[str]:
-    """Raw BGR24 frames on stdin -> ``output``, optionally muxing every audio stream of ``audio_source``
-    (trimmed to ``audio_start`` + ``audio_duration``; their language and title tags go with them)."""
+    """Raw BGR24 frames on stdin -> ``output``, optionally muxing the audio and subtitles of ``source``."""
+    inputs, maps = source_args(source, 1)
     cmd = [ffmpeg, *QUIET, "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
-           "-framerate", rate_arg(fps), "-i", "pipe:0"]
-    if audio_source is not None:
-        if audio_start:
-            cmd += ["-ss", f"{audio_start:.6f}"]
-        if audio_duration is not None:
-            cmd += ["-t", f"{audio_duration:.6f}"]
-        cmd += ["-i", media_arg(audio_source)]
-    cmd += ["-map", "0:v:0"]
-    if audio_source is not None:
-        cmd += ["-map", "1:a", *(audio_args or ["-c:a", "aac"])]  # every audio stream, with its tags
+           "-framerate", rate_arg(fps), "-i", "pipe:0", *inputs, "-map", "0:v:0", *maps]
     cmd += ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format=yuv420p", *video_args]
     cmd += color_args or []
     for key, value in (metadata or {}).items():

@@ -43,8 +43,11 @@ class DecodeReport:
     errors: list[str] = field(default_factory=list)  # the last of them
 
 
-def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | None] | None = None) -> str:
-    """The filter chain for ``info``: VFR -> CFR, [frame range,] HDR -> SDR, YUV -> BGR (right matrix)."""
+def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | None] | None = None,
+                   hold_gaps: bool = False) -> str:
+    """The filter chain for ``info``: VFR -> CFR, [frame range,] HDR -> SDR, YUV -> BGR (right matrix).
+    ``hold_gaps``: resampled to the constant rate even when the container says CFR, so that the frames a
+    damaged file lost are filled by holding the last good one (the video keeps its length and its sound)."""
     tonemap = None
     if info.is_hdr:
         if {"zscale", "tonemap"} <= ffmpeg.filters(ffmpeg_exe):
@@ -58,7 +61,7 @@ def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | No
     return builders.decode_filters(
         matrix=builders.sws_matrix(info.color_space, coded_height),
         color_range=info.color_range,
-        cfr_fps=info.fps if info.is_vfr else None,
+        cfr_fps=info.fps if info.is_vfr or hold_gaps else None,
         tonemap=tonemap,
         frames=frames,
     )
@@ -84,6 +87,7 @@ def read_frames(
     hwaccel: str = "auto",
     frames: tuple[int, int | None] | None = None,
     report: DecodeReport | None = None,
+    hold_gaps: bool = False,
 ) -> Iterator[np.ndarray]:
     """Yield BGR uint8 frames of ``path`` (optionally trimmed to ``start``..``end`` seconds).
 
@@ -95,14 +99,17 @@ def read_frames(
     full read yields at index ``a`` (what a resumed render needs).
     Each yielded array is new (safe to keep or hand to another thread).
     ``report``: filled in with the frames yielded and the errors ffmpeg wrote while decoding.
+    ``hold_gaps``: a gap in the timestamps (frames a damaged file lost) is filled with the last frame before
+    it, so that frame i is always shown at i / fps (see :func:`pipeline.video.integrity.held_frames`).
     """
     info = info or probe(path)
     exe = ffmpeg.ffmpeg_exe()
     trim_start, duration = _trim(info, start, end)
     accel, reason = encoders.choose_hwaccel(hwaccel, exe, info.path, info.codec, info.pix_fmt)
     log.debug("decoding %s: %s", info.path.name, reason)
-    cmd = builders.decode_cmd(exe, info.path, filters=decode_filters(info, exe, frames), start=trim_start,
-                              duration=duration, hwaccel=accel)
+    filters = decode_filters(info, exe, frames, hold_gaps)
+    cmd = builders.decode_cmd(exe, info.path, filters=filters, start=trim_start, duration=duration,
+                              hwaccel=accel)
     return _frames(cmd, info, cancel, report or DecodeReport())
 
 

@@ -4,8 +4,11 @@
   replicated pixel column/row (so the output is at most 1 px larger, never cropped or black-edged).
 - Colour: the BGR->YUV matrix and the colour tags follow the source (bt709 for HD, bt601/smpte170m
   for untagged SD); HDR sources were tone-mapped on decode, so their output is tagged bt709.
-- Audio: the first audio stream of the source, trimmed like the video, stream-copied when the
-  output container takes the codec, else re-encoded (AAC; Opus for WebM).
+- Audio: every audio stream of the source, trimmed like the video, stream-copied when the
+  output container takes the codec, else re-encoded (AAC; Opus for WebM); a damaged source's
+  (``fit_audio``, ``video.allow_damaged``) is re-encoded to fit the video: gaps filled with silence,
+  padded or cut at the end. Subtitle streams the container takes are copied (``mux_source=False``:
+  the frames only, a job's segment).
 - Provenance: ``comment``/``description`` metadata (see :mod:`pipeline.provenance`).
 - Atomic: ffmpeg writes to a hidden temp name in the output folder, renamed on success only; an
   error, :meth:`Encoder.abort` or the cancel event removes it. The name carries the host and the process,
@@ -35,7 +38,7 @@ from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
 from pipeline.types import EncoderPreset, Frame
-from pipeline.video import builders, encoders, ffmpeg
+from pipeline.video import builders, encoders, ffmpeg, streams
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
 
@@ -142,6 +145,8 @@ class Encoder:
         start: float | None = None,
         end: float | None = None,
         keep_audio: bool = True,
+        fit_audio: bool = False,
+        mux_source: bool = True,
         encoder: EncoderName = "auto",
         quality: int = 80,
         preset: EncoderPreset = "medium",
@@ -159,10 +164,10 @@ class Encoder:
         out_w, out_h = width + width % 2, height + height % 2
         self._pad = np.empty((out_h, out_w, 3), np.uint8) if (out_w, out_h) != (width, height) else None
         matrix, color_args = output_colors(source, out_h)
-        audio = source if source is not None and keep_audio and source.has_audio else None
-        audio_duration = None
-        if audio is not None and end is not None and end < audio.duration:
-            audio_duration = end - (start or 0.0)
+        mux = None
+        if source is not None and mux_source:
+            mux = streams.source_mux(source, self.output.suffix, start=start, end=end, keep_audio=keep_audio,
+                                     fit_audio=fit_audio)
         self.output.parent.mkdir(parents=True, exist_ok=True)
         clean_folder_once(self.output.parent)
         self.partial = partial_name(self.output)
@@ -170,9 +175,7 @@ class Encoder:
             exe, self.partial, width=out_w, height=out_h, fps=fps,
             video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
             matrix=matrix, color_args=color_args,
-            audio_source=audio.path if audio else None, audio_start=start, audio_duration=audio_duration,
-            audio_args=builders.audio_codec_args(self.output.suffix, audio.audio_codec) if audio else None,
-            metadata=provenance_metadata(models),
+            source=mux, metadata=provenance_metadata(models),
         )
         log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
         self._process = FFmpegProcess(cmd, stdin=True, cancel=cancel)
@@ -282,12 +285,13 @@ def encoder_for(
     where settings become encoder arguments.
 
     ``size``: the (width, height) of the frames, if not the source's; ``audio=False``: video only (a segment
-    of a resumable job, whose audio is muxed in when the segments are joined).
+    of a resumable job, whose audio and subtitles are muxed in when the segments are joined).
     """
     width, height = size or (info.width, info.height)
     return Encoder(
         output, width=width, height=height, fps=info.fps, source=info,
-        start=settings.video.start, end=settings.video.end, keep_audio=audio and settings.video.keep_audio,
+        start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
+        fit_audio=settings.video.allow_damaged, mux_source=audio,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
         models=models, cancel=cancel,
     )

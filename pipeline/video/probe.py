@@ -6,6 +6,7 @@ Width and height are those of the *upright* frames the decoder yields (swapped f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -14,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from pipeline import sniff
 from pipeline.errors import BadMedia, not_a_file
 from pipeline.video import builders, ffmpeg
 from pipeline.video.process import run_tool
@@ -22,6 +24,14 @@ log = logging.getLogger(__name__)
 
 _IMAGE_CODECS = {"png", "mjpeg", "jpegls", "bmp", "webp", "tiff", "gif", "jpeg2000", "jpegxl", "qoi", "ppm"}
 _VFR_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One stream of a file besides its picture and its sound: what it is and its codec."""
+
+    kind: str  # "subtitle", "video" (a second one), "cover art", "data", "attachment"
+    codec: str
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class VideoInfo:
     has_audio: bool
     audio_codec: str | None  # the codec of every audio stream; None when they differ (they are re-encoded)
     is_vfr: bool
+    extras: tuple[Stream, ...] = ()  # every stream but the first video and the audio, in file order
 
     @property
     def is_hdr(self) -> bool:
@@ -73,6 +84,29 @@ def probe(path: str | Path) -> VideoInfo:
     return _to_info(path, data, tools.ffmpeg)
 
 
+def packet_times(path: Path) -> list[float]:
+    """When each packet of the first video stream is shown (seconds, in file order; no decoding). Empty
+    without ffprobe (imageio-ffmpeg ships none)."""
+    tools = ffmpeg.find_tools()
+    if tools.ffprobe is None:
+        return []
+    result = run_tool(builders.packet_times_cmd(tools.ffprobe, path), on=path)
+    times = []
+    for line in result.stdout.decode("ascii", "replace").splitlines():
+        with contextlib.suppress(ValueError):  # N/A: a packet without a time
+            times.append(float(line.strip().rstrip(",")))
+    return times
+
+
+def _refused(path: Path, stderr: str) -> BadMedia:
+    """Why ffmpeg cannot read ``path``: what the file really is when its first bytes say (a ZIP named .mp4),
+    else what ffmpeg said."""
+    kind = sniff.what_is(path)
+    if kind is not None:
+        return BadMedia(f"{path.name} is {kind}, not a video")
+    return BadMedia(f"{path.name}: {_reason(stderr)}")
+
+
 def _reason(stderr: str) -> str:
     text = stderr.lower()
     if "moov atom not found" in text:
@@ -88,7 +122,7 @@ def _reason(stderr: str) -> str:
 def _ffprobe(ffprobe_exe: str, path: Path) -> dict[str, Any]:
     result = run_tool(builders.probe_cmd(ffprobe_exe, path), on=path)
     if result.returncode != 0:
-        raise BadMedia(f"{path.name}: {_reason(result.stderr.decode('utf-8', 'replace'))}")
+        raise _refused(path, result.stderr.decode("utf-8", "replace"))
     return json.loads(result.stdout.decode("utf-8", "replace"))
 
 
@@ -101,7 +135,7 @@ def _pyav_probe(path: Path) -> dict[str, Any]:
     except (av.error.FFmpegError, UnicodeDecodeError) as exc:
         # PyAV does not pass on ffmpeg's log line: an MP4/MOV header with no readable index is truncated
         hint = "moov atom not found" if _is_mp4_family(path) else ""
-        raise BadMedia(f"{path.name}: {_reason(hint + ' ' + str(exc))}") from None
+        raise _refused(path, hint + " " + str(exc)) from None
     with container:
         streams: list[dict[str, Any]] = []
         for stream in container.streams:
@@ -239,7 +273,19 @@ def _to_info(path: Path, data: dict[str, Any], ffmpeg_exe: str) -> VideoInfo:
         color_space=_tag(video.get("color_space")), color_transfer=_tag(video.get("color_transfer")),
         color_primaries=_tag(video.get("color_primaries")), color_range=_tag(video.get("color_range")),
         has_audio=bool(audios), audio_codec=_common_codec(audios), is_vfr=is_vfr,
+        extras=tuple(_stream(s) for s in streams if s is not video and s.get("codec_type") != "audio"),
     )
+
+
+def _stream(stream: dict[str, Any]) -> Stream:
+    kind = str(stream.get("codec_type") or "unknown")
+    if kind == "video" and (stream.get("disposition") or {}).get("attached_pic"):
+        kind = "cover art"
+    tags = stream.get("tags") or {}
+    tag = str(stream.get("codec_tag_string") or "")
+    named = tags.get("filename") or tags.get("mimetype") if kind == "attachment" else None
+    codec = _tag(stream.get("codec_name")) or named or (tag if tag.isalnum() else "unknown")
+    return Stream(kind, str(codec))
 
 
 def _common_codec(streams: list[dict[str, Any]]) -> str | None:
