@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
+from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
 from pipeline.enhance.onnx import OnnxEnhancer
 from pipeline.errors import UserError
 from pipeline.faces.arcface import OnnxRecogniser
@@ -58,6 +59,10 @@ def _enhancer(name: str, s: Settings) -> OnnxEnhancer:
     return OnnxEnhancer(name, fidelity=s.enhancer.fidelity, **_run(s))
 
 
+def _colorizer(kind: type[DDColor] | type[DeOldify]) -> Factory:
+    return lambda name, s: kind(name, parse_size(s.frame_colorizer.size), **_run(s))
+
+
 def _occluder(name: str, s: Settings) -> Occluder:
     return Occluder(name, **_run(s))  # type: ignore[arg-type]
 
@@ -76,6 +81,8 @@ FAMILIES: dict[str, Family] = {
     "gpen": Family("enhancer", _enhancer),
     "restoreformer": Family("enhancer", _enhancer),
     "codeformer": Family("enhancer", _enhancer),
+    "ddcolor": Family("colorizer", _colorizer(DDColor)),
+    "deoldify": Family("colorizer", _colorizer(DeOldify)),
     "xseg": Family("occluder", _occluder),
     "occluder": Family("occluder", _occluder),
     "bisenet": Family("parser", lambda name, s: FaceParser(name, **_run(s))),  # type: ignore[arg-type]

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pipeline.errors import SettingsError
 from pipeline.types import (
+    ColorizerName,
+    ColorizerSize,
     ColorMethod,
     DetectorName,
     Encoder,
@@ -114,6 +116,17 @@ class EnhancerSettings(_Section):
                        description="how much of the enhanced face is mixed in")
     fidelity: Unit = Field(0.5, title="CodeFormer fidelity (0–1)",
                            description="codeformer only: higher keeps closer to the swapped face")
+
+
+class FrameColorizerSettings(_Section):
+    model: ColorizerName = Field("ddcolor", title="Colouriser",
+                                 description="the model that gives the frame colour (ddcolor: natural; "
+                                 "deoldify: old film)")
+    blend: int = Field(100, ge=0, le=100, title="Colour strength (%)",
+                       description="how much of the colour is mixed in (the lightness stays the frame's)")
+    size: ColorizerSize = Field("256x256", title="Colouriser resolution",
+                                description="the size the model sees the frame at; larger is finer and "
+                                "slower")
 
 
 class MaskSettings(_Section):
@@ -227,6 +240,7 @@ class Settings(_Section):
     selector: SelectorSettings = SelectorSettings()
     swapper: SwapperSettings = SwapperSettings()
     enhancer: EnhancerSettings = EnhancerSettings()
+    frame_colorizer: FrameColorizerSettings = FrameColorizerSettings()
     mask: MaskSettings = MaskSettings()
     color: ColorSettings = ColorSettings()
     landmarks: LandmarkSettings = LandmarkSettings()

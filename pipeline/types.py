@@ -45,8 +45,12 @@ EnhancerName = Literal[
 OccluderName = Literal["xseg", "occluder"]
 ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
-ProcessorName = Literal["face_swapper", "face_enhancer"]  # FaceFusion's vocabulary; see pipeline/processors/
-ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker"]
+ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
+ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
+# FaceFusion's vocabulary; see pipeline/processors/
+ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer"]
+ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
+                    "colorizer"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]

@@ -26,7 +26,9 @@ it. Behaviour is simple but useful:
   outputs of the image's shape listed before it (as RestoreFormer++ has); wrong files for ``models check``:
   ``swap_channels=True`` (returns BGR), ``nhwc=True`` (reads its NCHW input as if NHWC), ``constant=v``;
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
-  blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
+  blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks;
+- colourisers: colour as an affine function of the grey input (DDColor's Lab a/b, DeOldify's RGB);
+  ``invert=True`` gives the opposite hue, ``constant=v`` a constant.
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
@@ -475,11 +477,34 @@ def _landmarker(entry: ModelEntry, g: _Graph, *, landmarks: npt.ArrayLike | None
             [_vi(p_name, "float32", _dims(points)), _vi(h_name, "float32", _dims(heatmaps))])
 
 
+# DDColor's a, b (Lab units) and DeOldify's R, G, B (0..255) as gain·grey + offset of the input's channel 0
+DDCOLOR_AB = ((20.0, 10.0), (25.0, 15.0))  # grey in [0, 1]: a warm (red-yellow) tint
+DEOLDIFY_RGB = ((0.9, 30.0), (0.8, 10.0), (0.6, 0.0))  # grey in 0..255: a sepia tint
+
+
+def _colorizer(entry: ModelEntry, g: _Graph, *, invert: bool = False, constant: float | None = None,
+               ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """Colour as an affine function of the grey input (DDCOLOR_AB / DEOLDIFY_RGB); wrong files for
+    ``models check``: ``invert=True`` (the opposite hue: blue-green), ``constant=v`` (every value v)."""
+    spec, out_spec = entry.inputs[0], entry.outputs[0]
+    name, out_name = _name(spec, "input"), _name(out_spec, "output")
+    grey = _channel(g, name, 0)
+    terms = DDCOLOR_AB if entry.family == "ddcolor" else DEOLDIFY_RGB
+    channels = [g.op("Add", g.op("Mul", grey, g.const(gain)), g.const(offset)) for gain, offset in terms]
+    if invert:
+        channels = ([g.op("Neg", c) for c in channels] if entry.family == "ddcolor" else channels[::-1])
+    y = g.op("Concat", *channels, axis=1)
+    if constant is not None:
+        y = g.op("Add", g.op("Mul", y, g.const(0.0)), g.const(constant))
+    g.op("Identity", y, out=out_name)
+    return [_vi(name, "float32", _dims(spec))], [_vi(out_name, "float32", _dims(out_spec))]
+
+
 def _builder(entry: ModelEntry) -> Any:
     if entry.role == "detector":
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
-            "parser": _parser, "landmarker": _landmarker}[entry.role]
+            "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

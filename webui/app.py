@@ -16,7 +16,18 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from pipeline import api
-from webui import controls, faces, files, models_tab, presets_tab, preview_panel, queue_tab, system_tab, tls
+from webui import (
+    controls,
+    faces,
+    files,
+    models_tab,
+    presets_tab,
+    preview_panel,
+    processors_area,
+    queue_tab,
+    system_tab,
+    tls,
+)
 from webui.audit import AuditLog
 from webui.auth import Gate, Guard
 from webui.common import Ctx, UiConfig
@@ -28,7 +39,7 @@ AUDIT_FILE = "audit.log"
 CACHE_CLEANING = (3600, 86400)
 
 # the advanced settings on the Swap tab, in labelled groups (see controls.SECTION_TABS)
-ADVANCED = ("Processors", "Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
+ADVANCED = ("Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
 CSS = """
 .fs-jobs { width: 100%; border-collapse: collapse; font-size: 0.9em; }
 .fs-jobs td, .fs-jobs th { padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); }
@@ -116,6 +127,9 @@ def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[s
             parts["preview"] = preview_panel.create()
             main = controls.create_main(base)
     shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
+    with gr.Accordion("Processors", open=False, elem_id="processors"):
+        made, parts["processors"] = processors_area.create(base)
+        shown |= made
     with gr.Accordion("Advanced settings", open=False, elem_id="advanced"):
         for group in ADVANCED:
             with gr.Accordion(group, open=False, elem_id="adv-" + group.split()[0].lower()):
@@ -126,6 +140,7 @@ def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[s
 def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsForm, blocks: gr.Blocks) -> None:
     f, p = parts["faces"], parts["preview"]
     faces.wire(f, form)
+    processors_area.wire(parts["processors"])
     preview_panel.wire(p, f, form)
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])

@@ -31,6 +31,7 @@ SECTION_TABS: dict[str, str] = {
     "processors": "Processors",
     "swapper": "Swapper & Enhancer",
     "enhancer": "Swapper & Enhancer",
+    "frame_colorizer": "Processors",
     "mask": "Mask & Colour",
     "color": "Mask & Colour",
     "output": "Output",
@@ -221,7 +222,7 @@ MAIN_KEYS = ("swapper.model", "swapper.pixel_boost", "enhancer.model", "mask.typ
 SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
                   "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
-                  "selector": "Which faces"}
+                  "selector": "Which faces", "frame_colorizer": "Frame colouriser"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:

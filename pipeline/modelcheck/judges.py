@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 
@@ -42,6 +43,10 @@ MAX_CORNERS = 0.4  # mask mean over the crop's corners
 MIN_INSIDE = 0.9  # 68 points inside the box (grown by 10 %)
 MAX_FIVE_ERROR = 0.15  # 68-point model's five points vs YuNet's, fraction of the box side
 MASK_CROP = ("arcface_128", 256)  # masks are judged on the usual swap crop
+MIN_CHROMA = 4.0  # colouriser: mean Lab chroma it adds to a grey photo (and at most MAX_CHROMA)
+MAX_CHROMA = 60.0
+MIN_SKIN = 2.0  # colouriser: the face's mean Lab a and b (a skin tone is red-yellow: both above 0)
+MIN_LIGHTNESS_SSIM = 0.9  # colouriser: the lightness of its output vs the grey input
 
 
 @dataclass(frozen=True)
@@ -227,6 +232,33 @@ def judge_parser(name: str, ctx: Context) -> Finding:
     return _mask_finding(_build(name, ctx).masks(crop[None], list(REGION_CLASSES))[0])
 
 
+def judge_colorizer(name: str, ctx: Context) -> Finding:
+    """Grace Hopper in grey, coloured: colour must be added, the lightness kept, and the face come out in a
+    skin tone (Lab a and b both positive) -- a colouriser fed the wrong range or channels tints it blue or
+    green, or adds nothing."""
+    shot = ctx.photos.person
+    lightness = cv2.cvtColor(shot.frame, cv2.COLOR_BGR2GRAY)
+    grey = np.asarray(cv2.cvtColor(lightness, cv2.COLOR_GRAY2BGR), np.uint8)
+    colour = np.asarray(_build(name, ctx).colorize([grey])[0], np.uint8)
+    lab = cv2.cvtColor(colour, cv2.COLOR_BGR2LAB).astype(np.float32)
+    a, b = lab[..., 1] - 128.0, lab[..., 2] - 128.0
+    chroma = float(np.mean(np.hypot(a, b)))
+    x1, y1, x2, y2 = (int(v) for v in shot.face.box)
+    face_a, face_b = float(a[y1:y2, x1:x2].mean()), float(b[y1:y2, x1:x2].mean())
+    kept = measures.ssim(colour, grey)
+    failures = []
+    if chroma < MIN_CHROMA:
+        failures.append(f"adds no colour (mean chroma {chroma:.1f} < {MIN_CHROMA})")
+    if chroma > MAX_CHROMA:
+        failures.append(f"colours far too strong (mean chroma {chroma:.1f} > {MAX_CHROMA})")
+    if min(face_a, face_b) < MIN_SKIN:
+        failures.append(f"the face is not a skin tone (Lab a {face_a:.1f}, b {face_b:.1f})")
+    if kept < MIN_LIGHTNESS_SSIM:
+        failures.append(f"the lightness changed (SSIM {kept:.2f} < {MIN_LIGHTNESS_SSIM})")
+    return decide({"chroma": chroma, "face_a": face_a, "face_b": face_b, "ssim": kept}, failures,
+                  "adds colour, keeps the lightness, a skin tone on the face")
+
+
 JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
     "yunet": judge_reference,
     "detector": judge_detector,
@@ -236,6 +268,7 @@ JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
     "enhancer": judge_enhancer,
     "occluder": judge_occluder,
     "parser": judge_parser,
+    "colorizer": judge_colorizer,
 }
 
 

@@ -323,6 +323,26 @@ _add(ModelEntry(
 ))
 
 # Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
+# --- frame colourisers (FaceFusion's exports, models-3.0.0; PROCESSORS.md §6) ----------------------------
+# DDColor: grey RGB [0, 1] in, Lab a/b out; DeOldify: grey RGB 0..255 in, RGB 0..255 out. FaceFusion offers
+# 192..512 px inputs, so the spatial axes must be open; the output's name is not known (read by position).
+_COLORIZER_UNVERIFIED = ("the spatial axes' being dynamic, the output's name and shape (read by position), "
+                         "not yet read off the file")
+for _name, _family, _licence, _what in (
+        ("ddcolor", "ddcolor", "Apache-2.0 (DDColor, piddnad)", "DDColor"),
+        ("ddcolor_artistic", "ddcolor", "Apache-2.0 (DDColor, piddnad)", "DDColor, artistic"),
+        ("deoldify", "deoldify", "MIT (DeOldify, jantic)", "DeOldify"),
+        ("deoldify_artistic", "deoldify", "MIT (DeOldify, jantic)", "DeOldify, artistic"),
+        ("deoldify_stable", "deoldify", "MIT (DeOldify, jantic)", "DeOldify, stable")):
+    _url, _hash = _ff("models-3.0.0", f"{_name}.onnx")
+    _add(ModelEntry(
+        name=_name, role="colorizer", family=_family, file=f"{_name}.onnx", url=_url, sha256=None,
+        crc32_url=_hash, licence=_licence,
+        inputs=(TensorSpec("input", (1, 3, None, None)),),
+        outputs=(TensorSpec(None, (1, 2 if _family == "ddcolor" else 3, None, None)),),
+        unverified=_COLORIZER_UNVERIFIED, description=f"{_what} frame colouriser",
+    ))
+
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
 # arcface_simswap, arcface_ghost, simswap_256, simswap_512_unoff, ghost_1/2/3_256, codeformer,
