@@ -293,11 +293,40 @@ def test_the_queue_polls_once_per_tick_and_sends_a_running_frame_once_and_small(
 
     for name in ("list", "get"):
         setattr(ctx.store, name, counting(name))
-    table, thumb, key = ticks[0].fn(str(job.id), "", None)
+    shown_panel = queue_tab.panel_key(ctx.store.list()[0])
+    reads.clear()
+    table, thumb, key, *panel = ticks[0].fn(str(job.id), "", shown_panel, None)
     assert reads == ["list"] and f'data-job="{job.id}"' in table  # one store read per tick
+    assert panel == [gr.skip()] * 4 + [shown_panel]  # the panel shows this job as it is: not redrawn
     assert thumb["visible"] is True and thumb["value"].shape == (240, 320, 3)  # the size shown, not 480p
-    again = ticks[0].fn(str(job.id), key, None)
+    again = ticks[0].fn(str(job.id), key, shown_panel, None)
     assert again[1] == gr.skip() and again[2] == key  # the same frame is not encoded and sent again
+
+
+def test_the_detail_panel_follows_its_job_and_a_deleted_job_clears_it_with_one_line(tmp_path: Path) -> None:
+    """A panel drawn while the job ran is drawn again once it is done (not "running" beside a done row);
+    a job deleted from another session clears the panel and its selection, saying so once."""
+    from webui import app as app_mod
+
+    built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
+    ctx, q = built.ctx, built.components["queue"]
+    tick = _fns(built.blocks, q["timer"], "tick")[0].fn
+    photo = str(grace_hopper_path())
+    job = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    drawn = queue_tab.panel_key(ctx.store.get(job.id))  # as the row click drew it: queued
+    lease = ctx.store.claim_next("w")
+    assert lease is not None
+    lease.fail("boom")
+    _, _, _, job_id, selected, player, file, key = tick(str(job.id), "", drawn, None)
+    assert job_id == gr.skip() and "failed" in selected and key != drawn  # redrawn: the job changed
+    again = tick(str(job.id), "", key, None)
+    assert again[3:7] == (gr.skip(),) * 4  # then left as it is
+    api.delete_job(ctx.store, job.id)  # from another browser session
+    _, _, _, job_id, selected, player, file, key = tick(str(job.id), "", key, None)
+    assert (job_id, player, file, key) == ("", "", "", "")  # the selection and the panel cleared
+    assert selected == f"Job {job.id} is no longer in your queue (deleted)."
+    after = tick("", "", "", None)  # nothing selected any more: nothing more is said
+    assert after[3:7] == (gr.skip(),) * 4
 
 
 def test_a_row_click_selects_once_and_the_faces_follow_the_frame_as_the_preview_does(tmp_path: Path) -> None:

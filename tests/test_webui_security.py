@@ -107,7 +107,7 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     alice, bob, carol = (login(url, u, p) for u, p in USERS)
     anon = httpx.Client(base_url=url, timeout=scaled(30))
     q = app.components["queue"]
-    _, player, shown = select(alice, app, job.id)  # selecting a done job: before / after, and its link
+    _, player, shown, _ = select(alice, app, job.id)  # selecting a done job: before / after, and its link
     href = re.search(r'href="([^"]+)"', shown).group(1)  # type: ignore[union-attr]
     before, after = re.findall(r'<video [^>]*src="([^"]+)"', player)
     def downloads() -> list[Any]:

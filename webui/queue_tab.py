@@ -58,6 +58,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
     c["timer"] = gr.Timer(ctx.config.poll_s)
     c["thumb_key"] = gr.State("")  # what this page's thumbnail shows now (api.latest_frame's key)
+    c["panel_key"] = gr.State("")  # what the detail panel shows now (panel_key)
     return c
 
 
@@ -84,12 +85,14 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
     def refresh(job_id: str, request: gr.Request) -> str:
         return table(ctx, visible_jobs(ctx, request), job_id, request)
 
-    def tick(job_id: str, shown: str, request: gr.Request) -> tuple[str, Any, str]:
+    def tick(job_id: str, shown: str, panel: str, request: gr.Request) -> tuple[Any, ...]:
         jobs = visible_jobs(ctx, request)  # the one store read per tick: the table and the thumbnail
         thumb, key = thumbnail(jobs, _number(job_id), shown)
-        return table(ctx, jobs, job_id, request), thumb, key
+        return (table(ctx, jobs, job_id, request), thumb, key, *follow(ctx, jobs, job_id, panel, request))
 
-    c["timer"].tick(tick, [c["job_id"], c["thumb_key"]], [c["table"], c["thumb"], c["thumb_key"]],
+    c["timer"].tick(tick, [c["job_id"], c["thumb_key"], c["panel_key"]],
+                    [c["table"], c["thumb"], c["thumb_key"], c["job_id"], c["selected"], c["player"],
+                     c["file"], c["panel_key"]],
                     show_progress="hidden", api_visibility="private", queue=False)
     for action in ACTIONS:
         def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
@@ -98,11 +101,39 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
 
     def on_select(job_id: str, request: gr.Request) -> list[Any]:
-        return show_job(ctx, _number(job_id), request)
+        shown = show_job(ctx, _number(job_id), request)
+        job = next((j for j in visible_jobs(ctx, request) if j.id == _number(job_id)), None)
+        return [*shown, panel_key(job)]
 
     # submit only: a click on a row fires it once (and again on the same row); no change listener as well
-    c["job_id"].submit(user_errors(on_select), c["job_id"], [c["selected"], c["player"], c["file"]],
+    c["job_id"].submit(user_errors(on_select), c["job_id"], [c["selected"], c["player"], c["file"],
+                                                            c["panel_key"]],
                        api_visibility="private", trigger_mode="always_last")
+
+
+def panel_key(job: api.Job | None) -> str:
+    """What the detail panel shows of ``job``: it is drawn again when this changes (state, output)."""
+    return "" if job is None else f"{job.id}:{job.state}:{job.output}"
+
+
+def follow(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, panel: str,
+           request: gr.Request | None) -> tuple[Any, ...]:
+    """(job id, selected text, player, file, panel key) on a tick: the detail panel follows its job.
+
+    A job that finished, failed or was requeued since it was drawn is drawn again (never a "running"
+    panel beside a "done" row); a job that left the queue (deleted, in this session or another) clears the
+    panel with one line instead of leaving buttons that would only answer errors."""
+    number = _number(job_id)
+    if number is None:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), panel
+    job = next((j for j in jobs if j.id == number), None)
+    if job is None:
+        return "", f"Job {number} is no longer in your queue (deleted).", "", "", ""
+    key = panel_key(job)
+    if key == panel:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), panel
+    selected, player_html, file_html = show_job(ctx, job.id, request)
+    return gr.skip(), selected, player_html, file_html, key
 
 
 def table(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, request: gr.Request | None) -> str:
