@@ -20,6 +20,7 @@ from pipeline.types import (
     EncoderPreset,
     EnhancerName,
     FaceRegion,
+    FrameEnhancerName,
     LandmarkerName,
     MaskType,
     OccluderName,
@@ -114,6 +115,14 @@ class EnhancerSettings(_Section):
                        description="how much of the enhanced face is mixed in")
     fidelity: Unit = Field(0.5, title="CodeFormer fidelity (0–1)",
                            description="codeformer only: higher keeps closer to the swapped face")
+
+
+class FrameEnhancerSettings(_Section):
+    model: FrameEnhancerName = Field("span_kendata_x4", title="Frame enhancer",
+                                     description="upscales the whole frame (×2, ×4 or ×8, as the name says); "
+                                     "runs where frame_enhancer is in the processors")
+    blend: int = Field(80, ge=0, le=100, title="Frame enhancer strength (%)",
+                       description="how much of the upscaled frame is mixed with the frame simply resized")
 
 
 class MaskSettings(_Section):
@@ -227,6 +236,7 @@ class Settings(_Section):
     selector: SelectorSettings = SelectorSettings()
     swapper: SwapperSettings = SwapperSettings()
     enhancer: EnhancerSettings = EnhancerSettings()
+    frame_enhancer: FrameEnhancerSettings = FrameEnhancerSettings()
     mask: MaskSettings = MaskSettings()
     color: ColorSettings = ColorSettings()
     landmarks: LandmarkSettings = LandmarkSettings()

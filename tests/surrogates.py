@@ -25,6 +25,9 @@ it. Behaviour is simple but useful:
 - enhancers: an unsharp mask in [−1, 1] (codeformer scales it by its double ``w``); ``decoys``: other
   outputs of the image's shape listed before it (as RestoreFormer++ has); wrong files for ``models check``:
   ``swap_channels=True`` (returns BGR), ``nhwc=True`` (reads its NCHW input as if NHWC), ``constant=v``;
+- frame enhancers: the tile resized ``scale`` × (nearest or linear), ``ramp``: plus a term of the output
+  tile's own pixel position (a misplaced tile shows), ``blur``: a zero-padded 3×3 mean first (a kept overlap
+  shows as a seam); ``swap_channels=True`` for ``models check``;
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
   blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
 
@@ -475,11 +478,43 @@ def _landmarker(entry: ModelEntry, g: _Graph, *, landmarks: npt.ArrayLike | None
             [_vi(p_name, "float32", _dims(points)), _vi(h_name, "float32", _dims(heatmaps))])
 
 
+def _frame_enhancer(entry: ModelEntry, g: _Graph, *, mode: str = "nearest", ramp: float = 0.0,
+                    blur: bool = False, dtype: str | None = None, swap_channels: bool = False,
+                    ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """An upscaler: the tile resized ``entry.scale`` × (``mode`` nearest: each pixel repeated; linear:
+    half-pixel), plus ``ramp``·(y + x)/2 over the output tile's own pixel position (0 at its top-left corner,
+    ``ramp`` at the bottom-right: a tile's output shows where the tile was, so a wrong placement or overlap
+    shows); ``blur``: a 3×3 mean with zero padding first (a tile's border darkens: a kept overlap is a
+    seam); ``swap_channels``: BGR out (a wrong file for ``models check``)."""
+    image, out_spec = entry.inputs[0], entry.outputs[0]
+    name, out_name = _name(image, "input"), _name(out_spec, "output")
+    i_dtype, o_dtype = _io_dtype(entry, image, dtype), _io_dtype(entry, out_spec, dtype)
+    x = g.to_float(name, i_dtype)
+    if blur:
+        x = g.op("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    s = float(entry.scale)
+    scales = g.const([1.0, 1.0, s, s])
+    if mode == "nearest":
+        y = g.op("Resize", x, "", scales, mode="nearest", coordinate_transformation_mode="asymmetric",
+                 nearest_mode="floor")
+    else:
+        y = g.op("Resize", x, "", scales, mode="linear", coordinate_transformation_mode="half_pixel")
+    if ramp:
+        side = int(image.shape[-1]) * entry.scale
+        yy, xx = np.mgrid[0:side, 0:side].astype(np.float32)
+        y = g.op("Add", y, g.const((ramp * (yy + xx) / (2 * (side - 1)))[None, None]))
+    if swap_channels:
+        y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
+    g.from_float(y, o_dtype, out_name)
+    return [_vi(name, i_dtype, _dims(image))], [_vi(out_name, o_dtype, _dims(out_spec))]
+
+
 def _builder(entry: ModelEntry) -> Any:
     if entry.role == "detector":
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
-            "parser": _parser, "landmarker": _landmarker}[entry.role]
+            "parser": _parser, "landmarker": _landmarker,
+            "frame_enhancer": _frame_enhancer}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:
