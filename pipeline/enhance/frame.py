@@ -51,7 +51,8 @@ def resized_part(frame: Frame, scale: int, p: Placement) -> Frame:
     h, w = frame.shape[:2]
     y0, y1, x0, x1 = p.y0 // scale, -(-p.y1 // scale), p.x0 // scale, -(-p.x1 // scale)
     a, b, c, d = max(y0 - 1, 0), min(y1 + 1, h), max(x0 - 1, 0), min(x1 + 1, w)
-    part = cv2.resize(frame[a:b, c:d], ((d - c) * scale, (b - a) * scale), interpolation=cv2.INTER_LINEAR)
+    part = np.asarray(cv2.resize(frame[a:b, c:d], ((d - c) * scale, (b - a) * scale),
+                                 interpolation=cv2.INTER_LINEAR), np.uint8)
     return part[p.y0 - a * scale:p.y1 - a * scale, p.x0 - c * scale:p.x1 - c * scale]
 
 
@@ -83,8 +84,8 @@ class TiledUpscaler:
             raise ValueError(f"frame_enhancer.blend must be between 0 and 100, got {blend}")
         s = self.scale
         if blend == 0:  # the model's part is nothing: the frames resized
-            return [cv2.resize(f, (f.shape[1] * s, f.shape[0] * s), interpolation=cv2.INTER_LINEAR)
-                    for f in frames]
+            return [np.asarray(cv2.resize(f, (f.shape[1] * s, f.shape[0] * s),
+                                          interpolation=cv2.INTER_LINEAR), np.uint8) for f in frames]
         grids = [self.grid(*f.shape[:2]) for f in frames]
         outs = [np.empty((f.shape[0] * s, f.shape[1] * s, 3), np.uint8) for f in frames]
         pending: list[tuple[int, int, Frame]] = []

@@ -86,7 +86,7 @@ class TileGrid:
 
     @property
     def n_cols(self) -> int:
-        """Tiles per row of the assembled output (FaceFusion: the padded width in cores, at most all tiles)."""
+        """Tiles per row of the assembled output (FaceFusion: the padded width in cores, at most all)."""
         return min(self.padded_shape[1] // self.core, self.count)
 
     def padded(self, frame: Frame) -> Frame:

@@ -325,8 +325,8 @@ _add(ModelEntry(
 ))
 
 # --- frame enhancers (shared/PROCESSORS.md §1.1-1.2) ----------------------------------------------------
-# FaceFusion's 19 upscalers, each ``<key>.onnx`` beside its CRC32 ``<key>.hash`` in its bucket (FaceFusion pins
-# no sha256). Input ``input`` 1×3×S×S RGB in [0, 1]; the output (read at position 0 by FaceFusion) is
+# FaceFusion's 19 upscalers, each ``<key>.onnx`` beside its CRC32 ``<key>.hash`` in its bucket (FaceFusion
+# pins no sha256). Input ``input`` 1×3×S×S RGB in [0, 1]; the output (read at position 0 by FaceFusion) is
 # 1×3×(S·scale)×(S·scale) RGB in [0, 1]. Known CRC32 (Hugging Face file pages): remacri_x4 77c76b7f,
 # siax_x4 5355bb47; the others are read from the .hash file at fetch.
 _FRAME_ENHANCERS: tuple[tuple[str, str, tuple[int, int, int], int, str], ...] = (
@@ -359,7 +359,7 @@ for _key, _bucket, _tile, _scale, _licence in _FRAME_ENHANCERS:
         crc32_url=_hash, licence=_licence, input_size=_side, scale=_scale, tile=_tile,
         inputs=(TensorSpec("input", (1, 3, _side, _side), None if _half else "float32"),),
         outputs=(TensorSpec(None, (1, 3, _out, _out), None if _half else "float32"),),
-        unverified=("the output's name (FaceFusion reads output 0), whether the tile's side is fixed in the file"
+        unverified=("the output's name (FaceFusion reads output 0); whether the file fixes the tile's side"
                     + ("; the I/O dtype (FaceFusion feeds float32 to this fp16 file: the type the file "
                        "declares is fed)" if _half else "")),
         description=f"{_key}: ×{_scale} frame upscaler, tiled {_side}px (pad {_tile[1]}, overlap {_tile[2]})",
