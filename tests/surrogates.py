@@ -25,9 +25,9 @@ it. Behaviour is simple but useful:
 - enhancers: an unsharp mask in [−1, 1] (codeformer scales it by its double ``w``); ``decoys``: other
   outputs of the image's shape listed before it (as RestoreFormer++ has); wrong files for ``models check``:
   ``swap_channels=True`` (returns BGR), ``nhwc=True`` (reads its NCHW input as if NHWC), ``constant=v``;
-- frame enhancers: the tile resized ``scale`` × (nearest or linear), ``ramp``: plus a term of the output
-  tile's own pixel position (a misplaced tile shows), ``blur``: a zero-padded 3×3 mean first (a kept overlap
-  shows as a seam); ``swap_channels=True`` for ``models check``;
+- frame enhancers: the tile resized ``scale`` × (nearest or linear), ``pattern``: plus a fixed pattern over
+  the output tile's own pixels (a misplaced tile shows), ``blur``: a zero-padded 3×3 mean first (a kept
+  overlap shows as a seam); ``swap_channels=True`` for ``models check``;
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
   blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
 
@@ -478,14 +478,15 @@ def _landmarker(entry: ModelEntry, g: _Graph, *, landmarks: npt.ArrayLike | None
             [_vi(p_name, "float32", _dims(points)), _vi(h_name, "float32", _dims(heatmaps))])
 
 
-def _frame_enhancer(entry: ModelEntry, g: _Graph, *, mode: str = "nearest", ramp: float = 0.0,
-                    blur: bool = False, dtype: str | None = None, swap_channels: bool = False,
+def _frame_enhancer(entry: ModelEntry, g: _Graph, *, mode: str = "nearest",
+                    pattern: npt.ArrayLike | None = None, blur: bool = False, dtype: str | None = None,
+                    swap_channels: bool = False,
                     ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     """An upscaler: the tile resized ``entry.scale`` × (``mode`` nearest: each pixel repeated; linear:
-    half-pixel), plus ``ramp``·(y + x)/2 over the output tile's own pixel position (0 at its top-left corner,
-    ``ramp`` at the bottom-right: a tile's output shows where the tile was, so a wrong placement or overlap
-    shows); ``blur``: a 3×3 mean with zero padding first (a tile's border darkens: a kept overlap is a
-    seam); ``swap_channels``: BGR out (a wrong file for ``models check``)."""
+    half-pixel), plus ``pattern`` (S·scale × S·scale, in [0, 1] units, on every channel) over the output
+    tile's own pixels: a tile's output shows where in the tile each pixel was, so a wrong placement or overlap
+    shows; ``blur``: a 3×3 mean with zero padding first (a tile's border darkens: a kept overlap is a seam);
+    ``swap_channels``: BGR out (a wrong file for ``models check``)."""
     image, out_spec = entry.inputs[0], entry.outputs[0]
     name, out_name = _name(image, "input"), _name(out_spec, "output")
     i_dtype, o_dtype = _io_dtype(entry, image, dtype), _io_dtype(entry, out_spec, dtype)
@@ -499,10 +500,8 @@ def _frame_enhancer(entry: ModelEntry, g: _Graph, *, mode: str = "nearest", ramp
                  nearest_mode="floor")
     else:
         y = g.op("Resize", x, "", scales, mode="linear", coordinate_transformation_mode="half_pixel")
-    if ramp:
-        side = int(image.shape[-1]) * entry.scale
-        yy, xx = np.mgrid[0:side, 0:side].astype(np.float32)
-        y = g.op("Add", y, g.const((ramp * (yy + xx) / (2 * (side - 1)))[None, None]))
+    if pattern is not None:
+        y = g.op("Add", y, g.const(np.asarray(pattern, np.float32)[None, None]))
     if swap_channels:
         y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
     g.from_float(y, o_dtype, out_name)
