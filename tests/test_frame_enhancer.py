@@ -343,6 +343,11 @@ def test_an_output_larger_than_the_encoder_takes_is_refused_in_one_line(tmp_path
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "wide.mp4 (2064×64) ×8 would be 16512×512" in err
     assert not (tmp_path / "o.mp4").exists()
+    assert main(["queue", "add", "--source", str(photos.grace_hopper_path()), "--target", str(wide),
+                 "--output", str(tmp_path / "q.mp4"), "--set", "processors.order=frame_enhancer",
+                 "--set", "frame_enhancer.model=real_esrgan_x8", "--set", "output.encoder=libx264"]) == 2
+    assert "larger than libx264 takes" in capsys.readouterr().err
+    assert JobStore().list() == []  # nothing queued
     fits = make_clip(tmp_path / "ok.mp4", seconds=0.2, size=(2048, 64), audio=False)  # 16384: taken
     checks.check_output_size(settings, fits)
 
