@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets
-from pipeline.checks import require_models
+from pipeline.checks import check_output_size, require_models
 from pipeline.jobs import service
 from pipeline.media import check_output, check_video_output, kind_of
 from pipeline.settings import Settings
@@ -74,6 +74,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     check_output(output, [target, *sources])
     service.refuse_queue_clash(sources, target, output)  # nor a queued job's file
     require_models(settings)  # every missing model named at once
+    check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
     with stop_on_signals():
         if kind_of(target) == "image":
             from pipeline.still import swap_image  # the models load only for a command that needs them

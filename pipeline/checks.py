@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline import media
+from pipeline import env, media
 from pipeline.errors import ModelMissing, NoFaceFound, UserError
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
@@ -122,9 +122,35 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
         if _faces_in_source(Path(source), settings) == 0:
             raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
                               "the face is clearly visible")
+    check_output_size(settings, target)
     if outputs is not None:
         check_output_folder(outputs)
     return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if plan.classic else [])
+
+
+def check_output_size(settings: Settings, target: str | Path) -> None:
+    """Refuse a frame enhancer's output larger than the encoder takes (a video) or than facestation reads
+    back (a still image), naming the size, before any model is loaded."""
+    scale = ModelPlan.from_settings(settings).scale
+    if scale == 1:
+        return
+    info = media.check_media(target)
+    width, height = info.width * scale, info.height * scale
+    what = f"{Path(target).name} ({info.width}×{info.height}) ×{scale} would be {width}×{height}"
+    fix = ("choose an x2 model (frame_enhancer.model=real_esrgan_x2) or a smaller target" if scale > 2
+           else "use a smaller target")
+    if info.kind == "image":
+        limit = env.MAX_PIXELS.get()
+        if width * height > limit:
+            raise UserError(f"{what}: more than the {limit:,} pixels a still may have; {fix}")
+        return
+    from pipeline.video import encoders, ffmpeg
+
+    encoder, _ = encoders.choose_encoder(settings.output.encoder, ffmpeg.ffmpeg_exe())
+    side = encoders.MAX_SIDE.get(encoder)
+    if side is not None and max(width + width % 2, height + height % 2) > side:
+        other = " (or output.encoder=libx264)" if encoder.endswith("_nvenc") else ""
+        raise UserError(f"{what}: larger than {encoder} takes ({side} px a side); {fix}{other}")
 
 
 def choice_label(name: str) -> str:

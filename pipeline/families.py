@@ -18,6 +18,7 @@ from typing import Any
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
 from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
+from pipeline.enhance.frame import TiledUpscaler
 from pipeline.enhance.onnx import OnnxEnhancer
 from pipeline.errors import UserError
 from pipeline.faces.arcface import OnnxRecogniser
@@ -87,6 +88,7 @@ FAMILIES: dict[str, Family] = {
     "occluder": Family("occluder", _occluder),
     "bisenet": Family("parser", lambda name, s: FaceParser(name, **_run(s))),  # type: ignore[arg-type]
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
+    "frame_enhancer": Family("frame_enhancer", lambda name, s: TiledUpscaler(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

@@ -152,7 +152,8 @@ def output_format(path: Path | str) -> str:
 
 def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str, quality: int = 95,
                 guard: Callable[[], None] | None = None) -> Path:
-    """Write ``bgr`` in the kind of ``picture`` (greyscale, alpha) to ``path`` with a provenance tag.
+    """Write ``bgr`` in the kind of ``picture`` (greyscale, alpha) to ``path`` with a provenance tag; an alpha
+    channel follows ``bgr``'s size where a frame processor scaled the picture (resized linearly).
 
     The file appears under its final name only when complete (temp name + rename); ``guard`` (it raises to
     refuse) is asked just before the rename.
@@ -165,7 +166,7 @@ def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str,
         img = img.convert("L")
     if picture.alpha is not None and fmt in ("PNG", "WEBP"):
         img = img.convert("RGBA") if img.mode == "RGB" else img.convert("LA")
-        img.putalpha(Image.fromarray(picture.alpha, "L"))
+        img.putalpha(Image.fromarray(_alpha_at(picture.alpha, bgr.shape[1], bgr.shape[0]), "L"))
     exif = Image.Exif()
     exif[0x010E] = provenance  # ImageDescription
     exif[0x0131] = "facestation"  # Software
@@ -189,6 +190,15 @@ def write_image(path: Path | str, picture: Picture, bgr: Frame, provenance: str,
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _alpha_at(alpha: npt.NDArray[np.uint8], width: int, height: int) -> npt.NDArray[np.uint8]:
+    """``alpha`` at ``width``×``height`` (resized linearly where the picture was scaled)."""
+    if alpha.shape[:2] == (height, width):
+        return alpha
+    import cv2
+
+    return np.asarray(cv2.resize(alpha, (width, height), interpolation=cv2.INTER_LINEAR), np.uint8)
 
 
 def read_provenance(path: Path | str) -> str | None:

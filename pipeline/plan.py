@@ -126,6 +126,15 @@ class ModelPlan:
         """What the provenance tag and summaries list: the models, and the classic swapper where it runs."""
         return list(self._ordered([self.swapper] if self.classic else []))
 
+    @property
+    def scale(self) -> int:
+        """How many times larger the output's frames are than the target's (the frame enhancers' factors)."""
+        out = 1
+        for p in self.processors:
+            for name in p.models:
+                out *= catalog.get(name).scale
+        return out
+
     def required(self) -> list[ModelEntry]:
         """Every catalog entry the swap needs installed (all of :attr:`models`)."""
         return [catalog.get(n) for n in self.models]

@@ -22,6 +22,7 @@ from pipeline.types import (
     EncoderPreset,
     EnhancerName,
     FaceRegion,
+    FrameEnhancerName,
     LandmarkerName,
     MaskType,
     OccluderName,
@@ -127,6 +128,14 @@ class FrameColorizerSettings(_Section):
     size: ColorizerSize = Field("256x256", title="Colouriser resolution",
                                 description="the size the model sees the frame at; larger is finer and "
                                 "slower")
+
+
+class FrameEnhancerSettings(_Section):
+    model: FrameEnhancerName = Field("span_kendata_x4", title="Frame enhancer",
+                                     description="upscales the whole frame (×2, ×4 or ×8, as the name says); "
+                                     "runs where frame_enhancer is in the processors")
+    blend: int = Field(80, ge=0, le=100, title="Frame enhancer strength (%)",
+                       description="how much of the upscaled frame is mixed with the frame simply resized")
 
 
 class MaskSettings(_Section):
@@ -241,6 +250,7 @@ class Settings(_Section):
     swapper: SwapperSettings = SwapperSettings()
     enhancer: EnhancerSettings = EnhancerSettings()
     frame_colorizer: FrameColorizerSettings = FrameColorizerSettings()
+    frame_enhancer: FrameEnhancerSettings = FrameEnhancerSettings()
     mask: MaskSettings = MaskSettings()
     color: ColorSettings = ColorSettings()
     landmarks: LandmarkSettings = LandmarkSettings()

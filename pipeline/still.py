@@ -11,7 +11,7 @@ from pipeline.chain import Chain, Work
 from pipeline.errors import UserError
 from pipeline.image import output_format, read_image, write_image
 from pipeline.process import FaceProcessor
-from pipeline.processors import STILL
+from pipeline.processors import STILL, FaceProcessorBase
 from pipeline.provenance import provenance_tag
 from pipeline.settings import Settings
 
@@ -27,7 +27,7 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     processor.prepare(STILL)
     work: Work = Chain(processor).one(picture.bgr)
     faces = work.faces
-    if not faces:
+    if not faces and any(isinstance(p, FaceProcessorBase) for p in processor.processors):
         raise UserError(f"no face to replace in the target {target.name} "
                         f"(selector.mode={settings.selector.mode})")
     result = work.out

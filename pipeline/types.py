@@ -42,15 +42,22 @@ EnhancerName = Literal[
     "gpen_bfr_1024",
     "restoreformer_plus_plus",
 ]
+# frame_enhancer.model: FaceFusion 3.8.1's upscalers (shared/PROCESSORS.md §1.1), under FaceFusion's names
+FrameEnhancerName = Literal[
+    "clear_reality_x4", "face_dat_x4", "nomos8k_sc_x4", "real_esrgan_x2", "real_esrgan_x2_fp16",
+    "real_esrgan_x4", "real_esrgan_x4_fp16", "real_esrgan_x8", "real_esrgan_x8_fp16", "real_hatgan_x4",
+    "real_web_photo_x4", "realistic_rescaler_x4", "remacri_x4", "siax_x4", "span_kendata_x4", "swin2_sr_x4",
+    "tghq_face_x8", "ultra_sharp_x4", "ultra_sharp_2_x4",
+]
 OccluderName = Literal["xseg", "occluder"]
 ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
 ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
 ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 # FaceFusion's vocabulary; see pipeline/processors/
-ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer"]
+ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer"]
+                    "colorizer", "frame_enhancer"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]

@@ -25,6 +25,9 @@ it. Behaviour is simple but useful:
 - enhancers: an unsharp mask in [−1, 1] (codeformer scales it by its double ``w``); ``decoys``: other
   outputs of the image's shape listed before it (as RestoreFormer++ has); wrong files for ``models check``:
   ``swap_channels=True`` (returns BGR), ``nhwc=True`` (reads its NCHW input as if NHWC), ``constant=v``;
+- frame enhancers: the tile resized ``scale`` × (nearest or linear), ``pattern``: plus a fixed pattern over
+  the output tile's own pixels (a misplaced tile shows), ``blur``: a zero-padded 3×3 mean first (a kept
+  overlap shows as a seam); ``swap_channels=True`` for ``models check``;
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
   blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks;
 - colourisers: colour as an affine function of the grey input (DDColor's Lab a/b, DeOldify's RGB);
@@ -500,11 +503,42 @@ def _colorizer(entry: ModelEntry, g: _Graph, *, invert: bool = False, constant: 
     return [_vi(name, "float32", _dims(spec))], [_vi(out_name, "float32", _dims(out_spec))]
 
 
+def _frame_enhancer(entry: ModelEntry, g: _Graph, *, mode: str = "nearest",
+                    pattern: npt.ArrayLike | None = None, blur: bool = False, dtype: str | None = None,
+                    swap_channels: bool = False,
+                    ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """An upscaler: the tile resized ``entry.scale`` × (``mode`` nearest: each pixel repeated; linear:
+    half-pixel), plus ``pattern`` (S·scale × S·scale, in [0, 1] units, on every channel) over the output
+    tile's own pixels: a tile's output shows where in the tile each pixel was, so a wrong placement or overlap
+    shows; ``blur``: a 3×3 mean with zero padding first (a tile's border darkens: a kept overlap is a seam);
+    ``swap_channels``: BGR out (a wrong file for ``models check``)."""
+    image, out_spec = entry.inputs[0], entry.outputs[0]
+    name, out_name = _name(image, "input"), _name(out_spec, "output")
+    i_dtype, o_dtype = _io_dtype(entry, image, dtype), _io_dtype(entry, out_spec, dtype)
+    x = g.to_float(name, i_dtype)
+    if blur:
+        x = g.op("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    s = float(entry.scale)
+    scales = g.const([1.0, 1.0, s, s])
+    if mode == "nearest":
+        y = g.op("Resize", x, "", scales, mode="nearest", coordinate_transformation_mode="asymmetric",
+                 nearest_mode="floor")
+    else:
+        y = g.op("Resize", x, "", scales, mode="linear", coordinate_transformation_mode="half_pixel")
+    if pattern is not None:
+        y = g.op("Add", y, g.const(np.asarray(pattern, np.float32)[None, None]))
+    if swap_channels:
+        y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
+    g.from_float(y, o_dtype, out_name)
+    return [_vi(name, i_dtype, _dims(image))], [_vi(out_name, o_dtype, _dims(out_spec))]
+
+
 def _builder(entry: ModelEntry) -> Any:
     if entry.role == "detector":
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
-            "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer}[entry.role]
+            "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
+            "frame_enhancer": _frame_enhancer}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

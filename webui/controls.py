@@ -29,6 +29,7 @@ SECTION_TABS: dict[str, str] = {
     "landmarks": "Detector",
     "tracker": "Detector",
     "processors": "Processors",
+    "frame_enhancer": "Processors",
     "swapper": "Swapper & Enhancer",
     "enhancer": "Swapper & Enhancer",
     "frame_colorizer": "Processors",
@@ -222,7 +223,8 @@ MAIN_KEYS = ("swapper.model", "swapper.pixel_boost", "enhancer.model", "mask.typ
 SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
                   "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
-                  "selector": "Which faces", "frame_colorizer": "Frame colouriser"}
+                  "selector": "Which faces", "frame_colorizer": "Frame colouriser",
+                  "frame_enhancer": "Frame enhancer"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:

@@ -1,13 +1,15 @@
-"""The Enhancer protocol shared by every face-restoration model family."""
+"""The protocols of the enhancers: :class:`Enhancer` (every face-restoration model family) and
+:class:`FrameEnhancer` (the upscalers of whole frames)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.types import Template
+from pipeline.types import Frame, Template
 
 
 class Enhancer(Protocol):
@@ -35,3 +37,15 @@ def mix(original: npt.NDArray[np.uint8], enhanced: npt.NDArray[np.uint8],
     base = original.astype(np.float32)
     out = base + np.float32(blend / 100.0) * (enhanced.astype(np.float32) - base)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+class FrameEnhancer(Protocol):
+    """An upscaler of whole frames (the frame_enhancer processor's model families)."""
+
+    name: str
+    scale: int  # how many times larger its frames come out
+
+    def enhance(self, frames: Sequence[Frame], blend: int = 100) -> list[Frame]:
+        """BGR uint8 frames (any sizes) -> new frames ``scale`` × as large; ``blend`` 0..100 mixes the frame
+        resized linearly (0) with the model's output (100)."""
+        ...

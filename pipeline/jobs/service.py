@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import env
-from pipeline.checks import require_models
+from pipeline.checks import check_output_size, require_models
 from pipeline.errors import UserError
 from pipeline.image import is_image_path, output_format, read_image
 from pipeline.jobs import clash
@@ -60,6 +60,7 @@ def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, outp
     output = Path(os.path.realpath(output.parent)) / output.name
     validate(paths, target, output)
     require_models(settings)  # every missing model named at once, not the first when the job runs
+    check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
     return store.add(paths, target, output, settings, owner=owner)
 
 

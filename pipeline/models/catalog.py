@@ -57,6 +57,8 @@ class ModelEntry:
     source_embedding: SourceEmbedding = "normalised"  # swappers: the embedding L2-normalised, or raw
     mask_output: MaskOutput = "probability"  # occluders: [0, 1] (1 = face), or logits (face where > 0)
     mask_floor: float = 0.0  # occluders: values below it count as 0 (occluded)
+    scale: int = 1  # frame enhancers: how many times larger the output is than the input
+    tile: tuple[int, int, int] | None = None  # frame enhancers: (tile side S, pad P, overlap O), input pixels
     builtin: bool = False
     unverified: str = ""  # what is not yet checked against the real file ("" = all of it is)
     description: str = ""
@@ -322,6 +324,47 @@ _add(ModelEntry(
     description="2DFAN4 68-point landmarks",
 ))
 
+# --- frame enhancers (shared/PROCESSORS.md §1.1-1.2) ----------------------------------------------------
+# FaceFusion's 19 upscalers, each ``<key>.onnx`` beside its CRC32 ``<key>.hash`` in its bucket (FaceFusion
+# pins no sha256). Input ``input`` 1×3×S×S RGB in [0, 1]; the output (read at position 0 by FaceFusion) is
+# 1×3×(S·scale)×(S·scale) RGB in [0, 1]. Known CRC32 (Hugging Face file pages): remacri_x4 77c76b7f,
+# siax_x4 5355bb47; the others are read from the .hash file at fetch.
+_FRAME_ENHANCERS: tuple[tuple[str, str, tuple[int, int, int], int, str], ...] = (
+    ("clear_reality_x4", "models-3.0.0", (128, 8, 4), 4, "Non-Commercial (Kim2091, 2023)"),
+    ("face_dat_x4", "models-3.5.0", (128, 8, 4), 4, "CC-BY-4.0 (Helaman, 2023)"),
+    ("nomos8k_sc_x4", "models-3.0.0", (128, 8, 4), 4, "CC-BY-4.0 (Phhofm, 2023)"),
+    ("real_esrgan_x2", "models-3.0.0", (256, 16, 8), 2, "BSD-3-Clause (xinntao Real-ESRGAN, 2021)"),
+    ("real_esrgan_x2_fp16", "models-3.0.0", (256, 16, 8), 2, "BSD-3-Clause (xinntao Real-ESRGAN, 2021)"),
+    ("real_esrgan_x4", "models-3.0.0", (256, 16, 8), 4, "BSD-3-Clause (xinntao Real-ESRGAN, 2021)"),
+    ("real_esrgan_x4_fp16", "models-3.0.0", (256, 16, 8), 4, "BSD-3-Clause (xinntao Real-ESRGAN, 2021)"),
+    ("real_esrgan_x8", "models-3.0.0", (256, 16, 8), 8, "BSD-3-Clause (xinntao Real-ESRGAN, 2021)"),
+    ("real_esrgan_x8_fp16", "models-3.0.0", (256, 16, 8), 8, "BSD-3-Clause (xinntao Real-ESRGAN, 2021)"),
+    ("real_hatgan_x4", "models-3.0.0", (256, 16, 8), 4, "Apache-2.0 (XPixelGroup HAT, 2023)"),
+    ("real_web_photo_x4", "models-3.1.0", (64, 4, 2), 4, "CC-BY-4.0 (Helaman, 2024)"),
+    ("realistic_rescaler_x4", "models-3.1.0", (128, 8, 4), 4, "WTFPL (Mutin Choler, 2023)"),
+    ("remacri_x4", "models-3.1.0", (128, 8, 4), 4, "Non-Commercial (FoolhardyVEVO, 2021)"),
+    ("siax_x4", "models-3.1.0", (128, 8, 4), 4, "WTFPL (NMKD, 2021)"),
+    ("span_kendata_x4", "models-3.0.0", (128, 8, 4), 4, "Non-Commercial (terrainer, 2024)"),
+    ("swin2_sr_x4", "models-3.1.0", (128, 8, 4), 4, "Apache-2.0 (mv-lab Swin2SR, 2022)"),
+    ("tghq_face_x8", "models-3.5.0", (128, 8, 4), 8, "GPL-3.0 (TorrentGuy, 2019)"),
+    ("ultra_sharp_x4", "models-3.0.0", (128, 8, 4), 4, "Non-Commercial (Kim2091, 2021)"),
+    ("ultra_sharp_2_x4", "models-3.3.0", (1024, 64, 32), 4, "Non-Commercial (Kim2091, 2025)"),
+)
+for _key, _bucket, _tile, _scale, _licence in _FRAME_ENHANCERS:
+    _url, _hash = _ff(_bucket, f"{_key}.onnx")
+    _half = _key.endswith("_fp16")
+    _side, _out = _tile[0], _tile[0] * _scale
+    _add(ModelEntry(
+        name=_key, role="frame_enhancer", family="frame_enhancer", file=f"{_key}.onnx", url=_url, sha256=None,
+        crc32_url=_hash, licence=_licence, input_size=_side, scale=_scale, tile=_tile,
+        inputs=(TensorSpec("input", (1, 3, _side, _side), None if _half else "float32"),),
+        outputs=(TensorSpec(None, (1, 3, _out, _out), None if _half else "float32"),),
+        unverified=("the output's name (FaceFusion reads output 0); whether the file fixes the tile's side"
+                    + ("; the I/O dtype (FaceFusion feeds float32 to this fp16 file: the type the file "
+                       "declares is fed)" if _half else "")),
+        description=f"{_key}: ×{_scale} frame upscaler, tiled {_side}px (pad {_tile[1]}, overlap {_tile[2]})",
+    ))
+
 # Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
 # --- frame colourisers (FaceFusion's exports, models-3.0.0; PROCESSORS.md §6) ----------------------------
 # DDColor: grey RGB [0, 1] in, Lab a/b out; DeOldify: grey RGB 0..255 in, RGB 0..255 out. FaceFusion offers
@@ -352,6 +395,10 @@ APPROX_MB: dict[str, float] = {
     "hyperswap_1a_256": 403, "hyperswap_1b_256": 403, "hyperswap_1c_256": 403, "xseg": 70, "2dfan4": 98,
     "bisenet_resnet34": 93, "gfpgan_1.4": 340,
 }
+# frame enhancers: sizes as shared/PROCESSORS.md §1.1 gives them (Hugging Face pages, MB)
+APPROX_MB.update({"real_esrgan_x8": 69.6, "real_esrgan_x8_fp16": 36.2, "real_web_photo_x4": 117,
+                  "realistic_rescaler_x4": 73, "remacri_x4": 71.6, "siax_x4": 71.6, "swin2_sr_x4": 57.3,
+                  "ultra_sharp_2_x4": 51.8})
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
 
 

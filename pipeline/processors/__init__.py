@@ -5,6 +5,7 @@
 - ``face_swapper.py``   face_swapper: the source identity onto each chosen face
 - ``face_enhancer.py``  face_enhancer: each chosen face restored by a face-restoration model
 - ``frame_colorizer.py`` frame_colorizer: each whole frame given colour (DDColor, DeOldify)
+- ``frame_enhancer.py`` frame_enhancer: whole frames upscaled, tile by tile (a frame processor: ``scale`` ×)
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBas
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
 from pipeline.processors.frame_colorizer import FrameColorizerProcessor
+from pipeline.processors.frame_enhancer import FrameEnhancerProcessor
 from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
-    cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor)
+    cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
+                              FrameEnhancerProcessor)
 }
 
 __all__ = ["PROCESSORS", "STILL", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
-           "FrameProcessorBase", "Media", "Processor"]
+           "FrameEnhancerProcessor", "FrameProcessorBase", "Media", "Processor"]

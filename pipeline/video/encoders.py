@@ -21,6 +21,11 @@ log = logging.getLogger(__name__)
 
 _FALLBACK: dict[str, str] = {"h264_nvenc": "libx264", "hevc_nvenc": "libx265", "av1_nvenc": "libx264"}
 _TRIAL_TIMEOUT_S = 30
+# the largest frame side (px) each encoder opens: libx264 as this project's ffmpeg 7 build refuses 16400
+# ("invalid width x height") and takes 16384; libx265 at most that here too; NVENC as NVIDIA's limits say
+# (H.264 4096, HEVC and AV1 8192)
+MAX_SIDE: dict[str, int] = {"libx264": 16384, "libx265": 16384, "h264_nvenc": 4096, "hevc_nvenc": 8192,
+                            "av1_nvenc": 8192}
 
 
 def _last_line(stderr: bytes) -> str:
