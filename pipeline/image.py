@@ -79,7 +79,15 @@ def read_image(path: Path | str) -> Picture:
         raise special
     if path.stat().st_size == 0:
         raise BadMedia(f"{path.name} is empty (0 bytes)")
-    limit = Image.MAX_IMAGE_PIXELS = env.MAX_PIXELS.get()  # Pillow's bomb check then agrees with ours
+    limit = env.MAX_PIXELS.get()
+    previous, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, limit  # Pillow's bomb check agrees with ours
+    try:
+        return _open(path, limit)
+    finally:
+        Image.MAX_IMAGE_PIXELS = previous  # others' Pillow reads (scikit-image, imageio) keep their own
+
+
+def _open(path: Path, limit: int) -> Picture:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
