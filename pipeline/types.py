@@ -45,8 +45,10 @@ EnhancerName = Literal[
 OccluderName = Literal["xseg", "occluder"]
 ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
-ProcessorName = Literal["face_swapper", "face_enhancer"]  # FaceFusion's vocabulary; see pipeline/processors/
-ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker"]
+ProcessorName = Literal["face_swapper", "face_enhancer",  # FaceFusion's vocabulary; see pipeline/processors/
+                        "expression_restorer", "face_editor"]
+ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
+                    "liveportrait"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
@@ -59,6 +61,9 @@ FaceRegion = Literal[
 Encoder = Literal["auto", "libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc"]
 EncoderPreset = Literal["fastest", "fast", "medium", "slow", "slowest"]
 Provider = Literal["tensorrt", "cuda", "cpu"]
+# LivePortrait processors (expression_restorer, face_editor)
+LivePortraitModel = Literal["live_portrait"]
+RestorerArea = Literal["upper-face", "lower-face"]
 Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512"]
 
 

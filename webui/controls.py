@@ -36,6 +36,8 @@ SECTION_TABS: dict[str, str] = {
     "output": "Output",
     "video": "Output",
     "execution": "Output",
+    "expression_restorer": "Processors",
+    "face_editor": "Processors",
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
@@ -221,7 +223,8 @@ MAIN_KEYS = ("swapper.model", "swapper.pixel_boost", "enhancer.model", "mask.typ
 SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
                   "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
-                  "selector": "Which faces"}
+                  "selector": "Which faces",
+                  "expression_restorer": "Expression restorer", "face_editor": "Face editor"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:

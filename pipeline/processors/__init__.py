@@ -4,18 +4,25 @@
                         whether it batches, its cost class, the models it needs) and how a face processor runs
 - ``face_swapper.py``   face_swapper: the source identity onto each chosen face
 - ``face_enhancer.py``  face_enhancer: each chosen face restored by a face-restoration model
+- ``expression_restorer.py``  expression_restorer: the target's expression back on the processed face
+                        (LivePortrait)
+- ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
 """
 
 from __future__ import annotations
 
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
+from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
+from pipeline.processors.face_editor import FaceEditorProcessor
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
 from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
-    cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor)
+    cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor,
+                              ExpressionRestorerProcessor, FaceEditorProcessor)
 }
 
-__all__ = ["PROCESSORS", "STILL", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
+__all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
+           "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
            "FrameProcessorBase", "Media", "Processor"]
