@@ -29,7 +29,8 @@ it. Behaviour is simple but useful:
   image in channels 0-2 of its volume; the motion extractor returns the fixed motion given (``motions``: one,
   or two: the first for a dark input, mean < 0.5, the second for a bright one; angles as rank-0 scalars with
   ``scalar_angles=True``); the generator returns that image upsampled to 512, plus
-  ``GENERATOR_GAIN·mean(source − target)`` (so its output moves with the keypoints it is given); the
+  ``GENERATOR_GAIN·mean(source − target)`` (so its output moves with the keypoints it is given;
+  ``invert=True``: the negative image); the
   retargeters are ``input @ retargeter_weights(width)``; the stitcher is
   ``source + STITCH_PULL·(target − source) + stitch_offset()``;
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
@@ -489,12 +490,15 @@ STITCH_PULL = 0.25
 
 
 def default_motion(seed: int = 0) -> dict[str, Any]:
-    """A plausible motion: small angles, scale ≈ 1.5, keypoints in [−0.5, 0.5], a small expression."""
+    """A plausible motion: small angles, scale ≈ 1.5, keypoints in [−0.5, 0.5], an expression within half of
+    FaceFusion's limits."""
+    from pipeline.liveportrait.kinematics import EXPRESSION_MAX, EXPRESSION_MIN
+
     rng = np.random.default_rng(500 + seed)
     return {"pitch": float(rng.uniform(-8, 8)), "yaw": float(rng.uniform(-12, 12)),
             "roll": float(rng.uniform(-5, 5)), "scale": float(rng.uniform(1.3, 1.7)),
             "translation": rng.uniform(-0.05, 0.05, 3).astype(np.float32),
-            "expression": rng.uniform(-0.01, 0.01, (21, 3)).astype(np.float32),
+            "expression": rng.uniform(0.5 * EXPRESSION_MIN, 0.5 * EXPRESSION_MAX).astype(np.float32),
             "points": rng.uniform(-0.5, 0.5, (21, 3)).astype(np.float32)}
 
 
@@ -546,7 +550,7 @@ def _lp_motion(entry: ModelEntry, g: _Graph, *, motions: Sequence[dict[str, Any]
     return [vi], outputs
 
 
-def _lp_generator(entry: ModelEntry, g: _Graph) -> Signature:
+def _lp_generator(entry: ModelEntry, g: _Graph, *, invert: bool = False) -> Signature:
     volume, source, target = entry.inputs
     names = [_name(spec, n)
              for spec, n in zip(entry.inputs, ("feature_volume", "source", "target"), strict=True)]
@@ -558,6 +562,8 @@ def _lp_generator(entry: ModelEntry, g: _Graph) -> Signature:
                  g.const(GENERATOR_GAIN))
     out = entry.outputs[0]
     name = _name(out, "image")
+    if invert:  # a wrong file for ``models check``: the negative image
+        big = g.op("Sub", g.const(1.0), big)
     g.op("Clip", g.op("Add", big, shift), g.const(0.0), g.const(1.0), out=name)
     return ([_vi(n, "float32", _dims(spec)) for n, spec in zip(names, entry.inputs, strict=True)],
             [_vi(name, "float32", _dims(out))])

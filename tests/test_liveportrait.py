@@ -305,3 +305,37 @@ def test_every_part_loads_its_surrogate() -> None:
     install_live_portrait()
     for part in PARTS:
         assert LivePortraitPart(model_name(part)).io
+
+
+# --- models check ----------------------------------------------------------------------------------------
+
+def _check(*names: str) -> dict[str, Any]:
+    from pipeline import modelcheck
+
+    return {c.model: c for c in modelcheck.check(names)}
+
+
+def test_models_check_passes_the_right_surrogates() -> None:
+    pytest.importorskip("matplotlib")
+    install_live_portrait()
+    found = _check(*(model_name(p) for p in PARTS))
+    assert {n: c.verdict for n, c in found.items()} == {model_name(p): "PASS" for p in PARTS}, found
+
+
+@pytest.mark.parametrize("case", ["turned_head", "wild_expression", "negative_generator"])
+def test_models_check_flags_wrong_surrogates(case: str) -> None:
+    pytest.importorskip("matplotlib")
+    install_live_portrait()
+    wrong = {"turned_head": ("motion_extractor", {"motions": [{**default_motion(), "yaw": 85.0}]}),
+             "wild_expression": ("motion_extractor", {"motions": [{**default_motion(), "expression": HI * 5}]}),
+             "negative_generator": ("generator", {"invert": True})}[case]
+    install_surrogate(model_name(wrong[0]), **wrong[1])
+    found = _check(model_name(wrong[0]))[model_name(wrong[0])]
+    assert found.verdict == "FAIL", found
+
+
+def test_models_check_skips_a_part_whose_companions_are_missing() -> None:
+    pytest.importorskip("matplotlib")
+    install_surrogate(model_name("stitcher"))
+    found = _check(model_name("stitcher"))[model_name("stitcher")]
+    assert found.verdict == "SKIP" and "live_portrait_motion_extractor" in found.reason
