@@ -326,8 +326,9 @@ def test_models_check_passes_the_right_surrogates() -> None:
 def test_models_check_flags_wrong_surrogates(case: str) -> None:
     pytest.importorskip("matplotlib")
     install_live_portrait()
-    wrong = {"turned_head": ("motion_extractor", {"motions": [{**default_motion(), "yaw": 85.0}]}),
-             "wild_expression": ("motion_extractor", {"motions": [{**default_motion(), "expression": HI * 5}]}),
+    turned, wild = {**default_motion(), "yaw": 85.0}, {**default_motion(), "expression": HI * 5}
+    wrong = {"turned_head": ("motion_extractor", {"motions": [turned]}),
+             "wild_expression": ("motion_extractor", {"motions": [wild]}),
              "negative_generator": ("generator", {"invert": True})}[case]
     install_surrogate(model_name(wrong[0]), **wrong[1])
     found = _check(model_name(wrong[0]))[model_name(wrong[0])]
