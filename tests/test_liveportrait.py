@@ -9,6 +9,7 @@ again from PROCESSORS.md.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -340,3 +341,30 @@ def test_models_check_skips_a_part_whose_companions_are_missing() -> None:
     install_surrogate(model_name("stitcher"))
     found = _check(model_name("stitcher"))[model_name("stitcher")]
     assert found.verdict == "SKIP" and "live_portrait_motion_extractor" in found.reason
+
+
+# --- pre-check and presets -------------------------------------------------------------------------------
+
+def test_missing_parts_stop_a_swap_with_one_line_naming_them(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.main import main
+    from tests import photos
+
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target",
+                 str(photos.astronaut_path(tmp_path)), "--output", str(tmp_path / "out.png"),
+                 "--set", 'processors.order=["face_swapper","expression_restorer"]'])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert all(model_name(p) in err for p in ("feature_extractor", "motion_extractor", "generator"))
+    assert "live_portrait_stitcher" not in err  # the restorer does not run it
+
+
+def test_a_preset_keeps_both_sections() -> None:
+    from pipeline import presets
+
+    settings = apply_overrides(Settings(), ["face_editor.head_roll=-0.35", "expression_restorer.factor=55",
+                                            'expression_restorer.areas=["lower-face"]'])
+    presets.save("lp", settings)
+    back = presets.load("lp")
+    assert back.face_editor.head_roll == -0.35 and back.expression_restorer.areas == ("lower-face",)
+    assert back == settings
