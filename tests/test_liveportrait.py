@@ -134,7 +134,8 @@ def test_restorer_hands_the_generator_the_formulas_keypoints(factor: int, areas:
     wanted, own = _restorer_expected(factor, areas)
     np.testing.assert_allclose(seen[0]["source"][0], wanted, atol=1e-5)
     np.testing.assert_allclose(seen[0]["target"][0], own, atol=1e-5)
-    assert item.result.shape == (512, 512, 3) and item.mask is None  # pasted with the restorer's own box
+    assert item.result.shape == (512, 512, 3)  # pasted with the restorer's box, within the earlier mask
+    assert item.mask is not None and np.all(item.mask <= masks.box_mask(512, 0.3) + 1e-6)
     assert item.result.mean() > 100  # the bright processed face re-rendered, not the dark target
 
 

@@ -4,7 +4,9 @@ A swap keeps the source's expression (a smile becomes a closed mouth); this read
 original target crop and re-renders the processed crop with it, by ``expression_restorer.factor`` and only in
 ``expression_restorer.areas`` (shared/PROCESSORS.md §3.3: arcface_128 at 512, box mask). ``factor=0`` leaves
 it out. Our chain has the original target at hand in every frame, so the target crop is this frame's
-(FaceFusion takes the middle frame of its window).
+(FaceFusion takes the middle frame of its window). The re-rendered crop is pasted with the box mask, kept
+within the paste mask of the processors before it (so an occlusion or region mask still holds; FaceFusion
+applies the occlusion mask again).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class ExpressionRestorerProcessor(FaceProcessorBase):
         processed = np.stack([processed_view(item) for item in group])
         restored = restore(self.lp, targets, processed, self.settings.factor, self.settings.areas)
         for item, result in zip(group, restored, strict=True):
-            item.result, item.mask = result, None  # pasted with this processor's box (item.box)
+            item.result = result  # pasted with its box, within the earlier processors' mask (occlusion…)
+            item.mask = None if item.mask is None else np.minimum(item.mask, self.box)
         if masks is not None:
             masks.apply(group)
