@@ -27,6 +27,7 @@ from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.faces.sface import SFaceRecogniser
 from pipeline.faces.yolo import YoloFaceDetector
 from pipeline.faces.yunet import YuNetDetector
+from pipeline.liveportrait.network import LivePortraitPart
 from pipeline.models import catalog
 from pipeline.settings import Settings
 from pipeline.swap.classic import ClassicSwapper
@@ -89,6 +90,7 @@ FAMILIES: dict[str, Family] = {
     "bisenet": Family("parser", lambda name, s: FaceParser(name, **_run(s))),  # type: ignore[arg-type]
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
     "frame_enhancer": Family("frame_enhancer", lambda name, s: TiledUpscaler(name, **_run(s))),
+    "live_portrait": Family("liveportrait", lambda name, s: LivePortraitPart(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

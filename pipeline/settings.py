@@ -24,11 +24,13 @@ from pipeline.types import (
     FaceRegion,
     FrameEnhancerName,
     LandmarkerName,
+    LivePortraitModel,
     MaskType,
     OccluderName,
     ParserName,
     ProcessorName,
     Provider,
+    RestorerArea,
     SelectorMode,
     SelectorOrder,
     SwapperName,
@@ -242,6 +244,58 @@ class ExecutionSettings(_Section):
         return tuple(dict.fromkeys(value))
 
 
+class ExpressionRestorerSettings(_Section):
+    model: LivePortraitModel = Field("live_portrait", title="Expression restorer model",
+                                     description="LivePortrait: puts the target's own expression back on "
+                                     "the processed face")
+    factor: int = Field(80, ge=0, le=100, title="Expression restored (%)",
+                        description="how much of the target's expression comes back (80 = FaceFusion's "
+                        "default; above about 83 it is exaggerated)")
+    areas: tuple[RestorerArea, ...] = Field(("upper-face", "lower-face"), title="Face areas restored",
+                                            description="upper-face: brows and eyes; lower-face: mouth "
+                                            "and jaw")
+
+    @field_validator("areas")
+    @classmethod
+    def _areas_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one area is needed")
+        return tuple(dict.fromkeys(value))
+
+
+Slider = Annotated[float, Field(ge=-1.0, le=1.0, multiple_of=0.05)]
+
+
+def _slider(title: str, description: str) -> Any:
+    return Field(0.0, title=f"{title} (−1–1)", description=description)
+
+
+class FaceEditorSettings(_Section):
+    """FaceFusion's fourteen face-editor sliders; all at 0 leave the face untouched (FaceFusion re-renders
+    it)."""
+
+    model: LivePortraitModel = Field("live_portrait", title="Face editor model",
+                                     description="LivePortrait: moves the face's expression and head pose")
+    eyebrow_direction: Slider = _slider("Eyebrows", "down (−) or up (+)")
+    eye_gaze_horizontal: Slider = _slider("Gaze left/right", "where the eyes look, sideways")
+    eye_gaze_vertical: Slider = _slider("Gaze up/down", "where the eyes look, up or down")
+    eye_open_ratio: Slider = _slider("Eyes open", "close (−) or open (+) the eyes (needs landmarks.model)")
+    lip_open_ratio: Slider = _slider("Lips open", "close (−) or open (+) the lips (needs landmarks.model)")
+    mouth_grim: Slider = _slider("Grim", "a grim mouth")
+    mouth_pout: Slider = _slider("Pout", "a pouting mouth")
+    mouth_purse: Slider = _slider("Purse", "pursed lips")
+    mouth_smile: Slider = _slider("Smile", "frown (−) or smile (+)")
+    mouth_position_horizontal: Slider = _slider("Mouth left/right", "moves the mouth sideways")
+    mouth_position_vertical: Slider = _slider("Mouth up/down", "moves the mouth up or down")
+    head_pitch: Slider = _slider("Head pitch", "nods the head (±20°)")
+    head_yaw: Slider = _slider("Head yaw", "turns the head (±60°)")
+    head_roll: Slider = _slider("Head roll", "tilts the head (±15°)")
+
+    def sliders(self) -> dict[str, float]:
+        """Every slider by name (the model left out)."""
+        return {k: float(v) for k, v in self.model_dump().items() if k != "model"}
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -258,6 +312,8 @@ class Settings(_Section):
     video: VideoSettings = VideoSettings()
     output: OutputSettings = OutputSettings()
     execution: ExecutionSettings = ExecutionSettings()
+    expression_restorer: ExpressionRestorerSettings = ExpressionRestorerSettings()
+    face_editor: FaceEditorSettings = FaceEditorSettings()
 
 
 def _describe(error: ValidationError) -> str:

@@ -55,9 +55,10 @@ LandmarkerName = Literal["none", "2dfan4"]
 ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
 ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 # FaceFusion's vocabulary; see pipeline/processors/
-ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer"]
+ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
+                        "expression_restorer", "face_editor"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer", "frame_enhancer"]
+                    "colorizer", "frame_enhancer", "liveportrait"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
@@ -70,6 +71,9 @@ FaceRegion = Literal[
 Encoder = Literal["auto", "libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc"]
 EncoderPreset = Literal["fastest", "fast", "medium", "slow", "slowest"]
 Provider = Literal["tensorrt", "cuda", "cpu"]
+# LivePortrait processors (expression_restorer, face_editor)
+LivePortraitModel = Literal["live_portrait"]
+RestorerArea = Literal["upper-face", "lower-face"]
 Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512"]
 
 

@@ -28,6 +28,14 @@ it. Behaviour is simple but useful:
 - frame enhancers: the tile resized ``scale`` × (nearest or linear), ``pattern``: plus a fixed pattern over
   the output tile's own pixels (a misplaced tile shows), ``blur``: a zero-padded 3×3 mean first (a kept
   overlap shows as a seam); ``swap_channels=True`` for ``models check``;
+- LivePortrait (one builder per part, by the entry's name): the feature extractor carries the 4×-pooled RGB
+  image in channels 0-2 of its volume; the motion extractor returns the fixed motion given (``motions``: one,
+  or two: the first for a dark input, mean < 0.5, the second for a bright one; angles as rank-0 scalars with
+  ``scalar_angles=True``); the generator returns that image upsampled to 512, plus
+  ``GENERATOR_GAIN·mean(source − target)`` (so its output moves with the keypoints it is given;
+  ``invert=True``: the negative image); the
+  retargeters are ``input @ retargeter_weights(width)``; the stitcher is
+  ``source + STITCH_PULL·(target − source) + stitch_offset()``;
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
   blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks;
 - colourisers: colour as an affine function of the grey input (DDColor's Lab a/b, DeOldify's RGB);
@@ -531,6 +539,124 @@ def _frame_enhancer(entry: ModelEntry, g: _Graph, *, mode: str = "nearest",
         y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
     g.from_float(y, o_dtype, out_name)
     return [_vi(name, i_dtype, _dims(image))], [_vi(out_name, o_dtype, _dims(out_spec))]
+# --- LivePortrait ------------------------------------------------------------------------------------------
+
+GENERATOR_GAIN = 4.0
+STITCH_PULL = 0.25
+
+
+def default_motion(seed: int = 0) -> dict[str, Any]:
+    """A plausible motion: small angles, scale ≈ 1.5, keypoints in [−0.5, 0.5], an expression within half of
+    FaceFusion's limits."""
+    from pipeline.liveportrait.kinematics import EXPRESSION_MAX, EXPRESSION_MIN
+
+    rng = np.random.default_rng(500 + seed)
+    return {"pitch": float(rng.uniform(-8, 8)), "yaw": float(rng.uniform(-12, 12)),
+            "roll": float(rng.uniform(-5, 5)), "scale": float(rng.uniform(1.3, 1.7)),
+            "translation": rng.uniform(-0.05, 0.05, 3).astype(np.float32),
+            "expression": rng.uniform(0.5 * EXPRESSION_MIN, 0.5 * EXPRESSION_MAX).astype(np.float32),
+            "points": rng.uniform(-0.5, 0.5, (21, 3)).astype(np.float32)}
+
+
+def retargeter_weights(width: int) -> npt.NDArray[np.float32]:
+    """The surrogate retargeter's (width, 63) matrix."""
+    return (np.random.default_rng(600 + width).standard_normal((width, 63)) * 0.01).astype(np.float32)
+
+
+def stitch_offset() -> npt.NDArray[np.float32]:
+    return (np.random.default_rng(700).standard_normal((1, 21, 3)) * 0.01).astype(np.float32)
+
+
+def _lp_image(entry: ModelEntry) -> tuple[str, onnx.ValueInfoProto]:
+    spec = entry.inputs[0]
+    name = _name(spec, "input")
+    return name, _vi(name, "float32", _dims(spec))
+
+
+def _lp_features(entry: ModelEntry, g: _Graph) -> Signature:
+    x, vi = _lp_image(entry)
+    out = entry.outputs[0]
+    pooled = g.op("AveragePool", x, kernel_shape=[4, 4], strides=[4, 4])  # (1, 3, 64, 64)
+    volume = g.op("Tile", g.op("Unsqueeze", pooled, g.const([2], np.int64)),
+                  g.const([1, 11, 16, 1, 1], np.int64))
+    volume = g.op("Slice", volume, g.const([0], np.int64), g.const([32], np.int64), g.const([1], np.int64))
+    keep = np.zeros((1, 32, 1, 1, 1), np.float32)
+    keep[0, :3] = 1.0
+    name = _name(out, "features")
+    g.op("Mul", volume, g.const(keep), out=name)
+    return [vi], [_vi(name, "float32", _dims(out))]
+
+
+_MOTION_KEYS = ("pitch", "yaw", "roll", "scale", "translation", "expression", "points")
+
+
+def _lp_motion(entry: ModelEntry, g: _Graph, *, motions: Sequence[dict[str, Any]] | None = None,
+               scalar_angles: bool = False) -> Signature:
+    x, vi = _lp_image(entry)
+    chosen = list(motions or [default_motion()])
+    dark, bright = chosen[0], chosen[-1]
+    bright_input = g.op("Greater", g.op("ReduceMean", x, keepdims=0), g.const(0.5))
+    outputs = []
+    for i, (key, spec) in enumerate(zip(_MOTION_KEYS, entry.outputs, strict=True)):
+        shape: list[int | str] = [] if scalar_angles and i < 3 else _dims(spec)
+        values = [np.asarray(m[key], np.float32).reshape(shape) for m in (dark, bright)]
+        name = _name(spec, f"motion_{key}")
+        g.op("Where", bright_input, g.const(values[1]), g.const(values[0]), out=name)
+        outputs.append(_vi(name, "float32", shape))
+    return [vi], outputs
+
+
+def _lp_generator(entry: ModelEntry, g: _Graph, *, invert: bool = False) -> Signature:
+    volume, source, target = entry.inputs
+    names = [_name(spec, n)
+             for spec, n in zip(entry.inputs, ("feature_volume", "source", "target"), strict=True)]
+    image = g.op("Slice", names[0], g.const([0, 0], np.int64), g.const([3, 1], np.int64),
+                 g.const([1, 2], np.int64))
+    image = g.op("Squeeze", image, g.const([2], np.int64))  # (1, 3, 64, 64)
+    big = g.op("Resize", image, "", g.const([1.0, 1.0, 8.0, 8.0]), mode="nearest")
+    shift = g.op("Mul", g.op("ReduceMean", g.op("Sub", names[1], names[2]), keepdims=0),
+                 g.const(GENERATOR_GAIN))
+    out = entry.outputs[0]
+    name = _name(out, "image")
+    if invert:  # a wrong file for ``models check``: the negative image
+        big = g.op("Sub", g.const(1.0), big)
+    g.op("Clip", g.op("Add", big, shift), g.const(0.0), g.const(1.0), out=name)
+    return ([_vi(n, "float32", _dims(spec)) for n, spec in zip(names, entry.inputs, strict=True)],
+            [_vi(name, "float32", _dims(out))])
+
+
+def _lp_retargeter(entry: ModelEntry, g: _Graph) -> Signature:
+    x, vi = _lp_image(entry)
+    out = entry.outputs[0]
+    name = _name(out, "delta")
+    g.op("MatMul", x, g.const(retargeter_weights(int(entry.inputs[0].shape[-1]))), out=name)  # type: ignore[arg-type]
+    return [vi], [_vi(name, "float32", _dims(out))]
+
+
+def _lp_stitcher(entry: ModelEntry, g: _Graph) -> Signature:
+    source, target = (_name(spec, n) for spec, n in zip(entry.inputs, ("source", "target"), strict=True))
+    pulled = g.op("Add", source, g.op("Mul", g.op("Sub", target, source), g.const(STITCH_PULL)))
+    out = entry.outputs[0]
+    name = _name(out, "stitched")
+    g.op("Add", pulled, g.const(stitch_offset()), out=name)
+    return ([_vi(n, "float32", _dims(spec)) for n, spec in zip((source, target), entry.inputs, strict=True)],
+            [_vi(name, "float32", _dims(out))])
+
+
+def _live_portrait(entry: ModelEntry, g: _Graph, **options: Any) -> Signature:
+    part = entry.name.removeprefix("live_portrait_")
+    builders: dict[str, Callable[..., Signature]] = {
+        "feature_extractor": _lp_features, "motion_extractor": _lp_motion, "generator": _lp_generator,
+        "eye_retargeter": _lp_retargeter, "lip_retargeter": _lp_retargeter, "stitcher": _lp_stitcher}
+    return builders[part](entry, g, **options)
+
+
+def install_live_portrait(parts: Sequence[str] | None = None, **motion: Any) -> None:
+    """Every LivePortrait part's surrogate (``motion``: the motion extractor's options)."""
+    from pipeline.liveportrait.network import PARTS, model_name
+
+    for part in parts or PARTS:
+        install_surrogate(model_name(part), **(motion if part == "motion_extractor" else {}))
 
 
 def _builder(entry: ModelEntry) -> Any:
@@ -538,7 +664,7 @@ def _builder(entry: ModelEntry) -> Any:
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
             "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
-            "frame_enhancer": _frame_enhancer}[entry.role]
+            "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

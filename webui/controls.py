@@ -38,6 +38,8 @@ SECTION_TABS: dict[str, str] = {
     "output": "Output",
     "video": "Output",
     "execution": "Output",
+    "expression_restorer": "Processors",
+    "face_editor": "Processors",
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
@@ -224,7 +226,8 @@ SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "
                   "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
                   "selector": "Which faces", "frame_colorizer": "Frame colouriser",
-                  "frame_enhancer": "Frame enhancer"}
+                  "frame_enhancer": "Frame enhancer", "expression_restorer": "Expression restorer",
+                  "face_editor": "Face editor"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:

@@ -21,6 +21,8 @@ from pipeline import families
 from pipeline.blend.region import REGION_CLASSES
 from pipeline.faces import align
 from pipeline.faces.landmark68 import five_from_68
+from pipeline.liveportrait import kinematics
+from pipeline.liveportrait.network import PARTS, LivePortrait, model_name, prepare
 from pipeline.modelcheck import measures
 from pipeline.modelcheck.photos import NO_SECOND_PERSON, Photos, Shot
 from pipeline.models import catalog, store
@@ -47,6 +49,10 @@ MIN_CHROMA = 4.0  # colouriser: mean Lab chroma it adds to a grey photo (and at 
 MAX_CHROMA = 60.0
 MIN_SKIN = 2.0  # colouriser: the face's mean Lab a and b (a skin tone is red-yellow: both above 0)
 MIN_LIGHTNESS_SSIM = 0.9  # colouriser: the lightness of its output vs the grey input
+MAX_HEAD_ANGLE = (45.0, 60.0, 45.0)  # LivePortrait: |pitch|, |yaw|, |roll| of the near-frontal check photo
+MAX_EXPRESSION = 2.0  # LivePortrait: the expression within twice FaceFusion's limits
+MAX_KEYPOINT_MOVE = 0.5  # LivePortrait retargeters and stitcher: the largest keypoint change they may make
+LP_CROP = ("arcface_128", 512)  # the expression restorer's crop
 
 
 @dataclass(frozen=True)
@@ -288,6 +294,77 @@ def judge_frame_enhancer(name: str, ctx: Context) -> Finding:
         failures.append(f"colour cast: the face's mean colour moved {shift:.0f} levels")
     return decide({"ssim": structure, "sharpness": sharp, "colour_shift": shift}, failures,
                   f"×{model.scale}, the face's structure and colour kept, not blurrier than a resize")
+# --- LivePortrait ------------------------------------------------------------------------------------------
+
+def _live_portrait(ctx: Context, parts: tuple[str, ...]) -> LivePortrait | Finding:
+    """The parts, or SKIP naming the ones not installed."""
+    missing = [model_name(p) for p in parts if not store.is_installed(catalog.get(model_name(p)))]
+    if missing:
+        return Finding("SKIP", f"needs {', '.join(missing)}: run facestation models fetch "
+                               f"{' '.join(missing)}")
+    return LivePortrait({p: _build(model_name(p), ctx) for p in parts})
+
+
+def _lp_motion(ctx: Context, lp: LivePortrait) -> tuple[npt.NDArray[np.float32], kinematics.Motion,
+                                                          npt.NDArray[np.uint8]]:
+    crop, _ = aligned(ctx.photos.person, *LP_CROP)
+    blob = prepare(crop[None])
+    return blob, lp.motion(blob)[0], crop
+
+
+def judge_live_portrait(name: str, ctx: Context) -> Finding:
+    """The motion extractor: a near-frontal head and an expression within the limits; the feature
+    extractor and generator: the photo re-rendered with its own keypoints keeps its structure and colour;
+    retargeters and stitcher: small, finite keypoint changes."""
+    part = name.removeprefix("live_portrait_")
+    needs = {"feature_extractor": PARTS[:3], "generator": PARTS[:3]}.get(part, ("motion_extractor", part))
+    lp = _live_portrait(ctx, tuple(dict.fromkeys(needs)))
+    if isinstance(lp, Finding):
+        return lp
+    blob, motion, crop = _lp_motion(ctx, lp)
+    own = motion.keypoints()
+    if part == "motion_extractor":
+        return _judge_motion(motion)
+    if part in ("feature_extractor", "generator"):
+        output = lp.generate(lp.features(blob), own[None], own[None])[0]
+        structure = measures.ssim(output, crop)
+        shift = measures.colour_shift(output, crop, measures.face_region(crop.shape[0]))
+        failures = [] if structure >= MIN_SSIM else [f"structure lost (SSIM {structure:.2f} < {MIN_SSIM})"]
+        if shift > MAX_COLOUR_SHIFT:
+            failures.append(f"colour cast: the face's mean colour moved {shift:.0f} levels")
+        return decide({"ssim": structure, "colour_shift": shift}, failures,
+                      "re-renders the face with its own keypoints, structure and colour kept")
+    if part == "stitcher":
+        moved = lp.stitch(own[None], own[None])[0] - own
+    else:  # a retargeter, fed open-eye / open-lip ratios of a typical face
+        eye = part == "eye_retargeter"
+        extra = [0.3, 0.3, kinematics.EYE_TARGET[1]] if eye else [0.1, kinematics.LIP_TARGET[1]]
+        inputs = np.concatenate([own.reshape(-1), extra]).astype(np.float32)[None]
+        moved = lp.retarget(part, inputs)[0]
+    largest = float(np.abs(moved).max())
+    if not np.isfinite(largest):
+        return Finding("FAIL", "keypoint changes are not finite numbers", {})
+    failures = [] if largest <= MAX_KEYPOINT_MOVE else [
+        f"moves a keypoint by {largest:.2f} (> {MAX_KEYPOINT_MOVE})"]
+    return decide({"largest_move": largest}, failures, "small keypoint changes")
+
+
+def _judge_motion(motion: kinematics.Motion) -> Finding:
+    angles = (motion.pitch, motion.yaw, motion.roll)
+    values = np.array([*angles, motion.scale, *motion.translation, *motion.expression.ravel()])
+    if not np.all(np.isfinite(values)):
+        return Finding("FAIL", "its motion is not finite numbers", {})
+    reach = float(np.max(np.abs(motion.expression) / np.maximum(np.abs(np.where(
+        motion.expression < 0, kinematics.EXPRESSION_MIN, kinematics.EXPRESSION_MAX)), 1e-6)))
+    failures = [f"{k} {a:.0f}° on a near-frontal face (> {m:.0f}°)" for k, a, m
+                in zip(("pitch", "yaw", "roll"), angles, MAX_HEAD_ANGLE, strict=True) if abs(a) > m]
+    if motion.scale <= 0:
+        failures.append(f"scale {motion.scale:.2f} is not positive")
+    if reach > MAX_EXPRESSION:
+        failures.append(f"expression at {reach:.1f}× the limits (> {MAX_EXPRESSION})")
+    return decide({"pitch": motion.pitch, "yaw": motion.yaw, "roll": motion.roll, "scale": motion.scale,
+                   "expression_reach": reach}, failures,
+                  "a near-frontal head, an expression within the limits")
 
 
 JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
@@ -301,6 +378,7 @@ JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
     "parser": judge_parser,
     "colorizer": judge_colorizer,
     "frame_enhancer": judge_frame_enhancer,
+    "live_portrait": judge_live_portrait,
 }
 
 

@@ -30,6 +30,7 @@ class TensorSpec:
     name: str | None
     shape: tuple[Dim, ...]
     dtype: str | None = "float32"  # None: any
+    rank_open: bool = False  # a tensor whose rank is not known: any rank fits (``shape`` is a stand-in)
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,42 @@ for _key, _bucket, _tile, _scale, _licence in _FRAME_ENHANCERS:
         description=f"{_key}: ×{_scale} frame upscaler, tiled {_side}px (pad {_tile[1]}, overlap {_tile[2]})",
     ))
 
-# Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
+# --- LivePortrait (expression_restorer, face_editor; shared/PROCESSORS.md §3.1) ---------------------------
+# FaceFusion's own exports of KwaiVGI's LivePortrait: CRC32 in each sibling .hash, no sha256 or size
+# published.
+# Tensors named as FaceFusion feeds them; outputs FaceFusion reads by position (names unknown). The shapes of
+# the feature volume and of the motion extractor's angles, scale and translation are not known (LivePortrait's
+# reference shapes stand in, any rank accepted), nor whether its translation's z is 0.
+LIVE_PORTRAIT_LICENCE = "MIT (LivePortrait, KwaiVGI; FaceFusion's export)"
+_LP_UNKNOWN = "size and sha256; fp16 I/O"
+_LP_IMAGE = (TensorSpec("input", (1, 3, 256, 256)),)
+_LP_KEYPOINTS = (1, 21, 3)
+_LIVE_PORTRAIT: tuple[tuple[str, tuple[TensorSpec, ...], tuple[TensorSpec, ...], str], ...] = (
+    ("feature_extractor", _LP_IMAGE, (TensorSpec(None, (1, 32, 16, 64, 64), rank_open=True),),
+     "the feature volume's shape"),
+    ("motion_extractor", _LP_IMAGE,
+     (*(TensorSpec(None, (1, 1), rank_open=True) for _ in range(4)),  # pitch, yaw, roll (degrees), scale
+      TensorSpec(None, (1, 3), rank_open=True),  # translation
+      TensorSpec(None, _LP_KEYPOINTS), TensorSpec(None, _LP_KEYPOINTS)),  # expression, canonical keypoints
+     "the angles', scale's and translation's shapes; whether the translation's z is 0"),
+    ("generator", (TensorSpec("feature_volume", (1, 32, 16, 64, 64), rank_open=True),
+                   TensorSpec("source", _LP_KEYPOINTS), TensorSpec("target", _LP_KEYPOINTS)),
+     (TensorSpec(None, (1, 3, 512, 512)),), "the feature volume's shape"),
+    ("eye_retargeter", (TensorSpec("input", (1, 66)),), (TensorSpec(None, (1, 63)),), "output shape"),
+    ("lip_retargeter", (TensorSpec("input", (1, 65)),), (TensorSpec(None, (1, 63)),), "output shape"),
+    ("stitcher", (TensorSpec("source", _LP_KEYPOINTS), TensorSpec("target", _LP_KEYPOINTS)),
+     (TensorSpec(None, _LP_KEYPOINTS),), "output shape"),
+)
+for _part, _inputs, _outputs, _unknown in _LIVE_PORTRAIT:
+    _url, _hash = _ff("models-3.0.0", f"live_portrait_{_part}.onnx")
+    _add(ModelEntry(
+        name=f"live_portrait_{_part}", role="liveportrait", family="live_portrait",
+        file=f"live_portrait_{_part}.onnx", url=_url, sha256=None, crc32_url=_hash,
+        licence=LIVE_PORTRAIT_LICENCE, input_size=256 if _inputs == _LP_IMAGE else 0,
+        inputs=_inputs, outputs=_outputs, unverified=f"{_unknown}; {_LP_UNKNOWN}",
+        description=f"LivePortrait {_part.replace('_', ' ')}",
+    ))
+
 # --- frame colourisers (FaceFusion's exports, models-3.0.0; PROCESSORS.md §6) ----------------------------
 # DDColor: grey RGB [0, 1] in, Lab a/b out; DeOldify: grey RGB 0..255 in, RGB 0..255 out. FaceFusion offers
 # 192..512 px inputs, so the spatial axes must be open; the output's name is not known (read by position).
@@ -386,6 +422,7 @@ for _name, _family, _licence, _what in (
         unverified=_COLORIZER_UNVERIFIED, description=f"{_what} frame colouriser",
     ))
 
+# Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
 # arcface_simswap, arcface_ghost, simswap_256, simswap_512_unoff, ghost_1/2/3_256, codeformer,

@@ -6,11 +6,16 @@
 - ``face_enhancer.py``  face_enhancer: each chosen face restored by a face-restoration model
 - ``frame_colorizer.py`` frame_colorizer: each whole frame given colour (DDColor, DeOldify)
 - ``frame_enhancer.py`` frame_enhancer: whole frames upscaled, tile by tile (a frame processor: ``scale`` ×)
+- ``expression_restorer.py``  expression_restorer: the target's expression back on the processed face
+                        (LivePortrait)
+- ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
 """
 
 from __future__ import annotations
 
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
+from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
+from pipeline.processors.face_editor import FaceEditorProcessor
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
 from pipeline.processors.frame_colorizer import FrameColorizerProcessor
@@ -19,8 +24,9 @@ from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
-                              FrameEnhancerProcessor)
+                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor)
 }
 
-__all__ = ["PROCESSORS", "STILL", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
-           "FrameEnhancerProcessor", "FrameProcessorBase", "Media", "Processor"]
+__all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
+           "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
+           "FrameProcessorBase", "Media", "Processor"]
