@@ -21,6 +21,7 @@ from pipeline.types import (
     EnhancerName,
     FaceRegion,
     LandmarkerName,
+    LipSyncerName,
     MaskType,
     OccluderName,
     ParserName,
@@ -29,6 +30,7 @@ from pipeline.types import (
     SelectorMode,
     SelectorOrder,
     SwapperName,
+    VoiceExtractorName,
 )
 
 SCHEMA_VERSION = 1
@@ -220,6 +222,18 @@ class ExecutionSettings(_Section):
         return tuple(dict.fromkeys(value))
 
 
+class LipSyncerSettings(_Section):
+    model: LipSyncerName = Field("wav2lip_gan_96", title="Lip sync model",
+                                 description="lip_syncer: the mouth follows the audio (wav2lip: 96 px lower face; "
+                                 "edtalk_256: the whole face at 256 px)")
+    weight: float = Field(0.5, ge=0.0, le=1.0, multiple_of=0.05, title="Lip sync strength (0–1)",
+                          description="how strongly the audio moves the mouth (0.5 = the model's own)")
+    voice_extractor: VoiceExtractorName = Field(
+        "none", title="Voice extractor",
+        description="lip_syncer: takes the voice out of music and noise before the mouth follows it "
+        "(none: the sound as it is; kim_vocal_2 is FaceFusion's choice)")
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -234,6 +248,7 @@ class Settings(_Section):
     video: VideoSettings = VideoSettings()
     output: OutputSettings = OutputSettings()
     execution: ExecutionSettings = ExecutionSettings()
+    lip_syncer: LipSyncerSettings = LipSyncerSettings()
 
 
 def _describe(error: ValidationError) -> str:

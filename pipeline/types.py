@@ -45,8 +45,11 @@ EnhancerName = Literal[
 OccluderName = Literal["xseg", "occluder"]
 ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
-ProcessorName = Literal["face_swapper", "face_enhancer"]  # FaceFusion's vocabulary; see pipeline/processors/
-ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker"]
+LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syncer.model
+VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
+ProcessorName = Literal["face_swapper", "face_enhancer", "lip_syncer"]  # FaceFusion's vocabulary; see pipeline/processors/
+ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
+                    "lip_syncer", "voice_extractor"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]

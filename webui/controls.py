@@ -36,6 +36,7 @@ SECTION_TABS: dict[str, str] = {
     "output": "Output",
     "video": "Output",
     "execution": "Output",
+    "lip_syncer": "Processors",
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
@@ -222,6 +223,7 @@ SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "
                   "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
                   "selector": "Which faces"}
+SECTION_TITLES["lip_syncer"] = "Lip syncer"
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:
