@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.audio.voice import VoiceExtractor
+from pipeline.blend import mask as masks
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
 from pipeline.enhance.onnx import OnnxEnhancer
@@ -25,6 +27,9 @@ from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.faces.sface import SFaceRecogniser
 from pipeline.faces.yolo import YoloFaceDetector
 from pipeline.faces.yunet import YuNetDetector
+from pipeline.lipsync.base import CROP
+from pipeline.lipsync.edtalk import EdTalk
+from pipeline.lipsync.wav2lip import Wav2Lip
 from pipeline.models import catalog
 from pipeline.settings import Settings
 from pipeline.swap.classic import ClassicSwapper
@@ -62,6 +67,10 @@ def _occluder(name: str, s: Settings) -> Occluder:
     return Occluder(name, **_run(s))  # type: ignore[arg-type]
 
 
+def _edtalk(name: str, s: Settings) -> EdTalk:
+    return EdTalk(name, masks.box_mask(CROP, s.mask.blur, s.mask.padding), **_run(s))
+
+
 FAMILIES: dict[str, Family] = {
     "yunet": Family("detector", lambda name, s: YuNetDetector(**_detection(s))),
     "scrfd": Family("detector", lambda name, s: ScrfdDetector(name, **_detection(s))),
@@ -80,6 +89,9 @@ FAMILIES: dict[str, Family] = {
     "occluder": Family("occluder", _occluder),
     "bisenet": Family("parser", lambda name, s: FaceParser(name, **_run(s))),  # type: ignore[arg-type]
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
+    "wav2lip": Family("lip_syncer", lambda name, s: Wav2Lip(name, **_run(s))),
+    "edtalk": Family("lip_syncer", _edtalk),
+    "mdxnet": Family("voice_extractor", lambda name, s: VoiceExtractor(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

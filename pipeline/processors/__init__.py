@@ -4,6 +4,7 @@
                         whether it batches, its cost class, the models it needs) and how a face processor runs
 - ``face_swapper.py``   face_swapper: the source identity onto each chosen face
 - ``face_enhancer.py``  face_enhancer: each chosen face restored by a face-restoration model
+- ``lip_syncer.py``     lip_syncer: each chosen face's mouth moved to the clip's sound (or a new voice)
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
+from pipeline.processors.lip_syncer import LipSyncerProcessor
 from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor)
 }
+PROCESSORS[LipSyncerProcessor.name] = LipSyncerProcessor
 
 __all__ = ["PROCESSORS", "STILL", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
-           "FrameProcessorBase", "Media", "Processor"]
+           "FrameProcessorBase", "LipSyncerProcessor", "Media", "Processor"]
