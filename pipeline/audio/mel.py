@@ -78,8 +78,9 @@ def spectrogram(audio: npt.NDArray[np.generic]) -> Mel:
 def frame_starts(mel_frames: int, fps: float) -> npt.NDArray[np.int64]:
     """Where each video frame's window ends, in mel frames: the indices 0, 80/fps… below ``mel_frames`` that
     are ≥ 16 (item n of the list is video frame n's)."""
-    indices = np.arange(0.0, float(mel_frames), MEL_FPS / fps).astype(np.int64)
-    return indices[indices >= WINDOW]
+    steps = np.arange(int(np.ceil(mel_frames * fps / MEL_FPS)) + 1)
+    indices = np.floor(steps * MEL_FPS / fps).astype(np.int64)  # i·80/fps, not a sum of rounded steps
+    return indices[(indices >= WINDOW) & (indices < mel_frames)]
 
 
 @dataclass(frozen=True)
