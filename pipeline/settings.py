@@ -224,8 +224,8 @@ class ExecutionSettings(_Section):
 
 class LipSyncerSettings(_Section):
     model: LipSyncerName = Field("wav2lip_gan_96", title="Lip sync model",
-                                 description="lip_syncer: the mouth follows the audio (wav2lip: 96 px lower face; "
-                                 "edtalk_256: the whole face at 256 px)")
+                                 description="lip_syncer: the mouth follows the audio (wav2lip: the lower "
+                                 "face at 96 px; edtalk_256: the whole face at 256 px)")
     weight: float = Field(0.5, ge=0.0, le=1.0, multiple_of=0.05, title="Lip sync strength (0–1)",
                           description="how strongly the audio moves the mouth (0.5 = the model's own)")
     voice_extractor: VoiceExtractorName = Field(

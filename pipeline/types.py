@@ -47,7 +47,8 @@ ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
 LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syncer.model
 VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
-ProcessorName = Literal["face_swapper", "face_enhancer", "lip_syncer"]  # FaceFusion's vocabulary; see pipeline/processors/
+# FaceFusion's vocabulary; see pipeline/processors/
+ProcessorName = Literal["face_swapper", "face_enhancer", "lip_syncer"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
                     "lip_syncer", "voice_extractor"]
 

@@ -28,9 +28,9 @@ it. Behaviour is simple but useful:
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
   blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks.
 - lip syncers: the face input back (wav2lip: its full copy, channels 3..5, BGR in [0, 1]; edtalk: its RGB
-  face), the lower half (rows ≥ ½) moved by ``gain``·tanh(⟨audio, W_c⟩) per channel (W fixed, seeded), edtalk's
-  times its ``weight``; so the mouth follows the audio values and the upper face does not; voice extractors:
-  their spectrogram input × ``scale`` (1: the voice is the whole sound).
+  face), the lower half (rows ≥ ½) moved by ``gain``·tanh(⟨audio, W_c⟩) per channel (W fixed, seeded),
+  edtalk's times its ``weight``; so the mouth follows the audio values and the upper face does not; voice
+  extractors: their spectrogram input × ``scale`` (1: the voice is the whole sound).
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
@@ -488,7 +488,7 @@ def _audio_weights(seed: int) -> npt.NDArray[np.float32]:
 
 
 def audio_shift(audio: npt.ArrayLike, seed: int = 5, gain: float = 0.25) -> npt.NDArray[np.float32]:
-    """The per-channel shift (3,) the lip-sync surrogates add to the lower half for one (1, 1, 80, 16) window."""
+    """The shift (3,) per channel the lip-sync surrogates add to the lower half for one audio window."""
     a = np.asarray(audio, np.float32).reshape(-1)
     return (gain * np.tanh(_audio_weights(seed) @ a)).astype(np.float32)
 

@@ -30,10 +30,10 @@ from tests.surrogates import audio_shift, default_landmarks68, install_surrogate
 from tests.videos import make_clip
 
 # §2.4 as PROCESSORS.md lists it (stated here, not computed by the code under test)
-EDGES = [2, 3, 5, 6, 7, 8, 10, 11, 12, 14, 15, 17, 18, 20, 22, 23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 44, 46,
-         48, 51, 54, 56, 59, 62, 65, 68, 71, 74, 77, 81, 84, 88, 92, 95, 99, 103, 108, 112, 116, 121, 126, 130,
-         135, 141, 146, 151, 157, 163, 169, 175, 181, 188, 194, 201, 208, 216, 223, 231, 239, 247, 256, 265,
-         274, 283, 292, 302, 312, 323, 334, 345, 356, 368, 380]
+EDGES = [2, 3, 5, 6, 7, 8, 10, 11, 12, 14, 15, 17, 18, 20, 22, 23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 44,
+         46, 48, 51, 54, 56, 59, 62, 65, 68, 71, 74, 77, 81, 84, 88, 92, 95, 99, 103, 108, 112, 116, 121, 126,
+         130, 135, 141, 146, 151, 157, 163, 169, 175, 181, 188, 194, 201, 208, 216, 223, 231, 239, 247, 256,
+         265, 274, 283, 292, 302, 312, 323, 334, 345, 356, 368, 380]
 
 
 def reference_mel(samples: np.ndarray) -> np.ndarray:
@@ -51,7 +51,7 @@ def reference_mel(samples: np.ndarray) -> np.ndarray:
 
 def reference_window(spec: np.ndarray, k: int, fps: float) -> np.ndarray:
     """§2.5: item k ends at the k-th index j·80/fps (floored) that is ≥ 16; none past the end."""
-    ends = [e for e in (math.floor(j * 80 / fps) for j in range(4 * spec.shape[1])) if 16 <= e < spec.shape[1]]
+    ends = reference_window_ends(spec, fps)
     return spec[:, ends[k] - 16:ends[k]] if k < len(ends) else np.zeros((80, 16))
 
 
@@ -168,7 +168,8 @@ def test_a_sound_shorter_than_the_video_is_said_with_its_frame_count(tmp_path: P
 
 
 def reference_window_ends(spec: np.ndarray, fps: float) -> list[int]:
-    return [e for e in (math.floor(j * 80 / fps) for j in range(4 * spec.shape[1])) if 16 <= e < spec.shape[1]]
+    frames = spec.shape[1]
+    return [e for e in (math.floor(j * 80 / fps) for j in range(4 * frames)) if 16 <= e < frames]
 
 
 def test_windows_are_made_once_per_clip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,7 +180,7 @@ def test_windows_are_made_once_per_clip(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_voice_extractor_round_trip_gives_the_sound_back(tmp_path: Path) -> None:
-    """A surrogate whose "voice" is its whole input: the STFT, bins and inverse of §2.3 give the sound back."""
+    """A surrogate whose "voice" is all its input: the STFT, bins and inverse of §2.3 give the sound back."""
     install_surrogate("uvr_mdxnet")
     t = np.arange(300_000) / 48000
     wave = 0.5 * np.sin(2 * np.pi * 440 * t) + 0.2 * np.sin(2 * np.pi * 3000 * t)
@@ -200,7 +201,8 @@ def _t(name: str | None, *shape: int | None) -> TensorSpec:
 
 
 REAL = {
-    "wav2lip_gan_96": ([_t("source", 1, 1, 80, 16), _t("target", 1, 6, 96, 96)], [_t("output", 1, 3, 96, 96)]),
+    "wav2lip_gan_96": ([_t("source", 1, 1, 80, 16), _t("target", 1, 6, 96, 96)],
+                       [_t("output", 1, 3, 96, 96)]),
     "wav2lip_96": ([_t("source", 1, 1, 80, 16), _t("target", 1, 6, 96, 96)], [_t("output", 1, 3, 96, 96)]),
     "edtalk_256": ([_t("source", 1, 1, 80, 16), _t("target", 1, 3, 256, 256), _t("weight", 1)],
                    [_t("output", 1, 3, 256, 256)]),

@@ -38,7 +38,7 @@ from pipeline.filenames import fitted_stem
 from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.video import builders, ffmpeg
-from pipeline.video.encode import Encoder, encoder_for
+from pipeline.video.encode import Encoder, encoder_for, output_audio
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
 
@@ -251,22 +251,21 @@ def remove_temp_outputs(output: Path, job_id: int) -> None:
 
 def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,
                   settings: Settings, models: list[str], cancel: threading.Event | None = None,
-                  guard: Callable[[], None] | None = None) -> Path:
-    """Concatenate ``segments`` (stream copy) + the source audio into ``output``, atomically; ``guard``
-    (it raises to refuse) is asked just before the rename."""
+                  guard: Callable[[], None] | None = None, voice: Path | None = None) -> Path:
+    """Concatenate ``segments`` (stream copy) + the source audio (``voice``: the job's new sound instead)
+    into ``output``, atomically; ``guard`` (it raises to refuse) is asked just before the rename."""
     if not segments:
         raise ConcatError("no finished segments to join")
     list_file = work / "segments.txt"
     list_file.write_text(concat_list(segments, work, source.fps), encoding="utf-8")
     start, end = settings.video.start, settings.video.end
-    audio = source if settings.video.keep_audio and source.has_audio else None
-    trimmed = audio is not None and end is not None and end < audio.duration
-    duration = end - (start or 0.0) if trimmed and end is not None else None
+    audio = output_audio(source, output.suffix, start=start, end=end, keep=settings.video.keep_audio,
+                         voice=voice)
     partial = temp_output(output, job_id)
     cmd = concat_cmd(
         ffmpeg.ffmpeg_exe(), list_file, partial, audio_source=audio.path if audio else None,
-        audio_start=start, audio_duration=duration,
-        audio_args=builders.audio_codec_args(output.suffix, audio.audio_codec) if audio else None,
+        audio_start=audio.start if audio else None, audio_duration=audio.duration if audio else None,
+        audio_args=audio.args if audio else None,
         metadata=provenance_metadata(models), container=output.suffix,
     )
     process = FFmpegProcess(cmd, cancel=cancel)

@@ -26,7 +26,8 @@ SIZE = 256
 class EdTalk(CatalogSession):
     """lipsync.base.LipSyncModel for edtalk_256; ``box``: the paste mask on the 512 crop."""
 
-    def __init__(self, name: str, box: Mask, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
+    def __init__(self, name: str, box: Mask, providers: Sequence[Provider] = ("cpu",),
+                 threads: int = 0) -> None:
         if catalog.get(name).family != "edtalk":
             raise UserError(f"'{name}' is not an edtalk model (choose from: edtalk_256)")
         super().__init__(name, providers, threads)
@@ -42,6 +43,7 @@ class EdTalk(CatalogSession):
                      weight_name: np.array([weight], np.float32)}
             y: npt.NDArray[np.float32] = self.session.run([out_name], feeds)[0][0]
             rgb = (np.clip(y.transpose(1, 2, 0), 0.0, 1.0) * 255.0).astype(np.uint8)
-            big = cv2.resize(np.ascontiguousarray(rgb[..., ::-1]), (CROP, CROP), interpolation=cv2.INTER_CUBIC)
+            bgr = np.ascontiguousarray(rgb[..., ::-1])
+            big = cv2.resize(bgr, (CROP, CROP), interpolation=cv2.INTER_CUBIC)
             out.append((big, self.box))
         return out

@@ -62,10 +62,12 @@ class Wav2Lip(CatalogSession):
             out.append((back, geometry.area_mask(mouth.geometry.hull, CROP)))
         return out
 
-    def run(self, source: npt.NDArray[np.float32], target: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def run(self, source: npt.NDArray[np.float32], target: npt.NDArray[np.float32]
+            ) -> npt.NDArray[np.float32]:
         """(N, 1, 80, 16) audio and (N, 6, 96, 96) faces -> (N, 3, 96, 96), in runs of the file's batch."""
         (audio_name, face_name), (out_name,) = self.io
         step = self.batch or len(target)
-        runs = [self.session.run([out_name], {audio_name: source[i:i + step], face_name: target[i:i + step]})[0]
+        runs = [self.session.run([out_name], {audio_name: source[i:i + step],
+                                              face_name: target[i:i + step]})[0]
                 for i in range(0, len(target), step)]
         return np.concatenate(runs).astype(np.float32)

@@ -69,7 +69,8 @@ class LipSyncerProcessor(FaceProcessorBase):
         return [s for s in (self.syncer, self.extractor) if isinstance(s, CatalogSession)]
 
     def prepare(self, media: Media) -> None:
-        """The clip's mel windows: ``media.audio`` from its start, else the target's own from ``media.start``."""
+        """The clip's mel windows: ``media.audio`` from its start, else the target's own sound from
+        ``media.start``."""
         sound = media.audio or media.target
         if media.still or media.fps is None or sound is None:
             self.windows = None

@@ -21,6 +21,7 @@ import os
 import re
 import threading
 import uuid
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
@@ -125,6 +126,33 @@ def padded_size_notice(width: int, height: int, name: str) -> str | None:
             f"{width + width % 2}×{height + height % 2} (the last column/row repeated, nothing cropped)")
 
 
+
+@dataclass(frozen=True)
+class AudioTrack:
+    """The sound an output carries: ``path`` from ``start`` s for ``duration`` s, encoded with ``args``."""
+
+    path: Path
+    start: float | None
+    duration: float | None
+    args: list[str]
+
+
+def output_audio(source: VideoInfo | None, container: str, *, start: float | None = None,
+                 end: float | None = None, keep: bool = True, voice: Path | None = None) -> AudioTrack | None:
+    """The sound of a render of ``source`` trimmed to ``start``..``end``: ``voice`` (a new one, ``--audio``:
+    from its beginning, as long as the clip, re-encoded for ``container``), else the source's own where it has
+    one and ``keep`` (video.keep_audio); None: no sound."""
+    if voice is not None:
+        clip_end = end if end is not None and (source is None or end < source.duration) else None
+        length = (clip_end if clip_end is not None else source.duration if source else None)
+        duration = None if length is None else max(length - (start or 0.0), 0.0)
+        return AudioTrack(Path(voice), None, duration, builders.audio_codec_args(container, None))
+    if source is None or not keep or not source.has_audio:
+        return None
+    duration = end - (start or 0.0) if end is not None and end < source.duration else None
+    return AudioTrack(source.path, start, duration, builders.audio_codec_args(container, source.audio_codec))
+
+
 class Encoder:
     """Feed BGR uint8 frames with :meth:`write`; :meth:`close` finishes the file, :meth:`abort` drops it.
 
@@ -142,6 +170,7 @@ class Encoder:
         start: float | None = None,
         end: float | None = None,
         keep_audio: bool = True,
+        voice: Path | None = None,
         encoder: EncoderName = "auto",
         quality: int = 80,
         preset: EncoderPreset = "medium",
@@ -159,10 +188,7 @@ class Encoder:
         out_w, out_h = width + width % 2, height + height % 2
         self._pad = np.empty((out_h, out_w, 3), np.uint8) if (out_w, out_h) != (width, height) else None
         matrix, color_args = output_colors(source, out_h)
-        audio = source if source is not None and keep_audio and source.has_audio else None
-        audio_duration = None
-        if audio is not None and end is not None and end < audio.duration:
-            audio_duration = end - (start or 0.0)
+        audio = output_audio(source, self.output.suffix, start=start, end=end, keep=keep_audio, voice=voice)
         self.output.parent.mkdir(parents=True, exist_ok=True)
         clean_folder_once(self.output.parent)
         self.partial = partial_name(self.output)
@@ -170,8 +196,8 @@ class Encoder:
             exe, self.partial, width=out_w, height=out_h, fps=fps,
             video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
             matrix=matrix, color_args=color_args,
-            audio_source=audio.path if audio else None, audio_start=start, audio_duration=audio_duration,
-            audio_args=builders.audio_codec_args(self.output.suffix, audio.audio_codec) if audio else None,
+            audio_source=audio.path if audio else None, audio_start=audio.start if audio else None,
+            audio_duration=audio.duration if audio else None, audio_args=audio.args if audio else None,
             metadata=provenance_metadata(models),
         )
         log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
@@ -275,6 +301,7 @@ def encoder_for(
     *,
     size: tuple[int, int] | None = None,
     audio: bool = True,
+    voice: Path | None = None,
     models: list[str] | tuple[str, ...] = (),
     cancel: threading.Event | None = None,
 ) -> Encoder:
@@ -282,12 +309,13 @@ def encoder_for(
     where settings become encoder arguments.
 
     ``size``: the (width, height) of the frames, if not the source's; ``audio=False``: video only (a segment
-    of a resumable job, whose audio is muxed in when the segments are joined).
+    of a resumable job, whose audio is muxed in when the segments are joined); ``voice``: a new sound the
+    output carries instead of the source's (``--audio``).
     """
     width, height = size or (info.width, info.height)
     return Encoder(
         output, width=width, height=height, fps=info.fps, source=info,
         start=settings.video.start, end=settings.video.end, keep_audio=audio and settings.video.keep_audio,
-        encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
-        models=models, cancel=cancel,
+        voice=voice if audio else None, encoder=settings.output.encoder, quality=settings.output.quality,
+        preset=settings.output.preset, models=models, cancel=cancel,
     )
