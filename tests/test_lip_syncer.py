@@ -218,3 +218,23 @@ def test_the_real_signature_loads_and_a_wrong_one_is_refused(name: str, tmp_path
     wrong = ([_t(s.name, *(d if i != 1 else 3 for i, d in enumerate(s.shape))) for s in inputs[:2]], outputs)
     with pytest.raises(ModelMismatch, match=f"does not look like {name}"):
         sessions.load(make_surrogate(name, tmp_path / "wrong.onnx", signature=wrong), entry)
+
+
+# --- models check: the judges on the surrogates -----------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "options", "verdict", "reason"), [
+    ("wav2lip_gan_96", {"gain": 0.05}, "PASS", "moves with the sound"),
+    ("edtalk_256", {"gain": 0.05}, "PASS", "moves with the sound"),
+    ("wav2lip_96", {"gain": 0.0}, "FAIL", "does not follow the sound"),
+    ("uvr_mdxnet", {}, "PASS", "comes back"),
+    ("kim_vocal_2", {"scale": 0.0}, "FAIL", "does not come back"),
+    ("kim_vocal_1", {"scale": 3.0}, "FAIL", "loudness"),
+])
+def test_models_check_judges_lip_syncers_and_voice_extractors(name: str, options: dict[str, float],
+                                                               verdict: str, reason: str) -> None:
+    pytest.importorskip("matplotlib")  # the check photo (grace_hopper)
+    from pipeline import modelcheck
+
+    install_surrogate(name, **options)
+    (row,) = modelcheck.check([name])
+    assert row.verdict == verdict and reason in row.reason, row
