@@ -44,6 +44,6 @@ class EdTalk(CatalogSession):
             y: npt.NDArray[np.float32] = self.session.run([out_name], feeds)[0][0]
             rgb = (np.clip(y.transpose(1, 2, 0), 0.0, 1.0) * 255.0).astype(np.uint8)
             bgr = np.ascontiguousarray(rgb[..., ::-1])
-            big = cv2.resize(bgr, (CROP, CROP), interpolation=cv2.INTER_CUBIC)
+            big = np.asarray(cv2.resize(bgr, (CROP, CROP), interpolation=cv2.INTER_CUBIC), np.uint8)
             out.append((big, self.box))
         return out

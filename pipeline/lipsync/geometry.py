@@ -69,8 +69,8 @@ def area_mask(hull: Points, size: int) -> Mask:
     mask = np.zeros((size, size), np.float32)
     outline = cv2.convexHull(np.round(hull).astype(np.int32))
     cv2.fillConvexPoly(mask, outline, 1.0)
-    mask = cv2.GaussianBlur(mask, (0, 0), SIGMA)
-    return ((np.clip(mask, 0.5, 1.0) - 0.5) * 2.0).astype(np.float32)
+    blurred = np.asarray(cv2.GaussianBlur(mask, (0, 0), SIGMA), np.float32)
+    return ((np.clip(blurred, 0.5, 1.0) - 0.5) * 2.0).astype(np.float32)
 
 
 def box_affine(box: tuple[float, float, float, float], size: int) -> npt.NDArray[np.float64]:
@@ -89,12 +89,12 @@ def cut(crop: npt.NDArray[np.uint8], box: tuple[float, float, float, float], siz
     x1, y1, x2, y2 = box
     shrink = (x2 - x1) > size or (y2 - y1) > size
     flags = cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
-    return cv2.warpAffine(crop, m, (size, size), flags=flags, borderMode=cv2.BORDER_CONSTANT,
-                          borderValue=0), m
+    square = cv2.warpAffine(crop, m, (size, size), flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return np.asarray(square, np.uint8), m
 
 
 def uncut(square: npt.NDArray[np.uint8], m: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.uint8]:
     """The model's square back on the ``size`` crop (the inverse of :func:`cut`, border replicated)."""
     back = cv2.invertAffineTransform(m)
-    return cv2.warpAffine(square, back, (size, size), flags=cv2.INTER_LINEAR,
-                          borderMode=cv2.BORDER_REPLICATE)
+    return np.asarray(cv2.warpAffine(square, back, (size, size), flags=cv2.INTER_LINEAR,
+                                     borderMode=cv2.BORDER_REPLICATE), np.uint8)
