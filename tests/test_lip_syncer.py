@@ -238,3 +238,35 @@ def test_models_check_judges_lip_syncers_and_voice_extractors(name: str, options
     install_surrogate(name, **options)
     (row,) = modelcheck.check([name])
     assert row.verdict == verdict and reason in row.reason, row
+
+
+# --- the pure parts: the decode command, which sound the output carries ------------------------------------
+
+def test_decode_cmd_is_48k_stereo_s16le_of_the_first_audio_stream() -> None:
+    from pipeline.audio.decode import decode_cmd
+
+    cmd = decode_cmd("ffmpeg", Path("/a/v.mp4"), start=1.5)
+    assert cmd[cmd.index("-ss") + 1] == "1.500000" and cmd.index("-ss") < cmd.index("-i")
+    assert cmd[cmd.index("-i") + 1] == "file:/a/v.mp4"
+    tail = cmd[cmd.index("-i") + 2:]
+    assert tail == ["-vn", "-map", "0:a:0", "-ar", "48000", "-ac", "2", "-f", "s16le", "-"]
+    assert "-ss" not in decode_cmd("ffmpeg", "/a/v.mp4")
+
+
+def test_the_output_carries_the_new_voice_as_long_as_the_clip_else_the_source() -> None:
+    from fractions import Fraction
+
+    from pipeline.video.encode import output_audio
+    from pipeline.video.probe import VideoInfo
+
+    info = VideoInfo(Path("/t.mp4"), "mov,mp4", 320, 240, Fraction(30), 300, True, 10.0, "h264", "yuv420p", 8,
+                     0, None, None, None, None, has_audio=True, audio_codec="aac", is_vfr=False)
+    own = output_audio(info, ".mp4", start=2.0, end=5.0)
+    assert own is not None and (own.path, own.start, own.duration, own.args) == (
+        Path("/t.mp4"), 2.0, 3.0, ["-c:a", "copy"])
+    new = output_audio(info, ".webm", start=2.0, end=5.0, keep=False, voice=Path("/v.wav"))
+    assert new is not None and (new.path, new.start, new.duration) == (Path("/v.wav"), None, 3.0)
+    assert new.args[:2] == ["-c:a", "libopus"]  # re-encoded for the container
+    whole = output_audio(info, ".mp4", start=2.0, voice=Path("/v.wav"))
+    assert whole is not None and whole.duration == 8.0
+    assert output_audio(info, ".mp4", keep=False) is None
