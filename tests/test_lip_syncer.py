@@ -270,3 +270,24 @@ def test_the_output_carries_the_new_voice_as_long_as_the_clip_else_the_source() 
     whole = output_audio(info, ".mp4", start=2.0, voice=Path("/v.wav"))
     assert whole is not None and whole.duration == 8.0
     assert output_audio(info, ".mp4", keep=False) is None
+
+
+def test_faces_of_several_frames_go_in_one_run_each_with_its_own_window(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    processor = _syncer(tmp_path, write_wav(tmp_path / "v.wav", speech_like(1.0, seed=4)), 25.0)
+    frame, face = smooth_face()
+    numbers = [1, 6, 12]
+    alone = []
+    for k in numbers:
+        item = Swapped.unframed(face)
+        processor.run([frame], [[item]], None, None, [k])  # type: ignore[arg-type]
+        alone.append(item.result)
+    runs: list[int] = []
+    real_run = Wav2Lip.run
+    monkeypatch.setattr(Wav2Lip, "run", lambda self, source, target: runs.append(len(source)) or real_run(
+        self, source, target))
+    items = [[Swapped.unframed(face)] for _ in numbers]
+    processor.run([frame] * 3, items, None, None, numbers)  # type: ignore[arg-type]
+    assert runs == [3] and processor.syncer.batch is None  # type: ignore[attr-defined]  # a dynamic batch
+    for row, want in zip(items, alone, strict=True):
+        assert np.abs(row[0].result.astype(int) - want.astype(int)).max() <= 1
