@@ -29,7 +29,7 @@ def windows(path: Path, fps: float, start: float = 0.0, extractor: VoiceExtracto
             return found
     samples = decode.decode(path, start=start, cancel=cancel)
     voice = extractor.extract(samples) if extractor is not None and len(samples) else samples
-    made = mel.Windows(mel.spectrogram(voice), float(fps))
+    made = mel.Windows(mel.spectrogram(voice), float(fps), len(samples) / decode.RATE)
     with _lock:
         _cache[key] = made
         while len(_cache) > _KEEP:

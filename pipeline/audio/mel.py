@@ -85,10 +85,14 @@ def frame_starts(mel_frames: int, fps: float) -> npt.NDArray[np.int64]:
 
 @dataclass(frozen=True)
 class Windows:
-    """A clip's mel spectrogram cut per video frame (``fps``): ``window(n)`` is frame n's (80, 16)."""
+    """A clip's mel spectrogram cut per video frame (``fps``): ``window(n)`` is frame n's (80, 16).
+
+    ``seconds``: how long the sound is. Its last 200 ms have no window of their own (a window starts at its
+    frame's time and is 200 ms long), so the last frames before the sound ends hear the empty one too."""
 
     mel: Mel
     fps: float
+    seconds: float = 0.0
 
     @functools.cached_property
     def ends(self) -> npt.NDArray[np.int64]:
@@ -98,6 +102,10 @@ class Windows:
     def count(self) -> int:
         """How many frames have a window of the audio (the later ones hear silence)."""
         return len(self.ends)
+
+    def frames_past_end(self, frames: int) -> int:
+        """How many of a clip's first ``frames`` frames come after the sound has ended."""
+        return max(0, frames - int(np.ceil(self.seconds * self.fps - 1e-9)))
 
     def heard(self, n: int) -> bool:
         return 0 <= n < self.count

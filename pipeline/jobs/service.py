@@ -63,6 +63,7 @@ def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, outp
     validate(paths, target, output)
     if voice is not None:
         check_audio(voice)
+        check_output(output, [voice])  # the job's new sound is an input too
     check_lip_sync_sound(settings, target, voice)
     require_models(settings)  # every missing model named at once, not the first when the job runs
     return store.add(paths, target, output, settings, owner=owner, audio=voice)

@@ -5,8 +5,9 @@ The sound is the target's own from the output's first frame (``video.start``), o
 window per output frame, once per clip (pipeline/audio/: decode, the optional voice extractor, the mel).
 Each face is framed at ffhq_512 × 512; the model (pipeline/lipsync/) re-draws the lower face to its frame's
 window, and that is composited into the face's result under the model's own mask (wav2lip: the lower face;
-edtalk: the box), the rest of the result left as the processors before made it. Frames past the sound's end,
-and a still image, hear silence; a notice says how many.
+edtalk: the box), the rest of the result left as the processors before made it. Frames past the sound's end
+(and, as in FaceFusion, those of its last 200 ms) and a still image hear silence; a notice says how many
+frames come after the sound has ended.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pipeline.processors.base import Cost, FaceProcessorBase, Identities, Media
 from pipeline.processors.crops import FaceMasks, Swapped, frame_items
 from pipeline.settings import Settings
 from pipeline.types import Frame, Mask, ProcessorName
+from pipeline.video.probe import probe
 
 ESTIMATED = ("lip_syncer: no 68-point landmarks (landmarks.model=none): the mouth area is estimated from the "
              "five points; set landmarks.model=2dfan4 for the landmarks' own fit")
@@ -82,12 +84,10 @@ class LipSyncerProcessor(FaceProcessorBase):
             self._say_unheard(media, self.windows)
 
     def _say_unheard(self, media: Media, windows: Windows) -> None:
-        from pipeline.video.probe import probe
-
         assert media.target is not None
         video = self.settings.video
         frames = probe(media.target).frames_between(video.start, video.end)
-        unheard = max(0, frames - windows.count)
+        unheard = windows.frames_past_end(frames)
         if unheard:
             self._say(f"lip_syncer: the sound ends before the video: {unheard} of {frames} frames had no "
                       "audio (their mouths follow silence)")
