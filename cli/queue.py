@@ -31,7 +31,7 @@ from pipeline.jobs.store import JobStore
 def cmd_add(args: argparse.Namespace) -> int:
     settings = presets.settings_from(args.preset, args.set)  # SettingsError (a UserError) names a bad key
     job = service.add(service.open_store(), args.source, args.target, args.output, settings,
-                      owner=args.owner or "")
+                      owner=args.owner or "", audio=args.audio)
     print(job.id)
     return 0
 
@@ -190,6 +190,8 @@ def register(sub: Any) -> None:
     add.add_argument("--preset", metavar="NAME|FILE")
     add.add_argument("--set", action="append", metavar="section.key=value")
     add.add_argument("--owner", help="user name the job belongs to (web UI accounts)")
+    add.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
+                     "sound, and a lip_syncer's mouth follows it")
     add.set_defaults(handler=cmd_add)
 
     ls = qsub.add_parser("list", help="jobs in queue order")

@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets
-from pipeline.checks import check_output_size, require_models
+from pipeline.checks import check_audio, check_lip_sync_sound, check_output_size, require_models
 from pipeline.jobs import service
 from pipeline.media import check_output, check_video_output, kind_of
 from pipeline.settings import Settings
@@ -32,6 +32,8 @@ def register(sub: Any) -> None:
     swap.add_argument("--preset", metavar="NAME|FILE")
     swap.add_argument("--set", action="append", metavar="section.key=value", help="override one setting")
     swap.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    swap.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
+                      "sound, and a lip_syncer's mouth follows it")
     swap.set_defaults(handler=cmd_swap)
 
 
@@ -70,9 +72,11 @@ def cmd_swap(args: argparse.Namespace) -> int:
     target = Path(args.target)
     output = Path(args.output)
     sources = [Path(s) for s in args.source]
+    audio = None if args.audio is None else check_audio(args.audio)
     settings = presets.settings_from(args.preset, args.set)
-    check_output(output, [target, *sources])
+    check_output(output, [target, *sources, *([audio] if audio else [])])
     service.refuse_queue_clash(sources, target, output)  # nor a queued job's file
+    check_lip_sync_sound(settings, target, audio)  # a lip syncer needs a sound to follow
     require_models(settings)  # every missing model named at once
     check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
     with stop_on_signals():
@@ -81,7 +85,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
 
             summary = swap_image(settings, sources, target, output)
         else:
-            summary = swap_video(settings, sources, target, output, show_progress=not args.json)
+            summary = swap_video(settings, sources, target, output, show_progress=not args.json,
+                                 audio=audio)
     for notice in summary.get("notices", []):
         print(f"facestation: note: {notice}", file=sys.stderr)
     if args.json:
@@ -92,8 +97,9 @@ def cmd_swap(args: argparse.Namespace) -> int:
 
 
 def swap_video(settings: Settings, sources: list[Path], target: Path, output: Path,
-               show_progress: bool = True) -> dict[str, Any]:
-    """Render a video; a progress bar on stderr when it is a terminal. Returns the render's summary."""
+               show_progress: bool = True, audio: Path | None = None) -> dict[str, Any]:
+    """Render a video (``audio``: the new voice it carries); a progress bar on stderr when it is a terminal.
+    Returns the render's summary."""
     from pipeline.progress import RunControl
     from pipeline.render import no_face_notice, render
     from pipeline.video.probe import probe
@@ -101,7 +107,7 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
     check_video_output(output)
     info = probe(target)
     show = show_progress and sys.stderr.isatty()
-    result = render(settings, sources, target, output, info=info,
+    result = render(settings, sources, target, output, info=info, audio=audio,
                     control=RunControl(progress_bar if show else None))
     if show:
         print(file=sys.stderr)

@@ -94,6 +94,33 @@ def _faces_in_source(source: Path, settings: Settings) -> int:
     return count
 
 
+def check_audio(audio: str | Path) -> Path:
+    """A new voice (``--audio FILE``) exists and has a sound ffmpeg can read; its path."""
+    from pipeline.audio.decode import has_audio
+
+    path = Path(audio)
+    if not path.is_file():
+        raise UserError(f"audio file not found: {path}")
+    if not has_audio(path):
+        raise UserError(f"{path.name} has no audio stream that can be read: give a sound file (wav, mp3, "
+                        "m4a…) or a video with sound")
+    return path
+
+
+def check_lip_sync_sound(settings: Settings, target: str | Path, audio: str | Path | None) -> None:
+    """A lip_syncer in the order needs a sound to follow: ``audio``, else the target's own (a video's)."""
+    if not any(p.name == "lip_syncer" for p in ModelPlan.from_settings(settings).processors):
+        return
+    if audio is not None:
+        check_audio(audio)
+        return
+    from pipeline.audio.decode import has_audio
+
+    if media.kind_of(Path(target)) == "image" or not has_audio(target):
+        raise UserError(f"lip_syncer needs a sound to follow and {Path(target).name} has none: give a voice "
+                        "with --audio FILE, or take lip_syncer out of processors.order")
+
+
 def check_output_folder(folder: Path) -> None:
     """The folder renders are written to exists (or can be made) and is writable."""
     try:
@@ -105,8 +132,9 @@ def check_output_folder(folder: Path) -> None:
 
 
 def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target: str | Path | None,
-               outputs: Path | None = None) -> SwapCheck:
-    """Raise the first reason a swap of ``target`` with ``sources`` would fail; else what will run."""
+               outputs: Path | None = None, audio: str | Path | None = None) -> SwapCheck:
+    """Raise the first reason a swap of ``target`` with ``sources`` would fail; else what will run.
+    ``audio``: the new voice the output carries (a lip syncer follows it)."""
     if not sources:
         raise UserError("add a source photo (the face to put in)")
     if not target:
@@ -123,6 +151,7 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
             raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
                               "the face is clearly visible")
     check_output_size(settings, target)
+    check_lip_sync_sound(settings, target, audio)
     if outputs is not None:
         check_output_folder(outputs)
     return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if plan.classic else [])

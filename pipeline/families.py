@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.audio.voice import VoiceExtractor
+from pipeline.blend import mask as masks
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
 from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
@@ -27,6 +29,9 @@ from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.faces.sface import SFaceRecogniser
 from pipeline.faces.yolo import YoloFaceDetector
 from pipeline.faces.yunet import YuNetDetector
+from pipeline.lipsync.base import CROP
+from pipeline.lipsync.edtalk import EdTalk
+from pipeline.lipsync.wav2lip import Wav2Lip
 from pipeline.liveportrait.network import LivePortraitPart
 from pipeline.models import catalog
 from pipeline.settings import Settings
@@ -69,6 +74,10 @@ def _occluder(name: str, s: Settings) -> Occluder:
     return Occluder(name, **_run(s))  # type: ignore[arg-type]
 
 
+def _edtalk(name: str, s: Settings) -> EdTalk:
+    return EdTalk(name, masks.box_mask(CROP, s.mask.blur, s.mask.padding), **_run(s))
+
+
 FAMILIES: dict[str, Family] = {
     "yunet": Family("detector", lambda name, s: YuNetDetector(**_detection(s))),
     "scrfd": Family("detector", lambda name, s: ScrfdDetector(name, **_detection(s))),
@@ -91,6 +100,9 @@ FAMILIES: dict[str, Family] = {
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
     "frame_enhancer": Family("frame_enhancer", lambda name, s: TiledUpscaler(name, **_run(s))),
     "live_portrait": Family("liveportrait", lambda name, s: LivePortraitPart(name, **_run(s))),
+    "wav2lip": Family("lip_syncer", lambda name, s: Wav2Lip(name, **_run(s))),
+    "edtalk": Family("lip_syncer", _edtalk),
+    "mdxnet": Family("voice_extractor", lambda name, s: VoiceExtractor(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

@@ -175,14 +175,22 @@ def preview(
     target: str | Path,
     frame_index: int = 0,
     overlay: bool = False,
+    audio: str | Path | None = None,
 ) -> RGB:
     """Frame ``frame_index`` of ``target`` processed with ``settings``, as RGB; with ``overlay`` the
     face debugger (pipeline.overlay) draws each detected face's box, score and landmarks, and the outline
-    of each swapped face's paste mask."""
+    of each swapped face's paste mask. ``audio``: a new voice (the processors hear it, as a render's
+    ``--audio``: a lip syncer's mouth follows that frame's moment of it), else the target's own sound."""
     from pipeline.chain import Chain
+    from pipeline.processors import Media
 
-    frame = read_frame(target, frame_index)
-    work = Chain(processor(settings, sources)).one(frame)
+    info = media.check_media(target)
+    index = 0 if info.kind == "image" else max(0, min(int(frame_index), info.frames - 1))
+    frame = read_frame(target, index)
+    warm = processor(settings, sources)
+    fps = None if info.kind == "image" else float(info.fps)
+    warm.prepare(Media(info.path, fps, 0.0, None if audio is None else Path(audio)))
+    work = Chain(warm).one(frame, index)
     out = work.out
     assert out is not None
     if overlay:

@@ -125,7 +125,7 @@ class Render:
 
     def _output_encoder(self, width: int, height: int) -> FrameSink:
         assert self.output is not None
-        return encoder_for(self.output, self.info, self.settings, size=(width, height),
+        return encoder_for(self.output, self.info, self.settings, size=(width, height), voice=self.audio,
                            models=self.processor.models, cancel=self.stages.stop)
 
     def run(self) -> RenderResult:

@@ -24,6 +24,7 @@ from pipeline.types import (
     FaceRegion,
     FrameEnhancerName,
     LandmarkerName,
+    LipSyncerName,
     LivePortraitModel,
     MaskType,
     OccluderName,
@@ -34,6 +35,7 @@ from pipeline.types import (
     SelectorMode,
     SelectorOrder,
     SwapperName,
+    VoiceExtractorName,
 )
 
 SCHEMA_VERSION = 1
@@ -294,6 +296,16 @@ class FaceEditorSettings(_Section):
     def sliders(self) -> dict[str, float]:
         """Every slider by name (the model left out)."""
         return {k: float(v) for k, v in self.model_dump().items() if k != "model"}
+class LipSyncerSettings(_Section):
+    model: LipSyncerName = Field("wav2lip_gan_96", title="Lip sync model",
+                                 description="lip_syncer: the mouth follows the audio (wav2lip: the lower "
+                                 "face at 96 px; edtalk_256: the whole face at 256 px)")
+    weight: float = Field(0.5, ge=0.0, le=1.0, multiple_of=0.05, title="Lip sync strength (0–1)",
+                          description="how strongly the audio moves the mouth (0.5 = the model's own)")
+    voice_extractor: VoiceExtractorName = Field(
+        "none", title="Voice extractor",
+        description="lip_syncer: takes the voice out of music and noise before the mouth follows it "
+        "(none: the sound as it is; kim_vocal_2 is FaceFusion's choice)")
 
 
 class Settings(_Section):
@@ -314,6 +326,7 @@ class Settings(_Section):
     execution: ExecutionSettings = ExecutionSettings()
     expression_restorer: ExpressionRestorerSettings = ExpressionRestorerSettings()
     face_editor: FaceEditorSettings = FaceEditorSettings()
+    lip_syncer: LipSyncerSettings = LipSyncerSettings()
 
 
 def _describe(error: ValidationError) -> str:

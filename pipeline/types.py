@@ -54,11 +54,13 @@ ParserName = Literal["bisenet_resnet34"]
 LandmarkerName = Literal["none", "2dfan4"]
 ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
 ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
+LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syncer.model
+VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor"]
+                        "expression_restorer", "face_editor", "lip_syncer"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer", "frame_enhancer", "liveportrait"]
+                    "colorizer", "frame_enhancer", "liveportrait", "lip_syncer", "voice_extractor"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]

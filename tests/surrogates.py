@@ -39,7 +39,11 @@ it. Behaviour is simple but useful:
 - occluders: a fixed mask (``mask``; ``invert=True``: 1 − mask), or ``skin=True``: face where red is above
   blue (R − B), as logits or probabilities per the entry; parser / 2dfan4: fixed class maps and landmarks;
 - colourisers: colour as an affine function of the grey input (DDColor's Lab a/b, DeOldify's RGB);
-  ``invert=True`` gives the opposite hue, ``constant=v`` a constant.
+  ``invert=True`` gives the opposite hue, ``constant=v`` a constant;
+- lip syncers: the face input back (wav2lip: its full copy, channels 3..5, BGR in [0, 1]; edtalk: its RGB
+  face), the lower half (rows ≥ ½) moved by ``gain``·tanh(⟨audio, W_c⟩) per channel (W fixed, seeded),
+  edtalk's times its ``weight``; so the mouth follows the audio values and the upper face does not; voice
+  extractors: their spectrogram input × ``scale`` (1: the voice is the whole sound).
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
@@ -657,6 +661,49 @@ def install_live_portrait(parts: Sequence[str] | None = None, **motion: Any) -> 
 
     for part in parts or PARTS:
         install_surrogate(model_name(part), **(motion if part == "motion_extractor" else {}))
+# --- lip syncers and voice extractors ----------------------------------------------------------------
+
+def _audio_weights(seed: int) -> npt.NDArray[np.float32]:
+    """(3, 1280): one fixed direction in the (80 × 16) audio window per output channel."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((3, 80 * 16)) / np.sqrt(80 * 16 * 4.0)).astype(np.float32)
+
+
+def audio_shift(audio: npt.ArrayLike, seed: int = 5, gain: float = 0.25) -> npt.NDArray[np.float32]:
+    """The shift (3,) per channel the lip-sync surrogates add to the lower half for one audio window."""
+    a = np.asarray(audio, np.float32).reshape(-1)
+    return (gain * np.tanh(_audio_weights(seed) @ a)).astype(np.float32)
+
+
+def _lip_syncer(entry: ModelEntry, g: _Graph, *, seed: int = 5, gain: float = 0.25,
+                ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    audio, face = entry.inputs[0], entry.inputs[1]
+    out_spec = entry.outputs[0]
+    a_name, f_name, y_name = _name(audio, "source"), _name(face, "target"), _name(out_spec, "output")
+    channels, side = int(face.shape[1]), int(face.shape[-1])
+    image = g.op("Slice", f_name, g.const([channels - 3], np.int64), g.const([channels], np.int64),
+                 g.const([1], np.int64))  # wav2lip: the full copy (3..5); edtalk: the face
+    flat = g.op("Reshape", a_name, g.const([-1, 80 * 16], np.int64))
+    shift = g.op("Mul", g.op("Tanh", g.op("MatMul", flat, g.const(_audio_weights(seed).T))), g.const(gain))
+    inputs = [_vi(a_name, "float32", _dims(audio)), _vi(f_name, "float32", _dims(face))]
+    if len(entry.inputs) > 2:  # edtalk's weight scales the effect
+        w_spec = entry.inputs[2]
+        w_name = _name(w_spec, "weight")
+        shift = g.op("Mul", shift, w_name)
+        inputs.append(_vi(w_name, "float32", _dims(w_spec)))
+    lower = np.zeros((1, 1, side, 1), np.float32)
+    lower[:, :, side // 2:] = 1.0
+    moved = g.op("Mul", g.op("Reshape", shift, g.const([-1, 3, 1, 1], np.int64)), g.const(lower))
+    g.op("Clip", g.op("Add", image, moved), g.const(0.0), g.const(1.0), out=y_name)
+    return inputs, [_vi(y_name, "float32", _dims(out_spec))]
+
+
+def _voice_extractor(entry: ModelEntry, g: _Graph, *, scale: float = 1.0,
+                     ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    spec, out_spec = entry.inputs[0], entry.outputs[0]
+    x, y = _name(spec, "input"), _name(out_spec, "output")
+    g.op("Mul", x, g.const(scale), out=y)
+    return [_vi(x, "float32", _dims(spec))], [_vi(y, "float32", _dims(out_spec))]
 
 
 def _builder(entry: ModelEntry) -> Any:
@@ -664,7 +711,8 @@ def _builder(entry: ModelEntry) -> Any:
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
             "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
-            "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait}[entry.role]
+            "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait, "lip_syncer": _lip_syncer,
+            "voice_extractor": _voice_extractor}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

@@ -408,8 +408,9 @@ def test_a_version_1_queue_is_migrated(tmp_path: Path) -> None:
     con.close()
     store = JobStore(db)
     (job,) = store.list()
-    assert (job.attempts, job.failures, job.worker_pid, job.deaths, job.progressed) == (2, 0, None, 0, False)
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert (job.attempts, job.failures, job.worker_pid, job.deaths, job.progressed, job.audio) == \
+        (2, 0, None, 0, False, None)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_stale_job_with_cancel_requested_ends_cancelled(tmp_path: Path) -> None:

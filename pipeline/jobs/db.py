@@ -28,7 +28,7 @@ from pipeline.jobs.policy import Decision
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "queue.sqlite3"
 
 _SCHEMA_V1 = """
@@ -74,8 +74,13 @@ ALTER TABLE jobs ADD COLUMN deaths INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN progressed INTEGER NOT NULL DEFAULT 0;
 """
 
+# audio: a new voice the output carries instead of the target's sound (``--audio``), NULL: the target's
+_V4 = """
+ALTER TABLE jobs ADD COLUMN audio TEXT;
+"""
+
 # _MIGRATIONS[n] brings a database at user_version n to n + 1.
-_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2, 2: _V3}
+_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2, 2: _V3, 3: _V4}
 
 _NO_WORKER = "worker_id = NULL, worker_host = NULL, worker_pid = NULL, heartbeat_at = NULL"
 

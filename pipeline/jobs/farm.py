@@ -291,7 +291,7 @@ class FarmVideoJob(runner.SegmentedJob):
         self.work.mkdir(parents=True, exist_ok=True)
         token = secrets.token_hex(8)
         (self.work / TOKEN_FILE).write_text(token, encoding="utf-8")
-        files = [self.job.target, *self.job.sources]
+        files = [self.job.target, *self.job.sources, *([self.job.audio] if self.job.audio else [])]
         inputs = {f: fingerprint(Path(f)) for f in files}
         models = _shippable_models(self.settings)
         ray.get(self.farm.server.allow.remote(files + [m["path"] for m in models.values()]))
@@ -301,7 +301,8 @@ class FarmVideoJob(runner.SegmentedJob):
 
         def task(start: int, frames: int | None) -> SegmentTask:
             return SegmentTask(self.job.id, settings_json, tuple(self.job.sources), self.job.target,
-                               inputs, str(self.work), token, start, frames, models, ship, hold)
+                               inputs, str(self.work), token, start, frames, models, ship, hold,
+                               self.job.audio)
 
         return task
 

@@ -56,6 +56,7 @@ class SegmentTask:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # shippable: name -> {path, size}
     ship: bool = False  # return the bytes even when the folder is visible (a node with a look-alike path)
     hold: str | None = None  # a test's FolderGate folder: the task may wait there before it renders
+    audio: str | None = None  # the job's new voice (a lip syncer follows it), shipped as an input
 
 
 @dataclass(frozen=True)
@@ -178,17 +179,18 @@ def video_offset(path: Path) -> float:
         return max(0.0, float(stream.start_time * stream.time_base) - container.start_time / av.time_base)
 
 
-def seek_range(settings: Settings, info: VideoInfo, start: int,
-               frames: int | None) -> tuple[Settings, tuple[int, int | None]]:
+def seek_range(settings: Settings, info: VideoInfo, start: int, frames: int | None,
+               voice: bool = False) -> tuple[Settings, tuple[int, int | None]]:
     """The settings and frame range a segment renders with, so that it decodes from near its own start.
 
     Picking frames by index decodes (and drops) every frame before the segment: segment k of a long clip
     would decode k segments for nothing. A constant-frame-rate source without a trim start seeks instead
     (input ``-ss``, accurate: ffmpeg decodes from the keyframe before and drops up to the time) half a
-    frame before frame ``start``, so the first frame out is exactly frame ``start``. Others keep the index.
+    frame before frame ``start``, so the first frame out is exactly frame ``start``. Others keep the index,
+    and so does a job with a new voice (``voice``: heard by frame number from the clip's first frame).
     """
     stop = None if frames is None else start + frames
-    if start == 0 or info.is_vfr or settings.video.start is not None:
+    if start == 0 or info.is_vfr or settings.video.start is not None or voice:
         return settings, (start, stop)
     at = video_offset(info.path) + (start - 0.5) / float(info.fps)
     return apply_overrides(settings, [f"video.start={at:.6f}"]), (0, frames)
@@ -208,6 +210,7 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
     cpus = context.get_assigned_resources().get("CPU") if not ray.get_gpu_ids() else None
     target = local_input(server, task.target, task.inputs[task.target])
     sources = tuple(str(local_input(server, s, task.inputs[s])) for s in task.sources)
+    voice = None if task.audio is None else local_input(server, task.audio, task.inputs[task.audio])
     ship_models(server, task.models)
     settings = task_settings(task.settings_json, cpus)
     work = Path(task.work)
@@ -224,8 +227,9 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
                                           settings=settings, size=(width, height),
                                           on_segment=written.append)
 
-        seeked, frames = seek_range(settings, info, task.start, task.frames)
-        Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames).run()
+        seeked, frames = seek_range(settings, info, task.start, task.frames, voice is not None)
+        Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames,
+               audio=voice).run()
         segment = written[0]
         data = None if direct else (folder / segment.file).read_bytes()
     finally:

@@ -107,6 +107,7 @@ class Job:
     worker_pid: int | None
     deaths: int  # worker deaths in a row without a new segment recorded (reset by a recorded segment)
     progressed: bool  # a segment was recorded since the last death
+    audio: str | None = None  # a new voice the output carries (``--audio``; a lip syncer follows it)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:

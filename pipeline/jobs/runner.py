@@ -109,6 +109,7 @@ class SegmentedJob:
 
         self.job, self.ctx, self.settings = job, ctx, settings or job.settings
         self.target, self.output = Path(job.target), Path(job.output)
+        self.voice = None if job.audio is None else Path(job.audio)  # the output's new sound, if any
         check_video_output(self.output)
         self.started = time.perf_counter()
         self.info: VideoInfo = probe(self.target)
@@ -148,7 +149,7 @@ class SegmentedJob:
         self.ctx.control.report(Progress(frames, frames, stage={"step": "joining segments"}))
         segments.join_segments(list(self.record.segments), self.work, self.output, job_id=self.job.id,
                                source=self.info, settings=self.settings, models=self.models,
-                               cancel=self.ctx.control.cancel, guard=self.ctx.guard)
+                               cancel=self.ctx.control.cancel, guard=self.ctx.guard, voice=self.voice)
         self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
         return {"output": str(self.output), "kind": "video", "frames": frames,
                 "frames_rendered_now": self.rendered, "resumed_at": self.resumed_at,
@@ -195,7 +196,7 @@ class VideoJob(SegmentedJob):
         if not self.record.complete:
             render = Render(self.settings, self.job.sources, self.target, sink=self._segment_writer,
                             processor=processor, control=self.ctx.control.relay(self._job_progress),
-                            info=self.info, frames=(self.resumed_at, None))
+                            info=self.info, frames=(self.resumed_at, None), audio=self.voice)
             try:
                 result = render.run()
                 self.rendered = result.frames

@@ -243,17 +243,17 @@ def remove_temp_outputs(output: Path, job_id: int) -> None:
 
 def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: int, source: VideoInfo,
                   settings: Settings, models: list[str], cancel: threading.Event | None = None,
-                  guard: Callable[[], None] | None = None) -> Path:
-    """Concatenate ``segments`` (stream copy) + the source's audio and subtitles into ``output``, atomically;
-    ``guard``
-    (it raises to refuse) is asked just before the rename."""
+                  guard: Callable[[], None] | None = None, voice: Path | None = None) -> Path:
+    """Concatenate ``segments`` (stream copy) + the source's audio and subtitles into ``output`` (``voice``:
+    the job's new sound instead of the source's audio), atomically; ``guard`` (it raises to refuse) is asked
+    just before the rename."""
     if not segments:
         raise ConcatError("no finished segments to join")
     list_file = work / "segments.txt"
     list_file.write_text(concat_list(segments, work, source.fps), encoding="utf-8")
     video = settings.video
     mux = streams.source_mux(source, output.suffix, start=video.start, end=video.end,
-                             keep_audio=video.keep_audio, fit_audio=video.allow_damaged)
+                             keep_audio=video.keep_audio, fit_audio=video.allow_damaged, voice=voice)
     partial = temp_output(output, job_id)
     cmd = concat_cmd(ffmpeg.ffmpeg_exe(), list_file, partial, source=mux,
                      metadata=provenance_metadata(models), container=output.suffix)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import env
-from pipeline.checks import check_output_size, require_models
+from pipeline.checks import check_audio, check_lip_sync_sound, check_output_size, require_models
 from pipeline.errors import UserError
 from pipeline.image import is_image_path, output_format, read_image
 from pipeline.jobs import clash
@@ -52,16 +52,22 @@ def validate(sources: Sequence[Path], target: Path, output: Path) -> MediaKind:
 
 
 def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, output: str | Path,
-        settings: Settings, owner: str = "") -> Job:
-    """Check the inputs (:func:`validate`), then queue the job with absolute paths (the output's folder
-    resolved, so that one file has one name: a second job writing it is refused)."""
+        settings: Settings, owner: str = "", audio: str | Path | None = None) -> Job:
+    """Check the inputs (:func:`validate`; ``audio``, a new voice for the output: that it has a sound), then
+    queue the job with absolute paths (the output's folder resolved, so that one file has one name: a second
+    job writing it is refused)."""
     paths = [Path(s).absolute() for s in sources]
     target, output = Path(target).absolute(), Path(output).absolute()
     output = Path(os.path.realpath(output.parent)) / output.name
+    voice = None if audio is None else Path(audio).absolute()
     validate(paths, target, output)
+    if voice is not None:
+        check_audio(voice)
+        check_output(output, [voice])  # the job's new sound is an input too
+    check_lip_sync_sound(settings, target, voice)
     require_models(settings)  # every missing model named at once, not the first when the job runs
     check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
-    return store.add(paths, target, output, settings, owner=owner)
+    return store.add(paths, target, output, settings, owner=owner, audio=voice)
 
 
 def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path, output: str | Path) -> None:

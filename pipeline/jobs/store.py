@@ -102,8 +102,9 @@ class JobStore:
         output: str | Path,
         settings: Settings,
         owner: str = "",
+        audio: str | Path | None = None,
     ) -> Job:
-        """Queue a render at the end of the queue."""
+        """Queue a render at the end of the queue (``audio``: a new voice for the output)."""
         if isinstance(sources, str | Path) or not sources:
             raise UserError("a job needs at least one source image (a list of paths)")
         if not isinstance(settings, Settings):
@@ -112,9 +113,10 @@ class JobStore:
             self._check_files_free(con, sources, target, output)
             row = (owner, json.dumps([str(s) for s in sources]), str(target), str(output))
             cur = con.execute(
-                "INSERT INTO jobs (owner, sources, target, output, settings, state, position, created_at) "
-                "VALUES (?, ?, ?, ?, ?, 'queued', (SELECT COALESCE(MAX(position), 0) + 1 FROM jobs), ?)",
-                (*row, settings.model_dump_json(), self._clock()),
+                "INSERT INTO jobs (owner, sources, target, output, settings, state, position, created_at, "
+                "audio) VALUES (?, ?, ?, ?, ?, 'queued', (SELECT COALESCE(MAX(position), 0) + 1 FROM jobs), "
+                "?, ?)",
+                (*row, settings.model_dump_json(), self._clock(), None if audio is None else str(audio)),
             )
             job = self.db.fetch(con, int(cur.lastrowid or 0))
         log.info("queued job %d (%s -> %s)", job.id, job.target, job.output)

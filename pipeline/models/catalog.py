@@ -422,6 +422,45 @@ for _name, _family, _licence, _what in (
         unverified=_COLORIZER_UNVERIFIED, description=f"{_what} frame colouriser",
     ))
 
+# --- lip syncer (PROCESSORS.md §2.1): wav2lip / edtalk and the voice extractors --------------------------
+# Every file is FaceFusion's: no sha256 is published (CRC32 in the sibling .hash at fetch, --crc32 at import).
+_AUDIO_WINDOW = TensorSpec("source", (1, 1, 80, 16))  # the mel window of the frame (pipeline.audio.mel)
+_LIP_UNVERIFIED = ("tensor names, shapes and the fixed batch of 1 from FaceFusion's code, not read off the "
+                   "file; sha256 and size unknown")
+for _m in ("wav2lip_96", "wav2lip_gan_96"):
+    _url, _hash = _ff("models-3.0.0", f"{_m}.onnx")
+    _add(ModelEntry(
+        name=_m, role="lip_syncer", family="wav2lip", file=f"{_m}.onnx", url=_url, sha256=None,
+        crc32_url=_hash, licence="non-commercial (Wav2Lip, Rudrabha)", input_size=96, channels="bgr",
+        template="ffhq_512",
+        inputs=(_AUDIO_WINDOW, TensorSpec("target", (1, 6, 96, 96))),  # [lower half zeroed, full] BGR /255
+        outputs=(TensorSpec(None, (1, 3, 96, 96)),),  # BGR in [0, 1]
+        unverified=_LIP_UNVERIFIED,
+        description="Wav2Lip 96 (GAN-trained: sharper)" if "gan" in _m else "Wav2Lip 96",
+    ))
+_url, _hash = _ff("models-3.3.0", "edtalk_256.onnx")
+_add(ModelEntry(
+    name="edtalk_256", role="lip_syncer", family="edtalk", file="edtalk_256.onnx", url=_url, sha256=None,
+    crc32_url=_hash, licence="Apache-2.0 (EDTalk)", input_size=256, template="ffhq_512",
+    inputs=(_AUDIO_WINDOW, TensorSpec("target", (1, 3, 256, 256)), TensorSpec("weight", (1,))),
+    outputs=(TensorSpec(None, (1, 3, 256, 256)),),  # RGB in [0, 1]
+    unverified=_LIP_UNVERIFIED.replace("sha256 and size unknown", "sha256 unknown"),
+    description="EDTalk 256 (the whole face re-made around the mouth; lip_syncer.weight is its input)",
+))
+for _m, _bucket, _licence in (("kim_vocal_1", "models-3.4.0", "non-commercial (KimberleyJensen)"),
+                              ("kim_vocal_2", "models-3.0.0", "non-commercial (KimberleyJensen)"),
+                              ("uvr_mdxnet", "models-3.4.0", "MIT (Anjok07, UVR)")):  # CRC32 538e42de
+    _url, _hash = _ff(_bucket, f"{_m}.onnx")
+    _add(ModelEntry(
+        name=_m, role="voice_extractor", family="mdxnet", file=f"{_m}.onnx", url=_url, sha256=None,
+        crc32_url=_hash, licence=_licence,
+        inputs=(TensorSpec("input", (None, 4, 3072, 256)),),  # [L re, L im, R re, R im] × 3072 bins × 256
+        outputs=(TensorSpec(None, (None, 4, 3072, 256)),),  # the voice's spectrogram (no mask)
+        unverified="shapes from FaceFusion's code (3072 × 256 assumed for all three), not read off the file; "
+                   "sha256 unknown" + ("; size unknown" if _m == "kim_vocal_2" else ""),
+        description=f"MDX-Net voice extractor {_m} (the voice out of music, for lip_syncer)",
+    ))
+
 # Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
@@ -436,6 +475,8 @@ APPROX_MB: dict[str, float] = {
 APPROX_MB.update({"real_esrgan_x8": 69.6, "real_esrgan_x8_fp16": 36.2, "real_web_photo_x4": 117,
                   "realistic_rescaler_x4": 73, "remacri_x4": 71.6, "siax_x4": 71.6, "swin2_sr_x4": 57.3,
                   "ultra_sharp_2_x4": 51.8})
+# lip syncer: file sizes from the Hugging Face file pages (PROCESSORS.md §2.1)
+APPROX_MB.update({"edtalk_256": 271, "kim_vocal_1": 66.8, "uvr_mdxnet": 66.8})
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
 
 

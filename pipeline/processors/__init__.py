@@ -9,6 +9,7 @@
 - ``expression_restorer.py``  expression_restorer: the target's expression back on the processed face
                         (LivePortrait)
 - ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
+- ``lip_syncer.py``     lip_syncer: each chosen face's mouth moved to the clip's sound (or a new voice)
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from pipeline.processors.face_enhancer import FaceEnhancerProcessor
 from pipeline.processors.face_swapper import FaceSwapperProcessor
 from pipeline.processors.frame_colorizer import FrameColorizerProcessor
 from pipeline.processors.frame_enhancer import FrameEnhancerProcessor
+from pipeline.processors.lip_syncer import LipSyncerProcessor
 from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
-                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor)
+                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor,
+                              LipSyncerProcessor)
 }
 
 __all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
            "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
-           "FrameProcessorBase", "Media", "Processor"]
+           "FrameProcessorBase", "LipSyncerProcessor", "Media", "Processor"]

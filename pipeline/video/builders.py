@@ -222,23 +222,35 @@ class SourceMux:
     duration: float | None = None
     audio_args: tuple[str, ...] | None = ("-c:a", "aac")
     subtitles: tuple[int, ...] = ()
+    voice: Path | None = None  # a new sound (``--audio``) from its start, instead of the source's audio
+    voice_args: tuple[str, ...] = ("-c:a", "aac")
+
+
+def _uses_source(source: SourceMux) -> bool:
+    return (source.audio_args is not None and source.voice is None) or bool(source.subtitles)
 
 
 def source_args(source: SourceMux | None, index: int) -> tuple[list[str], list[str]]:
-    """(input args, map args) that mux ``source`` as input number ``index`` (nothing for None)."""
-    if source is None or (source.audio_args is None and not source.subtitles):
-        return [], []
-    inputs = ["-ss", f"{source.start:.6f}"] if source.start else []
-    if source.duration is not None:
-        inputs += ["-t", f"{source.duration:.6f}"]
-    inputs += ["-i", media_arg(source.path)]
-    maps = []
-    if source.audio_args is not None:
-        maps += ["-map", f"{index}:a", *source.audio_args]  # every audio stream, with its tags
-    for n in source.subtitles:
-        maps += ["-map", f"{index}:s:{n}"]
-    if source.subtitles:
-        maps += ["-c:s", "copy"]
+    """(input args, map args) that mux ``source`` as input number ``index`` and, with a new voice, that as
+    the next input (nothing for None)."""
+    inputs: list[str] = []
+    maps: list[str] = []
+    if source is None:
+        return inputs, maps
+    duration = ["-t", f"{source.duration:.6f}"] if source.duration is not None else []
+    if _uses_source(source):
+        inputs += ["-ss", f"{source.start:.6f}"] if source.start else []
+        inputs += [*duration, "-i", media_arg(source.path)]
+        if source.audio_args is not None and source.voice is None:
+            maps += ["-map", f"{index}:a", *source.audio_args]  # every audio stream, with its tags
+        for n in source.subtitles:
+            maps += ["-map", f"{index}:s:{n}"]
+        if source.subtitles:
+            maps += ["-c:s", "copy"]
+        index += 1
+    if source.voice is not None:  # from its beginning, as long as the clip
+        inputs += [*duration, "-i", media_arg(source.voice)]
+        maps += ["-map", f"{index}:a:0", *source.voice_args]
     return inputs, maps
 
 

@@ -147,6 +147,7 @@ class Encoder:
         keep_audio: bool = True,
         fit_audio: bool = False,
         mux_source: bool = True,
+        voice: Path | None = None,
         encoder: EncoderName = "auto",
         quality: int = 80,
         preset: EncoderPreset = "medium",
@@ -167,7 +168,7 @@ class Encoder:
         mux = None
         if source is not None and mux_source:
             mux = streams.source_mux(source, self.output.suffix, start=start, end=end, keep_audio=keep_audio,
-                                     fit_audio=fit_audio)
+                                     fit_audio=fit_audio, voice=voice)
         self.output.parent.mkdir(parents=True, exist_ok=True)
         clean_folder_once(self.output.parent)
         self.partial = partial_name(self.output)
@@ -278,6 +279,7 @@ def encoder_for(
     *,
     size: tuple[int, int] | None = None,
     audio: bool = True,
+    voice: Path | None = None,
     models: list[str] | tuple[str, ...] = (),
     cancel: threading.Event | None = None,
 ) -> Encoder:
@@ -285,13 +287,14 @@ def encoder_for(
     where settings become encoder arguments.
 
     ``size``: the (width, height) of the frames, if not the source's; ``audio=False``: video only (a segment
-    of a resumable job, whose audio and subtitles are muxed in when the segments are joined).
+    of a resumable job, whose audio and subtitles are muxed in when the segments are joined); ``voice``: a
+    new sound the output carries instead of the source's (``--audio``).
     """
     width, height = size or (info.width, info.height)
     return Encoder(
         output, width=width, height=height, fps=info.fps, source=info,
         start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
-        fit_audio=settings.video.allow_damaged, mux_source=audio,
+        fit_audio=settings.video.allow_damaged, mux_source=audio, voice=voice,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
         models=models, cancel=cancel,
     )

@@ -25,17 +25,21 @@ def subtitles_kept(info: VideoInfo, suffix: str) -> tuple[int, ...]:
 
 
 def source_mux(info: VideoInfo, suffix: str, *, start: float | None, end: float | None, keep_audio: bool,
-               fit_audio: bool) -> builders.SourceMux | None:
-    """What of ``info``'s file an output with ``suffix`` muxes, trimmed to ``start``..``end`` (None:
-    nothing)."""
-    audio = keep_audio and info.has_audio
+               fit_audio: bool, voice: Path | None = None) -> builders.SourceMux | None:
+    """What of ``info``'s file an output with ``suffix`` muxes, trimmed to ``start``..``end``; ``voice``: a
+    new sound (``--audio``) instead of the source's audio, from its beginning, as long as the clip and
+    re-encoded for the container (None: nothing to mux)."""
+    audio = keep_audio and info.has_audio and voice is None
     subtitles = subtitles_kept(info, suffix)
-    if not audio and not subtitles:
+    if not audio and not subtitles and voice is None:
         return None
     duration = end - (start or 0.0) if end is not None and end < info.duration else None
+    if voice is not None and duration is None:
+        duration = max(info.duration - (start or 0.0), 0.0)
     audio_args = builders.audio_codec_args(suffix, info.audio_codec, fit=fit_audio) if audio else None
+    voice_args = tuple(builders.audio_codec_args(suffix, None, fit=fit_audio))
     return builders.SourceMux(info.path, start, duration, None if audio_args is None else tuple(audio_args),
-                              subtitles)
+                              subtitles, voice=None if voice is None else Path(voice), voice_args=voice_args)
 
 
 def dropped_notice(info: VideoInfo, output: Path) -> str | None:

@@ -1,0 +1,165 @@
+"""lip_syncer end to end: a render with ``--audio`` carries that voice (ffprobe: its stream and duration, its
+pitch) and every frame; a queued job and the Ray farm too; the preview hears its own frame; no sound at all
+is refused at the pre-check with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.io import wavfile
+
+from cli.main import main
+from pipeline import preview
+from pipeline.audio.decode import decode
+from pipeline.processors import Media
+from pipeline.processors.lip_syncer import LipSyncerProcessor
+from pipeline.settings import Settings, apply_overrides
+from tests import photos
+from tests.surrogates import install_surrogate
+from tests.videos import count_frames, make_clip, stream_info
+
+ORDER = "processors.order=face_swapper,lip_syncer"
+FAST = ["--set", "selector.mode=one", "--set", "detector.size=320", "--set", ORDER]
+
+
+@pytest.fixture(scope="module")
+def face_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1 s at 30 fps with the target's own 440 Hz sound."""
+    return make_clip(tmp_path_factory.mktemp("clips") / "face.mp4", seconds=1.0, size=(320, 240),
+                     face_image=photos.astronaut())
+
+
+def voice(path: Path, seconds: float = 2.0, hz: float = 1000.0) -> Path:
+    t = np.arange(int(seconds * 48000)) / 48000
+    wave = (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)) * np.sin(2 * np.pi * hz * t)
+    wavfile.write(path, 48000, (np.stack([wave, wave], axis=1) * 15000).astype(np.int16))
+    return path
+
+
+def pitch(path: Path) -> float:
+    """The loudest frequency of a file's sound (Hz)."""
+    mono = decode(path).astype(np.float64).mean(axis=1)
+    spectrum = np.abs(np.fft.rfft(mono))
+    return float(np.fft.rfftfreq(len(mono), 1 / 48000)[int(np.argmax(spectrum[1:])) + 1])
+
+
+def _audio_stream(out: Path) -> dict[str, Any]:
+    streams = {s["codec_type"]: s for s in stream_info(out)["streams"]}
+    assert set(streams) == {"video", "audio"}
+    return streams["audio"]
+
+
+def test_swap_with_audio_carries_the_new_voice_and_every_frame(
+        face_clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    install_surrogate("wav2lip_gan_96")
+    out = tmp_path / "out.mp4"
+    assert pitch(face_clip) == pytest.approx(440, abs=5)
+    code = main(["swap", "--source", str(photos.grace_hopper_path()), "--target", str(face_clip),
+                 "--output", str(out), "--audio", str(voice(tmp_path / "voice.wav")), *FAST, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out)
+    assert summary["frames"] == count_frames(out) == 30
+    assert "wav2lip_gan_96" in summary["models"]
+    assert abs(float(_audio_stream(out)["duration"]) - 1.0) <= 0.05  # the voice, as long as the clip
+    assert pitch(out) == pytest.approx(1000, abs=5)  # the new voice, not the target's 440 Hz
+
+
+def test_a_queued_job_with_audio_renders_it_and_carries_the_voice(
+        face_clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    install_surrogate("wav2lip_gan_96")
+    out = tmp_path / "queued.mp4"
+    sound = voice(tmp_path / "voice.wav", seconds=0.6, hz=700)  # shorter than the clip
+    assert main(["queue", "add", "--source", str(photos.grace_hopper_path()), "--target", str(face_clip),
+                 "--output", str(out), "--audio", str(sound), *FAST]) == 0
+    job_id = int(capsys.readouterr().out.strip())
+    assert main(["queue", "run", "--once"]) == 0
+    capsys.readouterr()
+    assert main(["queue", "show", str(job_id), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["state"] == "done", shown
+    assert "12 of 30 frames had no audio" in " ".join(shown["log"]), shown["log"]  # 0.6 s of sound, 1 s
+    assert count_frames(out) == 30
+    assert abs(float(_audio_stream(out)["duration"]) - 0.6) <= 0.05
+    assert pitch(out) == pytest.approx(700, abs=5)
+
+
+def test_no_sound_to_follow_is_refused_with_one_line(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    install_surrogate("wav2lip_gan_96")
+    silent_clip = make_clip(tmp_path / "mute.mp4", seconds=0.5, size=(160, 120), audio=False)
+    source = str(photos.grace_hopper_path())
+    cases = {
+        "no sound": (["--target", str(silent_clip)], "--audio FILE"),
+        "audio missing": (["--target", str(silent_clip), "--audio", str(tmp_path / "none.wav")], "none.wav"),
+        "audio silent video": (["--target", str(silent_clip), "--audio", str(silent_clip)], "mute.mp4"),
+    }
+    for kind, (args, named) in cases.items():
+        for command in (["swap"], ["queue", "add"]):
+            code = main([*command, "--source", source, "--output", str(tmp_path / "o.mp4"), *args, *FAST])
+            err = capsys.readouterr().err.strip()
+            assert code == 2, (kind, command, err)
+            assert len(err.splitlines()) == 1 and named in err and "Traceback" not in err, (kind, err)
+    assert not (tmp_path / "o.mp4").exists()
+
+
+def test_the_preview_hears_its_own_frame_of_the_new_voice(
+        face_clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_surrogate("wav2lip_gan_96")
+    heard: list[tuple[Media, list[int]]] = []
+    prepare, run = LipSyncerProcessor.prepare, LipSyncerProcessor.run
+
+    def spy_prepare(self: LipSyncerProcessor, media: Media) -> None:
+        heard.append((media, []))
+        prepare(self, media)
+
+    def spy_run(self: LipSyncerProcessor, frames: Any, items: Any, who: Any, masks: Any, at: Any) -> None:
+        heard[-1][1].extend(at)
+        run(self, frames, items, who, masks, at)
+
+    monkeypatch.setattr(LipSyncerProcessor, "prepare", spy_prepare)
+    monkeypatch.setattr(LipSyncerProcessor, "run", spy_run)
+    settings = apply_overrides(Settings(), ["selector.mode=one", ORDER])
+    sound = voice(tmp_path / "voice.wav")
+    a = preview.preview(settings, [photos.grace_hopper_path()], face_clip, 7, audio=sound)
+    b = preview.preview(settings, [photos.grace_hopper_path()], face_clip, 7)
+    (media_a, at_a), (media_b, at_b) = heard
+    assert media_a == Media(face_clip, 30.0, 0.0, sound) and at_a == [7]
+    assert media_b.audio is None and at_b == [7]
+    assert not np.array_equal(a, b)  # another sound, another mouth
+
+
+def test_farm_segments_carry_the_voice(face_clip: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = pytest.importorskip("ray")
+    from pipeline.jobs.farm import Farm
+    from pipeline.jobs.store import JobStore
+    from pipeline.jobs.worker import run
+
+    repo = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("PYTHONPATH", str(repo))
+    monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", "100")
+    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", "0.5")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    install_surrogate("wav2lip_gan_96")
+    settings = apply_overrides(Settings(), ["selector.mode=one", "detector.size=320", ORDER])
+    store = JobStore()
+    out = tmp_path / "farm.mp4"
+    job = store.add([photos.grace_hopper_path()], face_clip, out, settings,
+                    audio=voice(tmp_path / "voice.wav", hz=600))
+    farm = Farm.connect("local", slots=2)
+    try:
+        assert run(store, "test/ray", once=True, execute=farm.execute) == 1
+    finally:
+        farm.close()
+        if ray.is_initialized():
+            ray.shutdown()
+    done = store.get(job.id)
+    assert done.state == "done", (done.error, done.log)
+    assert count_frames(out) == 30
+    assert abs(float(_audio_stream(out)["duration"]) - 1.0) <= 0.05
+    assert pitch(out) == pytest.approx(600, abs=5)
