@@ -75,7 +75,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     audio = None if args.audio is None else check_audio(args.audio)
     settings = presets.settings_from(args.preset, args.set)
     check_output(output, [target, *sources, *([audio] if audio else [])])
-    service.refuse_queue_clash(sources, target, output)  # nor a queued job's file
+    service.refuse_queue_clash(sources, target, output, audio)  # nor a queued job's file
     check_lip_sync_sound(settings, target, audio)  # a lip syncer needs a sound to follow
     require_models(settings)  # every missing model named at once
     check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take

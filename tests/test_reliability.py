@@ -185,6 +185,11 @@ def test_the_clash_rule_by_itself(tmp_path: Path) -> None:
         store.add(["/s.jpg"], "/out/a.mp4", "/out/c.mp4", Settings())
     with pytest.raises(OutputTaken, match=f"/s.jpg is the source of job {first.id}"):
         store.add(["/s2.jpg"], "/in/u.mp4", "/s.jpg", Settings())
+    voiced = store.add(["/s.jpg"], "/in/t.mp4", "/out/v.mp4", Settings(), audio="/in/voice.wav")
+    with pytest.raises(OutputTaken, match=f"/in/voice.wav is the audio of job {voiced.id}"):
+        store.add(["/s.jpg"], "/in/u.mp4", "/in/voice.wav", Settings())  # a new voice is an input too
+    with pytest.raises(OutputTaken, match=f"the audio /out/a.mp4 is the output of job {first.id}"):
+        store.add(["/s.jpg"], "/in/u.mp4", "/out/d.mp4", Settings(), audio="/out/a.mp4")
 
 
 def test_run_once_exits_1_when_its_job_was_taken_and_failed_by_another(

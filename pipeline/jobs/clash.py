@@ -1,4 +1,5 @@
-"""No job may destroy another's files: a job's output is never the input (a source or the target) or the
+"""No job may destroy another's files: a job's output is never the input (a source, the target or its new
+voice) or the
 output of a queued or running job, and its inputs are never what such a job writes.
 
 Paths are compared as the file they name, not as text (:func:`pipeline.filenames.keys`: symlinks, ``..``
@@ -18,15 +19,17 @@ from pipeline.jobs.model import Job, OutputTaken
 
 def _roles(job: Job) -> list[tuple[str, str]]:
     """(what it is to the job, the path) for each of a job's inputs."""
-    return [("target", job.target), *(("source", s) for s in job.sources)]
+    roles = [("target", job.target), *(("source", s) for s in job.sources)]
+    return roles + ([("audio", job.audio)] if job.audio else [])
 
 
 def refuse(sources: Sequence[str | Path], target: str | Path, output: str | Path, others: Iterable[Job],
-           job_id: int | None = None) -> None:
+           job_id: int | None = None, audio: str | Path | None = None) -> None:
     """Raise :class:`OutputTaken` naming the job that the job ``job_id`` (None: one being added) with these
     files would destroy, or that would destroy its inputs; ``others``: the queued and running jobs."""
     mine = keys(output)
     inputs = [("target", str(target)), *(("source", str(s)) for s in sources)]
+    inputs += [("audio", str(audio))] if audio else []
     my_inputs = [(role, path, keys(path)) for role, path in inputs]
     for other in others:
         if other.id == job_id:

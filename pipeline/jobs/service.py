@@ -70,7 +70,8 @@ def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, outp
     return store.add(paths, target, output, settings, owner=owner, audio=voice)
 
 
-def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path, output: str | Path) -> None:
+def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path, output: str | Path,
+                       audio: str | Path | None = None) -> None:
     """For a render outside the queue (``facestation swap``): refuse an output that a queued or running job
     of the default queue reads or writes, or inputs one writes (a queue not made yet has none)."""
     from pipeline import paths
@@ -80,7 +81,7 @@ def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path, output
         return
     store = open_store()
     try:
-        clash.refuse(sources, target, output, store.list(states=("queued", "running")))
+        clash.refuse(sources, target, output, store.list(states=("queued", "running")), audio=audio)
     finally:
         store.close()
 

@@ -110,7 +110,7 @@ class JobStore:
         if not isinstance(settings, Settings):
             raise TypeError(f"add() needs a validated Settings object, got {type(settings).__name__}")
         with self.db.write() as con:
-            self._check_files_free(con, sources, target, output)
+            self._check_files_free(con, sources, target, output, audio=audio)
             row = (owner, json.dumps([str(s) for s in sources]), str(target), str(output))
             cur = con.execute(
                 "INSERT INTO jobs (owner, sources, target, output, settings, state, position, created_at, "
@@ -123,17 +123,18 @@ class JobStore:
         return job
 
     def _check_files_free(self, con: sqlite3.Connection, sources: Sequence[str | Path], target: str | Path,
-                          output: str | Path, job_id: int | None = None) -> None:
+                          output: str | Path, job_id: int | None = None,
+                          audio: str | Path | None = None) -> None:
         """No job destroys another's files (:mod:`pipeline.jobs.clash`): refuse an output that a queued or
         running job reads or writes, and inputs that one writes."""
         active = self.db.select(con, "WHERE state IN ('queued', 'running') ORDER BY id")
-        clash.refuse(sources, target, output, active, job_id)
+        clash.refuse(sources, target, output, active, job_id, audio)
 
     def check_files(self, job: Job) -> None:
         """:class:`OutputTaken` when ``job``'s files now clash with another queued or running job's (a
         symlink made since it was queued): the worker asks when the job starts and before its output is
         renamed into place."""
-        self._check_files_free(self.db.read(), job.sources, job.target, job.output, job.id)
+        self._check_files_free(self.db.read(), job.sources, job.target, job.output, job.id, job.audio)
 
     def request_cancel(self, job_id: int) -> Job:
         """A queued job, or a running one whose worker is gone, is cancelled at once; a running one is
@@ -155,7 +156,7 @@ class JobStore:
         with self.db.write() as con:
             job = self.db.fetch(con, job_id)
             check("retry", job_id, job.state)
-            self._check_files_free(con, job.sources, job.target, job.output, job_id)
+            self._check_files_free(con, job.sources, job.target, job.output, job_id, job.audio)
             self.db.requeue_at_end(con, job)
             return self.db.fetch(con, job_id)
 
