@@ -151,6 +151,8 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
             raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
                               "the face is clearly visible")
     check_output_size(settings, target)
+    if audio is not None:
+        check_audio(audio)
     check_lip_sync_sound(settings, target, audio)
     if outputs is not None:
         check_output_folder(outputs)

@@ -20,14 +20,16 @@ from pipeline.errors import UserError
 from pipeline.media import IMAGE_OUTPUTS, MediaKind, check_media, kind_of
 
 
-def stash(path: str | Path, kind: Sequence[MediaKind] = ("image", "video")) -> Path:
-    """Check an uploaded file and copy it into the app's uploads folder under its content hash.
+def stash(path: str | Path, kind: Sequence[MediaKind] | None = ("image", "video")) -> Path:
+    """Check an uploaded file and copy it into the app's uploads folder under its content hash (``kind``
+    None: checked already, e.g. a voice by ``checks.check_audio``).
 
     Jobs refer to the stashed copy, which outlives the web server's temporary upload cache. The
     user-given file name is reduced to a safe stem, so it cannot leave the folder.
     """
     src = Path(path)
-    check_media(src, kind)
+    if kind is not None:
+        check_media(src, kind)
     digest = hashlib.sha256()
     with open(src, "rb") as fh:
         while block := fh.read(1 << 20):

@@ -163,3 +163,30 @@ def test_farm_segments_carry_the_voice(face_clip: Path, tmp_path: Path,
     assert count_frames(out) == 30
     assert abs(float(_audio_stream(out)["duration"]) - 1.0) <= 0.05
     assert pitch(out) == pytest.approx(600, abs=5)
+
+
+def test_the_ui_voice_reaches_the_preview_and_the_queued_job(face_clip: Path, tmp_path: Path) -> None:
+    """The Processors area's voice drop zone: the preview's mouth follows it (a different voice gives a
+    different mouth), a queued job keeps a copy of it, and a file with no sound is refused in one line."""
+    from pipeline.settings import Settings, apply_overrides
+    from webui import preview_panel, queue_tab
+    from webui.common import Ctx, UiConfig
+
+    install_surrogate("wav2lip_gan_96")
+    settings = apply_overrides(Settings(), ["selector.mode=one", ORDER])
+    photo = str(photos.grace_hopper_path())
+    low, high = voice(tmp_path / "low.wav", hz=300.0), voice(tmp_path / "high.wav", hz=2000.0)
+    image_low, status, *_ = preview_panel.render(settings, [photo], str(face_clip), 10, False, str(low))
+    assert image_low is not None, status
+    image_high, *_ = preview_panel.render(settings, [photo], str(face_clip), 10, False, str(high))
+    assert np.abs(image_low.astype(int) - image_high.astype(int)).max() > 0  # the mouth follows the voice
+    mute = tmp_path / "mute.txt"
+    mute.write_text("no sound here")
+    image, status, *_ = preview_panel.render(settings, [photo], str(face_clip), 10, False, str(mute))
+    assert image is None and "mute.txt has no audio stream" in status
+    from pipeline.jobs.store import JobStore
+
+    ctx = Ctx(UiConfig(), tmp_path / "out", JobStore(tmp_path / "q.sqlite3"))
+    job = queue_tab.submit(ctx, settings, [photo], str(face_clip), None, str(high))
+    assert job.audio is not None and Path(job.audio).is_file() and Path(job.audio) != high  # its own copy
+    assert Path(job.audio).read_bytes() == high.read_bytes()

@@ -141,8 +141,9 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     f, p = parts["faces"], parts["preview"]
     faces.wire(f, form)
     processors_area.wire(parts["processors"])
-    preview_panel.wire(p, f, form)
-    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, status=p["status"])
+    voice = parts["processors"]["voice"]  # the lip syncer's new voice, heard by the preview and the job
+    preview_panel.wire(p, f, form, voice)
+    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
     system_tab.wire(ctx, parts["system"], form)

@@ -38,24 +38,26 @@ def create() -> dict[str, Any]:
     return c
 
 
-def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
-    """Re-render on any change of the Faces tab's inputs (``faces``), the overlay or a setting."""
+def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: Any) -> None:
+    """Re-render on any change of the Faces tab's inputs (``faces``), the new voice, the overlay or a
+    setting."""
 
     def on_preview(sources: list[str] | None, target: str | None, frame: int, overlay: bool,
-                   *vals: Any) -> tuple[Any, ...]:
+                   audio: str | None, *vals: Any) -> tuple[Any, ...]:
         """render()'s outputs, and the import button shown when models are missing (in the same reply)."""
         try:
             settings = form.read(vals)
         except api.UserError as exc:
             return None, problem(str(exc)), "", gr.update(visible=False), [], gr.update(visible=False)
-        shown = render(settings, sources, target, frame, overlay)
+        shown = render(settings, sources, target, frame, overlay, audio)
         return (*shown, gr.update(visible=bool(shown[4])))
 
     # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
     # only render that frame again)
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, c["overlay"].change]
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, c["overlay"].change,
+                voice.change]
     triggers += [control.change for control in form.inputs]
-    inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], *form.inputs]
+    inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, *form.inputs]
     outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"], c["import"]]
     one_at_a_time: dict[str, Any] = {"concurrency_limit": 1, "concurrency_id": "preview",
                                      "api_visibility": "private"}
@@ -82,8 +84,9 @@ def problem(message: str) -> str:
 
 
 def render(settings: api.Settings, sources: Sequence[str] | None, target: str | None, frame: int,
-           overlay: bool) -> tuple[Any, str, str, Any, list[str]]:
-    """(preview image or None, status, notice, fetch-button update, missing model names)."""
+           overlay: bool, audio: str | None = None) -> tuple[Any, str, str, Any, list[str]]:
+    """(preview image or None, status, notice, fetch-button update, missing model names); ``audio``: a new
+    voice (a lip syncer's mouth follows it)."""
     hidden = gr.update(visible=False)
     if not target:
         return None, "Add a target image or video to see a preview.", "", hidden, []
@@ -92,9 +95,9 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
             api.check_media(target)
             return api.read_frame(target, int(frame))[:, :, ::-1], "Add a source photo to see the swap.", \
                 "", hidden, []
-        checked = api.check_swap(settings, list(sources), target)
+        checked = api.check_swap(settings, list(sources), target, audio=audio or None)
         started = time.perf_counter()
-        image = api.preview(settings, list(sources), target, int(frame), overlay)
+        image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None)
     except api.ModelsMissing as exc:
         text = problem(f"{exc}. Fetch it here, or import a file you already have.")
         return None, text, "", gr.update(visible=True), list(exc.names)

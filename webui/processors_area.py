@@ -2,9 +2,10 @@
 
 ``processors.order`` is a multiselect (tick = add at the end, ✕ = leave out) with a processor chooser and
 ↑ / ↓ buttons that move it; under them, one closed accordion per processor's settings section (those that
-SECTION_TABS puts in the "Processors" group). A change re-renders the preview like any setting; a model that
-is not installed shows in the Swap tab's missing-models line with Fetch / Import beside it.
-"""
+SECTION_TABS puts in the "Processors" group). The lip syncer's holds a drop zone for a new voice (the CLI's
+``--audio``): the preview's mouth follows it, a queued job renders with it and carries it. A change
+re-renders the preview like any setting; a model that is not installed shows in the Swap tab's
+missing-models line with Fetch / Import beside it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pipeline import api
 from webui import controls
 
 GROUP = "Processors"
+AUDIO_TYPES = [".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".mp4", ".mov", ".mkv", ".webm"]
 
 
 def move(order: list[str] | None, name: str | None, step: int) -> list[str]:
@@ -38,12 +40,17 @@ def create(base: api.Settings) -> tuple[dict[str, Any], dict[str, Any]]:
                            elem_id="processor-move", container=False)
         up = gr.Button("↑", elem_id="processor-up", size="sm", scale=1, min_width=40)
         down = gr.Button("↓", elem_id="processor-down", size="sm", scale=1, min_width=40)
+    voice = None
     for section, where in controls.SECTION_TABS.items():
         if where == GROUP and section != "processors":
             with gr.Accordion(controls.SECTION_TITLES.get(section, section), open=False,
                               elem_id="proc-" + section.replace("_", "-")):
+                if section == "lip_syncer":
+                    voice = gr.File(label="New voice (optional): the mouth follows it and the output carries "
+                                    "it; without one, the target's own sound", file_count="single",
+                                    file_types=AUDIO_TYPES, type="filepath", elem_id="voice")
                 shown |= controls.create_section(section, base)
-    return shown, {"order": shown["processors.order"], "pick": pick, "up": up, "down": down}
+    return shown, {"order": shown["processors.order"], "pick": pick, "up": up, "down": down, "voice": voice}
 
 
 def wire(parts: dict[str, Any]) -> None:

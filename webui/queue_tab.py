@@ -63,14 +63,14 @@ def create(ctx: Ctx) -> dict[str, Any]:
 
 
 def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,
-         status: Any | None = None) -> None:
+         voice: Any, status: Any | None = None) -> None:
     """The add button under the preview (``add_job``) queues the Faces tab's inputs (``faces``) with the
     settings; the table polls the store; the buttons act on the selected row's job."""
 
-    def on_add(request: gr.Request, sources: list[str] | None, target: str | None,
+    def on_add(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
                *vals: Any) -> tuple[str, str, Any]:
         try:
-            job = submit(ctx, form.read(vals), sources, target, request)
+            job = submit(ctx, form.read(vals), sources, target, request, audio)
         except api.UserError as exc:  # shown once, beside the button; no job is created
             return gr.update(), render_jobs(visible_jobs(ctx, request)), refused(str(exc))
         gr.Info(f"queued job {job.id}")
@@ -78,7 +78,7 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
             f"queued job {job.id}: follow it in the Queue tab"
 
     # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
-    add_job.click(on_add, [faces["sources"], faces["target"], *form.inputs],
+    add_job.click(on_add, [faces["sources"], faces["target"], voice, *form.inputs],
                   [c["message"], c["table"], status if status is not None else c["message"]],
                   api_visibility="private", trigger_mode="multiple")
 
@@ -204,14 +204,17 @@ def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
 
 
 def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, target: str | None,
-           request: gr.Request | None) -> api.Job:
-    """Check and stash the inputs, then queue a render with these settings (nothing renders here)."""
-    api.check_swap(settings, sources, target, ctx.outputs)  # what the preview checks, and the output folder
+           request: gr.Request | None, audio: str | None = None) -> api.Job:
+    """Check and stash the inputs (``audio``: a new voice), then queue a render with these settings
+    (nothing renders here)."""
+    audio = audio or None
+    api.check_swap(settings, sources, target, ctx.outputs, audio)  # the preview's checks, the output folder
     stashed = [api.stash(s, ("image",)) for s in sources]
     kept_target = api.stash(target)
+    kept_audio = None if audio is None else api.stash(audio, None)
     owner = ctx.owner(request)
     output = api.output_path(ctx.outputs, kept_target, owner)
-    job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner)
+    job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner, audio=kept_audio)
     ctx.audit.record(owner, "add", job=job.id)
     return job
 
