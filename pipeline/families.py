@@ -31,6 +31,7 @@ from pipeline.liveportrait.network import LivePortraitPart
 from pipeline.models import catalog
 from pipeline.settings import Settings
 from pipeline.swap.classic import ClassicSwapper
+from pipeline.swap.dfm import DfmModel
 from pipeline.swap.neural import InswapperSwapper, NeuralSwapper
 from pipeline.types import ModelRole
 
@@ -91,6 +92,7 @@ FAMILIES: dict[str, Family] = {
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
     "frame_enhancer": Family("frame_enhancer", lambda name, s: TiledUpscaler(name, **_run(s))),
     "live_portrait": Family("liveportrait", lambda name, s: LivePortraitPart(name, **_run(s))),
+    "dfm": Family("deep_swapper", lambda name, s: DfmModel(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

@@ -56,9 +56,15 @@ ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_art
 ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor"]
+                        "expression_restorer", "face_editor",
+                        "deep_swapper"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer", "frame_enhancer", "liveportrait"]
+                    "colorizer", "frame_enhancer", "liveportrait",
+                    "deep_swapper"]
+
+# deep_swapper.model: the catalog's DFM models (shared/PROCESSORS.md §8.1); custom/<stem> names the user's own
+DeepSwapperName = Literal["iperov/elon_musk_224", "dflive/keanu_reeves_320", "dflive/jackie_chan"]
+CUSTOM_DFM_NAME = r"custom/[A-Za-z0-9][A-Za-z0-9 _.+-]*"  # a name of the user's own custom/<stem>.dfm
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
@@ -74,7 +80,8 @@ Provider = Literal["tensorrt", "cuda", "cpu"]
 # LivePortrait processors (expression_restorer, face_editor)
 LivePortraitModel = Literal["live_portrait"]
 RestorerArea = Literal["upper-face", "lower-face"]
-Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512"]
+Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512",
+                   "dfl_whole_face"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,11 +9,13 @@
 - ``expression_restorer.py``  expression_restorer: the target's expression back on the processed face
                         (LivePortrait)
 - ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
+- ``deep_swapper.py``   deep_swapper: each chosen face swapped by a DeepFaceLive DFM model
 """
 
 from __future__ import annotations
 
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
+from pipeline.processors.deep_swapper import DeepSwapperProcessor
 from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
 from pipeline.processors.face_editor import FaceEditorProcessor
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
@@ -26,7 +28,8 @@ PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
                               FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor)
 }
+PROCESSORS["deep_swapper"] = DeepSwapperProcessor
 
-__all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
+__all__ = ["PROCESSORS", "STILL", "DeepSwapperProcessor", "ExpressionRestorerProcessor", "FaceEditorProcessor",
            "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
            "FrameProcessorBase", "Media", "Processor"]
