@@ -709,8 +709,7 @@ def _dfm(entry: ModelEntry, g: _Graph, *, amp: bool = True, size: int | None = N
                         (names[2], celeb_mask if celeb_mask is not None else default_celeb)):
         g.op("Add", g.const(np.asarray(value, np.float32).reshape(1, side, side, 1)), zero, out=name)
     g.op("Identity", celeb, out=names[1])
-    return inputs, [_vi(names[0], "float32", [1, side, side, 1]), _vi(names[1], "float32", [1, side, side, 3]),
-                    _vi(names[2], "float32", [1, side, side, 1])]
+    return inputs, [_vi(n, "float32", [1, side, side, c]) for n, c in zip(names, (1, 3, 1), strict=True)]
 
 
 def install_dfm(name: str, **options: Any) -> Path:
@@ -723,7 +722,8 @@ def _builder(entry: ModelEntry) -> Any:
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
             "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
-            "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait, "deep_swapper": _dfm}[entry.role]
+            "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait,
+            "deep_swapper": _dfm}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

@@ -65,12 +65,13 @@ def _frame() -> np.ndarray:
     return np.ascontiguousarray(base)
 
 
-# --- the real files' facts -----------------------------------------------------------------------------------
+# --- the real files' facts ----------------------------------------------------------------------------
 
 def test_catalog_declares_the_dfm_signature_and_the_settings_name_every_model() -> None:
     entry = catalog.get(DEFAULT)
     assert entry.inputs[0] == _t("in_face:0", 1, 224, 224, 3) and entry.channels == "bgr"
-    assert entry.inputs[1].name == "morph_value:0" and entry.inputs[1].shape == (1,) and entry.inputs[1].optional
+    morph = entry.inputs[1]
+    assert morph.name == "morph_value:0" and morph.shape == (1,) and morph.optional
     assert [o.shape for o in entry.outputs] == [(1, 224, 224, 1), (1, 224, 224, 3), (1, 224, 224, 1)]
     assert entry.url == "https://huggingface.co/facefusion/deepfacelive-models-iperov/resolve/main/elon_musk_224.dfm"
     assert entry.crc32_url == entry.url.removesuffix(".dfm") + ".hash"
@@ -118,7 +119,7 @@ def test_a_custom_file_without_a_fixed_resolution_is_refused(tmp_path: Path) -> 
         _ = families.build("custom/open", Settings(), "deep_swapper").crop_size
 
 
-# --- the morph value and the masks (acceptance) --------------------------------------------------------------
+# --- the morph value and the masks (acceptance) -------------------------------------------------------
 
 @pytest.mark.parametrize("morph", [0.0, 0.3, 1.0])
 def test_the_morph_value_reaches_an_amp_model(morph: float) -> None:
@@ -232,7 +233,7 @@ def test_a_video_render_and_a_queued_job_run_it(clip: Path, tmp_path: Path) -> N
     assert count_frames(tmp_path / "queued.mp4") == 15 and done.settings.deep_swapper.morph == 40
 
 
-# --- models adopt, list, check -------------------------------------------------------------------------------
+# --- models adopt, list, check ------------------------------------------------------------------------
 
 def test_adopt_takes_a_deepfacelive_and_a_visomaster_dfm_folder(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ HS_BINS = (50, 60)  # hue × saturation histogram bins over [0, 180] × [0, 256]
 
 
 def _equalize(src: Frame, tgt: Frame, size: int) -> Frame:
-    """``tgt`` plus the difference of ``src`` and ``tgt`` seen at ``size`` × ``size`` (area down, cubic up)."""
+    """``tgt`` plus the difference of ``src`` and ``tgt`` seen at ``size`` × ``size`` (area; cubic up)."""
     h, w = tgt.shape[:2]
     small_s = cv2.resize(src.astype(np.float32), (size, size), interpolation=cv2.INTER_AREA)
     small_t = cv2.resize(tgt.astype(np.float32), (size, size), interpolation=cv2.INTER_AREA)

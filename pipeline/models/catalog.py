@@ -449,7 +449,8 @@ def dfm_io(resolution: int | None) -> dict[str, tuple[TensorSpec, ...]]:
     }
 
 
-def _dfm(name: str, url: str | None, crc32_url: str | None, resolution: int | None, unverified: str) -> ModelEntry:
+def _dfm(name: str, url: str | None, crc32_url: str | None, resolution: int | None,
+         unverified: str) -> ModelEntry:
     return ModelEntry(
         name=name, role="deep_swapper", family="dfm", file=name + DFM_SUFFIX, url=url, sha256=None,
         crc32_url=crc32_url, licence=DFM_LICENCE, input_size=resolution or 0, channels="bgr",
@@ -463,10 +464,13 @@ for _scope, _stem in (("iperov", "elon_musk_224"),):
     _url = _DFM_HF.format(scope=_scope, name=_stem + DFM_SUFFIX)
     _add(_dfm(f"{_scope}/{_stem}", _url, _url.rsplit(".", 1)[0] + ".hash", int(_stem.rsplit("_", 1)[1]),
               f"{_DFM_UNVERIFIED}; size, sha256"))
-for _stem, _tag, _file, _side in (("keanu_reeves_320", "KEANU_REEVES_320", "Keanu_Reeves_320.dfm", 320),
-                                  ("jackie_chan", "JACKIE_CHAN", "Jackie_Chan.dfm", None)):
-    _add(_dfm(f"dflive/{_stem}", f"{_DFM_GITHUB}{_tag}/{_file}", None, _side,
-              f"{_DFM_UNVERIFIED}; size, sha256, any hash (none published){'' if _side else '; resolution'}"))
+_DFLIVE: tuple[tuple[str, str, str, int | None], ...] = (
+    ("keanu_reeves_320", "KEANU_REEVES_320", "Keanu_Reeves_320.dfm", 320),
+    ("jackie_chan", "JACKIE_CHAN", "Jackie_Chan.dfm", None),  # resolution not in its name: read from the file
+)
+for _stem, _tag, _file, _res in _DFLIVE:
+    _add(_dfm(f"dflive/{_stem}", f"{_DFM_GITHUB}{_tag}/{_file}", None, _res,
+              f"{_DFM_UNVERIFIED}; size, sha256, any hash (none published){'' if _res else '; resolution'}"))
 
 
 def custom_dfm(name: str) -> ModelEntry:

@@ -23,7 +23,8 @@ def _fmt(specs: Sequence[TensorSpec]) -> str:
         return "?" if d is None or isinstance(d, str) else str(d)
 
     def one(s: TensorSpec) -> str:
-        return f"{s.name or '*'}{'(optional)' if s.optional else ''}[{','.join(dim(d) for d in s.shape)}]{'' if not s.dtype else ':' + s.dtype}"
+        name = f"{s.name or '*'}{'(optional)' if s.optional else ''}"
+        return f"{name}[{','.join(dim(d) for d in s.shape)}]{'' if not s.dtype else ':' + s.dtype}"
 
     return ", ".join(one(s) for s in specs)
 

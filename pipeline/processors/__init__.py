@@ -30,6 +30,7 @@ PROCESSORS: dict[ProcessorName, type[Processor]] = {
 }
 PROCESSORS["deep_swapper"] = DeepSwapperProcessor
 
-__all__ = ["PROCESSORS", "STILL", "DeepSwapperProcessor", "ExpressionRestorerProcessor", "FaceEditorProcessor",
+__all__ = ["PROCESSORS", "STILL", "DeepSwapperProcessor", "ExpressionRestorerProcessor",
+           "FaceEditorProcessor",
            "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
            "FrameProcessorBase", "Media", "Processor"]

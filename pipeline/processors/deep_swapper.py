@@ -60,7 +60,8 @@ class DeepSwapperProcessor(FaceProcessorBase):
 
     def run(self, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]], who: Identities,
             masks: FaceMasks | None, at: Sequence[int]) -> None:
-        group = [item for _, item in frame_items(frames, items, self.model.template, self.crop_size, self.box)]
+        pairs = frame_items(frames, items, self.model.template, self.crop_size, self.box)
+        group = [item for _, item in pairs]
         if not group:
             return
         raw = np.stack([item.result for item in group])  # the target, or the earlier processors' face
