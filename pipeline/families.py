@@ -36,6 +36,7 @@ from pipeline.liveportrait.network import LivePortraitPart
 from pipeline.models import catalog
 from pipeline.settings import Settings
 from pipeline.swap.classic import ClassicSwapper
+from pipeline.swap.dfm import DfmModel
 from pipeline.swap.neural import InswapperSwapper, NeuralSwapper
 from pipeline.types import ModelRole
 
@@ -103,6 +104,7 @@ FAMILIES: dict[str, Family] = {
     "wav2lip": Family("lip_syncer", lambda name, s: Wav2Lip(name, **_run(s))),
     "edtalk": Family("lip_syncer", _edtalk),
     "mdxnet": Family("voice_extractor", lambda name, s: VoiceExtractor(name, **_run(s))),
+    "dfm": Family("deep_swapper", lambda name, s: DfmModel(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

@@ -7,6 +7,7 @@ derive a changed copy with :func:`apply_overrides` (``--set section.key=value``)
 from __future__ import annotations
 
 import json
+import re
 import typing
 from typing import Annotated, Any, Literal
 
@@ -14,9 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pipeline.errors import SettingsError
 from pipeline.types import (
+    CUSTOM_DFM_NAME,
     ColorizerName,
     ColorizerSize,
     ColorMethod,
+    DeepSwapperName,
     DetectorName,
     Encoder,
     EncoderPreset,
@@ -308,6 +311,28 @@ class LipSyncerSettings(_Section):
         "(none: the sound as it is; kim_vocal_2 is FaceFusion's choice)")
 
 
+DEEP_SWAPPER_MODELS: tuple[str, ...] = typing.get_args(DeepSwapperName)
+_CUSTOM_DFM = re.compile(CUSTOM_DFM_NAME)
+
+
+class DeepSwapperSettings(_Section):
+    """DeepFaceLive's DFM models: the identity is in the file (no source photo needed)."""
+
+    model: str = Field("iperov/elon_musk_224", title="Deep swapper model",
+                       description="a DeepFaceLive model (scope/name) or custom/<name> for your own "
+                       "<name>.dfm in the models folder's custom/ folder")
+    morph: int = Field(100, ge=0, le=100, title="Morph (%)",
+                       description="AMP models only: how far the face is morphed into the model's identity")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        if value in DEEP_SWAPPER_MODELS or _CUSTOM_DFM.fullmatch(value):
+            return value
+        raise ValueError(f"choose one of {', '.join(DEEP_SWAPPER_MODELS)}, or custom/<file stem> of a .dfm "
+                         "file in the models folder's custom/ folder")
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -327,6 +352,7 @@ class Settings(_Section):
     expression_restorer: ExpressionRestorerSettings = ExpressionRestorerSettings()
     face_editor: FaceEditorSettings = FaceEditorSettings()
     lip_syncer: LipSyncerSettings = LipSyncerSettings()
+    deep_swapper: DeepSwapperSettings = DeepSwapperSettings()
 
 
 def _describe(error: ValidationError) -> str:

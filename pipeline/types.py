@@ -58,9 +58,14 @@ LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syn
 VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor", "lip_syncer"]
+                        "expression_restorer", "face_editor", "lip_syncer", "deep_swapper"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer", "frame_enhancer", "liveportrait", "lip_syncer", "voice_extractor"]
+                    "colorizer", "frame_enhancer", "liveportrait", "lip_syncer", "voice_extractor",
+                    "deep_swapper"]
+
+# deep_swapper.model: the catalog's DFM models (shared/PROCESSORS.md §8.1); custom/<stem> names the user's own
+DeepSwapperName = Literal["iperov/elon_musk_224", "dflive/keanu_reeves_320", "dflive/jackie_chan"]
+CUSTOM_DFM_NAME = r"custom/[A-Za-z0-9][A-Za-z0-9 _.+-]*"  # a name of the user's own custom/<stem>.dfm
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
@@ -76,7 +81,8 @@ Provider = Literal["tensorrt", "cuda", "cpu"]
 # LivePortrait processors (expression_restorer, face_editor)
 LivePortraitModel = Literal["live_portrait"]
 RestorerArea = Literal["upper-face", "lower-face"]
-Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512"]
+Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512",
+                   "dfl_whole_face"]
 
 
 @dataclass(frozen=True, eq=False)

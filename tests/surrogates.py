@@ -43,7 +43,12 @@ it. Behaviour is simple but useful:
 - lip syncers: the face input back (wav2lip: its full copy, channels 3..5, BGR in [0, 1]; edtalk: its RGB
   face), the lower half (rows ≥ ½) moved by ``gain``·tanh(⟨audio, W_c⟩) per channel (W fixed, seeded),
   edtalk's times its ``weight``; so the mouth follows the audio values and the upper face does not; voice
-  extractors: their spectrogram input × ``scale`` (1: the voice is the whole sound).
+  extractors: their spectrogram input × ``scale`` (1: the voice is the whole sound);
+- deep swapper (DFM, NHWC BGR [0, 1]): ``celeb = DFM_KEEP·in_face + (1 − DFM_KEEP)·morph`` for an AMP file
+  (``amp=True``, the default: it has ``morph_value:0``), ``celeb = in_face`` without it; ``face_mask`` and
+  ``celeb_mask`` are fixed arrays (``face_mask=``, ``celeb_mask=``: S×S; default ellipses); ``size``: the
+  resolution of a file whose catalog entry leaves it open (custom files); ``nchw=True``: a wrong layout;
+  ``open_size=True``: H and W left dynamic (the input itself back, its mean as both masks).
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
@@ -706,13 +711,66 @@ def _voice_extractor(entry: ModelEntry, g: _Graph, *, scale: float = 1.0,
     return [_vi(x, "float32", _dims(spec))], [_vi(y, "float32", _dims(out_spec))]
 
 
+# --- deep swapper (DFM) ------------------------------------------------------------------------------------
+
+DFM_KEEP = 0.9  # an AMP surrogate's celeb: this much of its input, the rest the morph value
+
+
+def dfm_masks(size: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Default (face_mask, celeb_mask): two overlapping ellipses, so their minimum is neither."""
+    face = _ellipse(size, size * 0.5, size * 0.55, size * 0.36, size * 0.42).astype(np.float32)
+    celeb = _ellipse(size, size * 0.5, size * 0.45, size * 0.42, size * 0.36).astype(np.float32)
+    return face, celeb
+
+
+def _dfm(entry: ModelEntry, g: _Graph, *, amp: bool = True, size: int | None = None,
+         face_mask: npt.ArrayLike | None = None, celeb_mask: npt.ArrayLike | None = None,
+         nchw: bool = False, open_size: bool = False) -> Signature:
+    face_spec, morph_spec = entry.inputs
+    if open_size:  # H, W left dynamic (a file that does not say its resolution): masks = the input's mean
+        x = str(face_spec.name)
+        m = g.op("ReduceMean", x, axes=[3], keepdims=1)
+        for out in ("out_face_mask", "out_celeb_face_mask"):
+            g.op("Identity", m, out=out)
+        g.op("Identity", x, out="out_celeb_face")
+        dims: list[int | str] = [1, "h", "w"]
+        return ([_vi(x, "float32", [*dims, 3])],
+                [_vi(n, "float32", [*dims, c]) for n, c in (("out_face_mask", 1), ("out_celeb_face", 3),
+                                                           ("out_celeb_face_mask", 1))])
+    side = entry.input_size or size or 224
+    shape = [1, 3, side, side] if nchw else [1, side, side, 3]
+    default_face, default_celeb = dfm_masks(side)
+    x = str(face_spec.name)
+    inputs = [_vi(x, "float32", shape)]
+    if nchw:
+        celeb = g.op("Transpose", x, perm=[0, 2, 3, 1])
+    elif amp:
+        inputs.append(_vi(str(morph_spec.name), "float32", [1]))
+        morph = g.op("Mul", str(morph_spec.name), g.const(1.0 - DFM_KEEP))
+        celeb = g.op("Add", g.op("Mul", x, g.const(DFM_KEEP)), morph)
+    else:
+        celeb = g.op("Identity", x)
+    zero = g.zero_of(x, "float32")
+    names = ("out_face_mask", "out_celeb_face", "out_celeb_face_mask")
+    for name, value in ((names[0], face_mask if face_mask is not None else default_face),
+                        (names[2], celeb_mask if celeb_mask is not None else default_celeb)):
+        g.op("Add", g.const(np.asarray(value, np.float32).reshape(1, side, side, 1)), zero, out=name)
+    g.op("Identity", celeb, out=names[1])
+    return inputs, [_vi(n, "float32", [1, side, side, c]) for n, c in zip(names, (1, 3, 1), strict=True)]
+
+
+def install_dfm(name: str, **options: Any) -> Path:
+    """A DFM surrogate where the store looks for ``name`` (a catalog name or ``custom/<stem>``)."""
+    return install_surrogate(name, **options)
+
+
 def _builder(entry: ModelEntry) -> Any:
     if entry.role == "detector":
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
             "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
             "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait, "lip_syncer": _lip_syncer,
-            "voice_extractor": _voice_extractor}[entry.role]
+            "voice_extractor": _voice_extractor, "deep_swapper": _dfm}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

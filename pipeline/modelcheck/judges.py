@@ -53,6 +53,7 @@ MAX_HEAD_ANGLE = (45.0, 60.0, 45.0)  # LivePortrait: |pitch|, |yaw|, |roll| of t
 MAX_EXPRESSION = 2.0  # LivePortrait: the expression within twice FaceFusion's limits
 MAX_KEYPOINT_MOVE = 0.5  # LivePortrait retargeters and stitcher: the largest keypoint change they may make
 LP_CROP = ("arcface_128", 512)  # the expression restorer's crop
+MAX_DFM_COLOUR_SHIFT = 40.0  # deep swapper: another person's skin, before colour matching, but no cast
 
 
 @dataclass(frozen=True)
@@ -425,6 +426,26 @@ def judge_voice_extractor(name: str, ctx: Context) -> Finding:
                   "a voice alone comes back, as loud")
 
 
+def judge_dfm(name: str, ctx: Context) -> Finding:
+    """A DeepFaceLive model on Grace Hopper's whole-face crop (morph 1): its two masks must cover the face and
+    not the corners, and its face keep the crop's contrast without a colour cast (a file fed RGB, NCHW or
+    out of range fails here)."""
+    model = _build(name, ctx)
+    crop, _ = aligned(ctx.photos.person, model.template, model.crop_size)
+    face_mask, celeb, celeb_mask = model.swap(crop[None], 1.0)
+    region = measures.face_region(model.crop_size)
+    found = _mask_finding(np.minimum(face_mask[0], celeb_mask[0]))
+    failures = [] if found.verdict == "PASS" else [found.reason]
+    contrast = measures.contrast(celeb[0], crop, region)
+    shift = measures.colour_shift(celeb[0], crop, region)
+    if not MIN_CONTRAST <= contrast <= MAX_CONTRAST:
+        failures.append(f"the face's contrast is {contrast:.0%} of the input's")
+    if shift > MAX_DFM_COLOUR_SHIFT:
+        failures.append(f"colour cast: the face's mean colour moved {shift:.0f} levels")
+    return decide({**found.figures, "contrast": contrast, "colour_shift": shift}, failures,
+                  "its masks cover the face, its face keeps the crop's contrast and colour")
+
+
 JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
     "yunet": judge_reference,
     "detector": judge_detector,
@@ -439,6 +460,7 @@ JUDGES: dict[str, Judge] = {  # a family's own judge first, else its role's
     "live_portrait": judge_live_portrait,
     "lip_syncer": judge_lip_syncer,
     "voice_extractor": judge_voice_extractor,
+    "dfm": judge_dfm,
 }
 
 

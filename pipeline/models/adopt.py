@@ -6,6 +6,10 @@ name (ours or FaceFusion's) or a pinned size, and verified by the CRC32 in the F
 beside it. What matches is linked into the models folder as ``models import`` installs a file (hard link,
 else symlink, else copy); everything else is listed with the reason it was skipped. Never touches the
 network.
+
+DeepFaceLive's models: the ``.dfm`` files in the folder, in its ``dfm_models`` folder (DeepFaceLive's
+userdata) or its ``model_assets/dfm_models`` (VisoMaster) are adopted as ``custom/<stem>`` (the models
+folder's ``custom/``); nothing is pinned for them, their I/O is checked when they load.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.errors import BadMedia, ModelMismatch
+from pipeline.errors import BadMedia, ModelMismatch, UserError
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
 
@@ -53,7 +57,10 @@ def adopt(folder: Path) -> AdoptReport:
     report = AdoptReport(folder)
     done: dict[str, str] = {}  # model -> the file adopted for it
     known = {n for e in catalog.CATALOG.values() for n in catalog.file_names(e)}
+    dfm_folders = _adopt_dfm(folder, report)
     for path in sorted(folder.iterdir(), key=lambda p: (p.name not in known, p.name)):  # own names first
+        if path in dfm_folders or path.suffix == catalog.DFM_SUFFIX:
+            continue  # adopted above
         if path.suffix == HASH_SUFFIX and path.with_suffix(MODEL_SUFFIX).is_file():
             continue  # read with its file
         reason = _refusal(path)
@@ -75,6 +82,32 @@ def adopt(folder: Path) -> AdoptReport:
             report.adopted.append(Adopted(path.name, entry.name, by, how))
             log.info("adopted %s as %s (%s)", path, entry.name, how)
     return report
+
+
+DFM_FOLDERS = ("dfm_models", "model_assets/dfm_models")  # DeepFaceLive's userdata, VisoMaster's root
+DFM_BY = "a DeepFaceLive .dfm (custom model; its I/O is checked when it loads)"
+
+
+def _adopt_dfm(folder: Path, report: AdoptReport) -> set[Path]:
+    """Adopt the .dfm files of ``folder`` and its DFM folders as custom models; the DFM folders found."""
+    found = {folder / sub for sub in DFM_FOLDERS if (folder / sub).is_dir()}
+    for where in (folder, *sorted(found)):
+        for path in sorted(where.glob("*" + catalog.DFM_SUFFIX)):
+            shown = str(path.relative_to(folder))
+            try:
+                entry = catalog.get(f"{catalog.CUSTOM_SCOPE}/{path.stem}")
+            except UserError as exc:
+                report.skipped.append(Skipped(shown, str(exc)))
+                continue
+            if not path.is_file():
+                report.skipped.append(Skipped(shown, "not a regular file"))
+            elif store.is_installed(entry):
+                report.skipped.append(Skipped(shown, f"{entry.name} is already installed"))
+            else:
+                how = store.install(path, entry, link=True)
+                report.adopted.append(Adopted(shown, entry.name, DFM_BY, how))
+                log.info("adopted %s as %s (%s)", path, entry.name, how)
+    return {f for f in found if f.parent == folder}
 
 
 def _refusal(path: Path) -> str:

@@ -9,11 +9,13 @@ what is still uncertain about an entry (``models list`` marks it "not yet checke
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.errors import UserError
-from pipeline.types import ModelRole, Template
+from pipeline.types import CUSTOM_DFM_NAME, ModelRole, Template
 
 Dim = int | str | None
 ChannelOrder = Literal["rgb", "bgr"]
@@ -31,6 +33,7 @@ class TensorSpec:
     shape: tuple[Dim, ...]
     dtype: str | None = "float32"  # None: any
     rank_open: bool = False  # a tensor whose rank is not known: any rank fits (``shape`` is a stand-in)
+    optional: bool = False  # an input some files of the model have and others lack (a DFM's morph_value:0)
 
 
 @dataclass(frozen=True)
@@ -461,6 +464,69 @@ for _m, _bucket, _licence in (("kim_vocal_1", "models-3.4.0", "non-commercial (K
         description=f"MDX-Net voice extractor {_m} (the voice out of music, for lip_syncer)",
     ))
 
+# --- deep swapper: DeepFaceLive's DFM files (shared/PROCESSORS.md §8) ---------------------------------------
+# A .dfm is a plain ONNX graph: in_face:0 NHWC BGR [0, 1] at the model's resolution (the number in its name),
+# morph_value:0 (1,) only in AMP models; out: face_mask, celeb, celeb_mask (read by position: their names
+# are not known). Stored as FaceFusion stores them, ``<scope>/<name>.dfm`` in the models folder; any
+# ``custom/<stem>.dfm`` there is a model too (:func:`custom_dfm`). No file's licence is published.
+DFM_LICENCE = "UNKNOWN (not published for this file; ask its author)"
+DFM_SUFFIX = ".dfm"
+CUSTOM_SCOPE = "custom"
+_DFM_HF = "https://huggingface.co/facefusion/deepfacelive-models-{scope}/resolve/main/{name}"
+_DFM_GITHUB = "https://github.com/iperov/DeepFaceLive/releases/download/"
+_DFM_UNVERIFIED = "the output names (read by position) and whether it is an AMP model (has morph_value:0)"
+
+
+def dfm_io(resolution: int | None) -> dict[str, tuple[TensorSpec, ...]]:
+    """A DFM file's inputs and outputs (resolution None: read from the file)."""
+    side: Dim = resolution
+    return {
+        "inputs": (TensorSpec("in_face:0", (1, side, side, 3)),
+                   TensorSpec("morph_value:0", (1,), optional=True)),
+        "outputs": (TensorSpec(None, (1, side, side, 1)), TensorSpec(None, (1, side, side, 3)),
+                    TensorSpec(None, (1, side, side, 1))),
+    }
+
+
+def _dfm(name: str, url: str | None, crc32_url: str | None, resolution: int | None,
+         unverified: str) -> ModelEntry:
+    return ModelEntry(
+        name=name, role="deep_swapper", family="dfm", file=name + DFM_SUFFIX, url=url, sha256=None,
+        crc32_url=crc32_url, licence=DFM_LICENCE, input_size=resolution or 0, channels="bgr",
+        template="dfl_whole_face", unverified=unverified, description=f"DeepFaceLive model {name}",
+        **dfm_io(resolution),  # type: ignore[arg-type]
+    )
+
+
+# FaceFusion's Hugging Face copies (a CRC32 .hash beside each) and DeepFaceLive's own GitHub releases (none)
+for _scope, _stem in (("iperov", "elon_musk_224"),):
+    _url = _DFM_HF.format(scope=_scope, name=_stem + DFM_SUFFIX)
+    _add(_dfm(f"{_scope}/{_stem}", _url, _url.rsplit(".", 1)[0] + ".hash", int(_stem.rsplit("_", 1)[1]),
+              f"{_DFM_UNVERIFIED}; size, sha256"))
+_DFLIVE: tuple[tuple[str, str, str, int | None], ...] = (
+    ("keanu_reeves_320", "KEANU_REEVES_320", "Keanu_Reeves_320.dfm", 320),
+    ("jackie_chan", "JACKIE_CHAN", "Jackie_Chan.dfm", None),  # resolution not in its name: read from the file
+)
+for _stem, _tag, _file, _res in _DFLIVE:
+    _add(_dfm(f"dflive/{_stem}", f"{_DFM_GITHUB}{_tag}/{_file}", None, _res,
+              f"{_DFM_UNVERIFIED}; size, sha256, any hash (none published){'' if _res else '; resolution'}"))
+
+
+def custom_dfm(name: str) -> ModelEntry:
+    """The entry of ``custom/<stem>``: the file ``custom/<stem>.dfm`` in the models folder, any resolution,
+    nothing to download or verify (its I/O is checked when it loads)."""
+    if not re.fullmatch(CUSTOM_DFM_NAME, name):
+        raise UserError(f"'{name}' is no custom model name (custom/<file stem> of a .dfm file in the "
+                        f"models folder's {CUSTOM_SCOPE}/ folder: letters, digits, space, _ . + -)")
+    stem = name.removeprefix(CUSTOM_SCOPE + "/")
+    return dataclasses.replace(_dfm(name, None, None, None, "a file of your own: nothing is pinned"),
+                               description=f"your DeepFaceLive model {stem}{DFM_SUFFIX}")
+
+
+def is_custom(name: str) -> bool:
+    return name.startswith(CUSTOM_SCOPE + "/")
+
+
 # Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
@@ -509,6 +575,8 @@ def needs(entry: ModelEntry) -> tuple[str, ...]:
 
 def get(name: str) -> ModelEntry:
     """The catalog entry for ``name``; an unknown name lists the valid ones."""
+    if is_custom(name):
+        return custom_dfm(name)
     try:
         return CATALOG[name]
     except KeyError:

@@ -43,6 +43,13 @@ def installed_path(entry: ModelEntry) -> Path:
     return models_dir() / entry.file
 
 
+def custom_models() -> list[ModelEntry]:
+    """The user's own DeepFaceLive models: every ``custom/<stem>.dfm`` in the models folder."""
+    folder = models_dir() / catalog.CUSTOM_SCOPE
+    files = sorted(folder.glob("*" + catalog.DFM_SUFFIX)) if folder.is_dir() else []
+    return [catalog.get(f"{catalog.CUSTOM_SCOPE}/{f.stem}") for f in files if f.is_file()]
+
+
 def is_installed(entry: ModelEntry) -> bool:
     return entry.builtin or installed_path(entry).is_file()
 
@@ -54,6 +61,9 @@ def model_path(entry: ModelEntry) -> Path:
 
         return builtin_path(entry)
     path = installed_path(entry)
+    if not path.is_file() and catalog.is_custom(entry.name):
+        raise ModelMissing(f"model '{entry.name}' is not installed ({path.name} not in {path.parent}): put "
+                           f"the .dfm file there, or run: facestation models adopt FOLDER")
     if not path.is_file():
         how = f"fetch {entry.name}" if entry.url else f"import {entry.file}"
         raise ModelMissing(f"model '{entry.name}' is not installed ({path.name} not in {path.parent}); "
@@ -79,7 +89,7 @@ class ModelStatus:
 
 def status() -> list[ModelStatus]:
     out = []
-    for entry in catalog.CATALOG.values():
+    for entry in [*catalog.CATALOG.values(), *custom_models()]:
         path = installed_path(entry)
         size = path.stat().st_size if path.is_file() else catalog.download_size(entry)
         out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size,
@@ -191,6 +201,7 @@ def install(src: Path, entry: ModelEntry, link: bool = False) -> str:
     hard-linked, else symlinked, else copied where neither is possible. Returns which: "copy", "hard link"
     or "symlink"."""
     dest = installed_path(entry)
+    dest.parent.mkdir(parents=True, exist_ok=True)  # a DFM's scope folder (custom/, iperov/…)
     tmp = dest.with_name(dest.name + ".part-import")
     tmp.unlink(missing_ok=True)
     how = _link(src, tmp) if link else "copy"
@@ -280,6 +291,7 @@ def fetch(name: str, progress: ProgressFn | None = None) -> Path:
     dest = installed_path(entry)
     if dest.is_file():
         return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)  # a DFM's scope folder (iperov/…)
     known_hash = f"sha256:{entry.sha256}" if entry.sha256 else None
     url = entry.crc32_url if not entry.sha256 and entry.crc32_url else entry.url  # what is asked for first
     try:

@@ -23,7 +23,8 @@ def _fmt(specs: Sequence[TensorSpec]) -> str:
         return "?" if d is None or isinstance(d, str) else str(d)
 
     def one(s: TensorSpec) -> str:
-        return f"{s.name or '*'}[{','.join(dim(d) for d in s.shape)}]{'' if not s.dtype else ':' + s.dtype}"
+        name = f"{s.name or '*'}{'(optional)' if s.optional else ''}"
+        return f"{name}[{','.join(dim(d) for d in s.shape)}]{'' if not s.dtype else ':' + s.dtype}"
 
     return ", ".join(one(s) for s in specs)
 
@@ -52,17 +53,24 @@ def _bind(expected: Sequence[TensorSpec], actual: Sequence[TensorSpec], extra_ok
     """The graph's names of ``expected``, in its order; None where they do not fit.
 
     A named spec is the graph tensor of that name wherever it stands; an unnamed one (a file whose names
-    say nothing) is the graph tensor at its own position. ``extra_ok``: the graph may have more.
+    say nothing) is the graph tensor at its own position. ``extra_ok``: the graph may have more. An
+    ``optional`` spec (always named) the graph lacks gets the name "".
     """
-    if len(actual) < len(expected) or (not extra_ok and len(actual) != len(expected)):
+    required = [s for s in expected if not s.optional]
+    if len(actual) < len(required) or (not extra_ok and len(actual) > len(expected)):
         return None
     by_name = {a.name: a for a in actual}
     names = []
     for i, spec in enumerate(expected):
         found = by_name.get(spec.name) if spec.name is not None else actual[i]
+        if found is None and spec.optional:  # a named input this file lacks: "" in its place
+            names.append("")
+            continue
         if found is None or not _spec_ok(spec, found) or found.name in names:
             return None
         names.append(str(found.name))
+    if not extra_ok and len([n for n in names if n]) != len(actual):
+        return None
     return names
 
 

@@ -10,11 +10,13 @@
                         (LivePortrait)
 - ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
 - ``lip_syncer.py``     lip_syncer: each chosen face's mouth moved to the clip's sound (or a new voice)
+- ``deep_swapper.py``   deep_swapper: each chosen face swapped by a DeepFaceLive DFM model
 """
 
 from __future__ import annotations
 
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
+from pipeline.processors.deep_swapper import DeepSwapperProcessor
 from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
 from pipeline.processors.face_editor import FaceEditorProcessor
 from pipeline.processors.face_enhancer import FaceEnhancerProcessor
@@ -27,9 +29,9 @@ from pipeline.types import ProcessorName
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
                               FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor,
-                              LipSyncerProcessor)
+                              LipSyncerProcessor, DeepSwapperProcessor)
 }
 
-__all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
-           "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
-           "FrameProcessorBase", "LipSyncerProcessor", "Media", "Processor"]
+__all__ = ["PROCESSORS", "STILL", "DeepSwapperProcessor", "ExpressionRestorerProcessor",
+           "FaceEditorProcessor", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameColorizerProcessor",
+           "FrameEnhancerProcessor", "FrameProcessorBase", "LipSyncerProcessor", "Media", "Processor"]
