@@ -33,5 +33,6 @@ PROCESSORS: dict[ProcessorName, type[Processor]] = {
 }
 
 __all__ = ["PROCESSORS", "STILL", "DeepSwapperProcessor", "ExpressionRestorerProcessor",
-           "FaceEditorProcessor", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameColorizerProcessor",
-           "FrameEnhancerProcessor", "FrameProcessorBase", "LipSyncerProcessor", "Media", "Processor"]
+           "FaceEditorProcessor", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
+           "FrameColorizerProcessor", "FrameEnhancerProcessor", "FrameProcessorBase", "LipSyncerProcessor",
+           "Media", "Processor"]
