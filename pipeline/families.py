@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
+from pipeline.enhance.age import FairFace, Fran, StyleGanExAge
 from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
 from pipeline.enhance.frame import TiledUpscaler
 from pipeline.enhance.onnx import OnnxEnhancer
@@ -91,6 +92,9 @@ FAMILIES: dict[str, Family] = {
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
     "frame_enhancer": Family("frame_enhancer", lambda name, s: TiledUpscaler(name, **_run(s))),
     "live_portrait": Family("liveportrait", lambda name, s: LivePortraitPart(name, **_run(s))),
+    "fran": Family("age_modifier", lambda name, s: Fran(name, **_run(s))),
+    "styleganex_age": Family("age_modifier", lambda name, s: StyleGanExAge(name, **_run(s))),
+    "fairface": Family("classifier", lambda name, s: FairFace(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pipeline.errors import SettingsError
 from pipeline.types import (
+    AgeModifierName,
     ColorizerName,
     ColorizerSize,
     ColorMethod,
@@ -296,6 +297,16 @@ class FaceEditorSettings(_Section):
         return {k: float(v) for k, v in self.model_dump().items() if k != "model"}
 
 
+class AgeModifierSettings(_Section):
+    """FaceFusion's age modifier; a direction of 0 leaves the processor out (the face untouched)."""
+
+    model: AgeModifierName = Field("fran", title="Age modifier model",
+                                   description="fran: ages the face from its estimated age; styleganex_age: "
+                                   "re-draws the head and its surroundings (1.3 GB)")
+    direction: int = Field(0, ge=-100, le=100, title="Age direction (−100–100)",
+                           description="younger (−) or older (+); 0 leaves the face as it is")
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -314,6 +325,7 @@ class Settings(_Section):
     execution: ExecutionSettings = ExecutionSettings()
     expression_restorer: ExpressionRestorerSettings = ExpressionRestorerSettings()
     face_editor: FaceEditorSettings = FaceEditorSettings()
+    age_modifier: AgeModifierSettings = AgeModifierSettings()
 
 
 def _describe(error: ValidationError) -> str:

@@ -56,9 +56,11 @@ ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_art
 ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor"]
+                        "expression_restorer", "face_editor",
+                        "age_modifier"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer", "frame_enhancer", "liveportrait"]
+                    "colorizer", "frame_enhancer", "liveportrait",
+                    "age_modifier", "classifier"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
@@ -74,7 +76,10 @@ Provider = Literal["tensorrt", "cuda", "cpu"]
 # LivePortrait processors (expression_restorer, face_editor)
 LivePortraitModel = Literal["live_portrait"]
 RestorerArea = Literal["upper-face", "lower-face"]
-Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512"]
+# age_modifier (shared/PROCESSORS.md §5): the model, and FaceFusion's styleganex_384 crop of the head
+AgeModifierName = Literal["fran", "styleganex_age"]
+Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512",
+                   "styleganex_384"]
 
 
 @dataclass(frozen=True, eq=False)

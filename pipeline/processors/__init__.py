@@ -9,10 +9,12 @@
 - ``expression_restorer.py``  expression_restorer: the target's expression back on the processed face
                         (LivePortrait)
 - ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
+- ``age_modifier.py``   age_modifier: each face made younger or older (fran, styleganex_age)
 """
 
 from __future__ import annotations
 
+from pipeline.processors.age_modifier import AgeModifierProcessor
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
 from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
 from pipeline.processors.face_editor import FaceEditorProcessor
@@ -24,9 +26,10 @@ from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
-                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor)
+                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor,
+                              AgeModifierProcessor)
 }
 
-__all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
-           "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
-           "FrameProcessorBase", "Media", "Processor"]
+__all__ = ["PROCESSORS", "STILL", "AgeModifierProcessor", "ExpressionRestorerProcessor",
+           "FaceEditorProcessor", "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor",
+           "FrameEnhancerProcessor", "FrameProcessorBase", "Media", "Processor"]
