@@ -54,6 +54,7 @@ class ModelEntry:
     out_std: Norm | None = None
     template: Template | None = None
     recogniser: str | None = None  # swappers: the model whose embedding they take
+    classifier: str | None = None  # age modifiers: the model that estimates the face's age (fran: fairface)
     family: str = ""  # the code that runs it: a key of pipeline.families.FAMILIES
     source_embedding: SourceEmbedding = "normalised"  # swappers: the embedding L2-normalised, or raw
     mask_output: MaskOutput = "probability"  # occluders: [0, 1] (1 = face), or logits (face where > 0)
@@ -433,7 +434,7 @@ _url, _hash = _ff("models-3.6.0", "fran.onnx")
 _add(ModelEntry(
     name="fran", role="age_modifier", family="fran", file="fran.onnx", url=_url, sha256=None,
     crc32_url=_hash, licence="MIT (FRAN, ry-lu; FaceFusion's export)", input_size=1024,
-    template="ffhq_512",
+    template="ffhq_512", classifier="fairface",
     inputs=(_img(1024, 1, "target"), TensorSpec("direction", (2,))),
     outputs=(TensorSpec(None, (1, 3, 1024, 1024)),),
     unverified="the output's name (read by position); whether the graph adds FRAN's predicted change "

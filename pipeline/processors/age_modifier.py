@@ -42,6 +42,7 @@ from pipeline.enhance.age import (
     styleganex_direction,
 )
 from pipeline.faces import align
+from pipeline.models import catalog
 from pipeline.models.sessions import CatalogSession
 from pipeline.processors.base import Cost, FaceProcessorBase, Identities
 from pipeline.processors.crops import FaceMasks, Swapped, compose, frame_items
@@ -49,7 +50,6 @@ from pipeline.processors.liveportrait_common import processed_view
 from pipeline.settings import Settings
 from pipeline.types import Frame, Mask, Matrix, ProcessorName, Template
 
-CLASSIFIER = "fairface"  # fran's age estimate
 CROP_TEMPLATE: Template = "ffhq_512"  # fran's crop, and styleganex_age's 256 one
 EXTEND_TEMPLATE: Template = "styleganex_384"
 
@@ -63,8 +63,9 @@ class AgeModifierProcessor(FaceProcessorBase):
 
     @classmethod
     def models(cls, settings: Settings, swapper: str) -> tuple[str, ...]:
-        model = settings.age_modifier.model
-        return (model, CLASSIFIER) if model == "fran" else (model,)
+        """The model, and the one that estimates each face's age where it takes an age (fran: fairface)."""
+        entry = catalog.get(settings.age_modifier.model)
+        return (entry.name, entry.classifier) if entry.classifier else (entry.name,)
 
     @classmethod
     def active(cls, settings: Settings) -> bool:
