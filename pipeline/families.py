@@ -19,6 +19,7 @@ from pipeline.audio.voice import VoiceExtractor
 from pipeline.blend import mask as masks
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
+from pipeline.enhance.age import FairFace, Fran, StyleGanExAge
 from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
 from pipeline.enhance.frame import TiledUpscaler
 from pipeline.enhance.onnx import OnnxEnhancer
@@ -105,6 +106,9 @@ FAMILIES: dict[str, Family] = {
     "edtalk": Family("lip_syncer", _edtalk),
     "mdxnet": Family("voice_extractor", lambda name, s: VoiceExtractor(name, **_run(s))),
     "dfm": Family("deep_swapper", lambda name, s: DfmModel(name, **_run(s))),
+    "fran": Family("age_modifier", lambda name, s: Fran(name, **_run(s))),
+    "styleganex_age": Family("age_modifier", lambda name, s: StyleGanExAge(name, **_run(s))),
+    "fairface": Family("classifier", lambda name, s: FairFace(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

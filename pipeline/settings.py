@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pipeline.errors import SettingsError
 from pipeline.types import (
     CUSTOM_DFM_NAME,
+    AgeModifierName,
     ColorizerName,
     ColorizerSize,
     ColorMethod,
@@ -333,6 +334,16 @@ class DeepSwapperSettings(_Section):
                          "file in the models folder's custom/ folder")
 
 
+class AgeModifierSettings(_Section):
+    """FaceFusion's age modifier; a direction of 0 leaves the processor out (the face untouched)."""
+
+    model: AgeModifierName = Field("fran", title="Age modifier model",
+                                   description="fran: ages the face from its estimated age; styleganex_age: "
+                                   "re-draws the head and its surroundings (1.3 GB)")
+    direction: int = Field(0, ge=-100, le=100, title="Age direction (−100–100)",
+                           description="younger (−) or older (+); 0 leaves the face as it is")
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -353,6 +364,7 @@ class Settings(_Section):
     face_editor: FaceEditorSettings = FaceEditorSettings()
     lip_syncer: LipSyncerSettings = LipSyncerSettings()
     deep_swapper: DeepSwapperSettings = DeepSwapperSettings()
+    age_modifier: AgeModifierSettings = AgeModifierSettings()
 
 
 def _describe(error: ValidationError) -> str:

@@ -58,10 +58,10 @@ LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syn
 VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor", "lip_syncer", "deep_swapper"]
+                        "expression_restorer", "face_editor", "lip_syncer", "deep_swapper", "age_modifier"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
                     "colorizer", "frame_enhancer", "liveportrait", "lip_syncer", "voice_extractor",
-                    "deep_swapper"]
+                    "deep_swapper", "age_modifier", "classifier"]
 
 # deep_swapper.model: the catalog's DFM models (shared/PROCESSORS.md §8.1); custom/<stem> names the user's own
 DeepSwapperName = Literal["iperov/elon_musk_224", "dflive/keanu_reeves_320", "dflive/jackie_chan"]
@@ -81,8 +81,10 @@ Provider = Literal["tensorrt", "cuda", "cpu"]
 # LivePortrait processors (expression_restorer, face_editor)
 LivePortraitModel = Literal["live_portrait"]
 RestorerArea = Literal["upper-face", "lower-face"]
+# age_modifier (shared/PROCESSORS.md §5): the model, and FaceFusion's styleganex_384 crop of the head
+AgeModifierName = Literal["fran", "styleganex_age"]
 Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512",
-                   "dfl_whole_face"]
+                   "dfl_whole_face", "styleganex_384"]
 
 
 @dataclass(frozen=True, eq=False)

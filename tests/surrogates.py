@@ -48,7 +48,10 @@ it. Behaviour is simple but useful:
   (``amp=True``, the default: it has ``morph_value:0``), ``celeb = in_face`` without it; ``face_mask`` and
   ``celeb_mask`` are fixed arrays (``face_mask=``, ``celeb_mask=``: S×S; default ellipses); ``size``: the
   resolution of a file whose catalog entry leaves it open (custom files); ``nchw=True``: a wrong layout;
-  ``open_size=True``: H and W left dynamic (the input itself back, its mean as both masks).
+  ``open_size=True``: H and W left dynamic (the input itself back, its mean as both masks);
+- age modifiers: fran brightens its crop by the age change it is fed, styleganex_age its extend by its
+  direction; ``encode=True`` writes the direction into the output (fran: a constant colour, styleganex_age: a
+  checkerboard's amplitude); fairface returns the ids it is given (``age=``).
 
 Nothing here is committed as a binary: tests call ``make_surrogate``/``install_surrogate``.
 """
@@ -764,13 +767,106 @@ def install_dfm(name: str, **options: Any) -> Path:
     return install_surrogate(name, **options)
 
 
+# --- age modifier (fran, styleganex_age) and its age estimate (fairface) ----------------------------------
+AGE_SHIFT = 0.25  # fran: the image brightened by AGE_SHIFT·(new age − age) (both /100, as it is fed)
+FRAN_BLUE = 0.25  # fran, ``encode=True``: the constant image (R, G, B) = (direction[0], direction[1], this)
+STYLEGANEX_SHIFT = 0.05  # styleganex_age: the extend brightened by this·direction (in [−1, 1] units)
+STYLEGANEX_ENCODE = 0.2  # ``encode=True``: R = this·direction·(a 1 px checkerboard ±1), G = B = 0, at 1024²
+STYLEGANEX_ENCODE_SIZE = 1024
+
+
+def _batch_zero(g: _Graph, x: str) -> str:
+    """0 of shape (N, 1, 1, 1) that depends on the image ``x``: a constant output still follows the batch."""
+    return g.op("Mul", g.op("ReduceMean", x, axes=[1, 2, 3], keepdims=1), g.const(0.0))
+
+
+def _fran(entry: ModelEntry, g: _Graph, *, encode: bool = False, swap_channels: bool = False) -> Signature:
+    """``target`` brightened by AGE_SHIFT·(direction[1] − direction[0]); ``encode=True``: a constant image
+    (direction[0], direction[1], FRAN_BLUE) as RGB; ``swap_channels=True`` returns BGR (for models check)."""
+    image_spec, direction_spec = entry.inputs
+    x, d = _name(image_spec, "target"), _name(direction_spec, "direction")
+    first = g.op("Gather", d, g.const(0, np.int64), axis=0)
+    second = g.op("Gather", d, g.const(1, np.int64), axis=0)
+    if encode:
+        rgb = g.op("Concat", *(g.op("Reshape", v, g.const([1, 1, 1, 1], np.int64))
+                               for v in (first, second, g.const(FRAN_BLUE))), axis=1)
+        y = g.op("Expand", g.op("Add", rgb, _batch_zero(g, x)), g.const([1, 3, 1024, 1024], np.int64))
+    else:
+        shift = g.op("Mul", g.op("Sub", second, first), g.const(AGE_SHIFT))
+        y = g.op("Clip", g.op("Add", x, shift), g.const(0.0), g.const(1.0))
+        if swap_channels:
+            y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
+    out = entry.outputs[0]
+    name = _name(out, "output")
+    g.op("Identity", y, out=name)
+    return ([_vi(x, "float32", _dims(image_spec)), _vi(d, "float32", _dims(direction_spec))],
+            [_vi(name, "float32", _dims(out))])
+
+
+def _styleganex(entry: ModelEntry, g: _Graph, *, encode: bool = False, swap_channels: bool = False,
+                ) -> Signature:
+    """The extend (``target_with_background``, 384²) brightened by STYLEGANEX_SHIFT·direction;
+    ``encode=True``: at 1024², R = STYLEGANEX_ENCODE·direction·checkerboard (G = B = 0), a pattern that
+    match_frame_color keeps; ``swap_channels=True`` returns BGR."""
+    fallbacks = ("target", "target_with_background", "direction")
+    names = [_name(spec, n) for spec, n in zip(entry.inputs, fallbacks, strict=True)]
+    crop, extend, d = names
+    if encode:
+        cell = g.const([[[[1.0, -1.0], [-1.0, 1.0]]]])
+        half = STYLEGANEX_ENCODE_SIZE // 2
+        checker = g.op("Tile", cell, g.const([1, 1, half, half], np.int64))
+        red = g.op("Mul", checker, g.op("Mul", d, g.const(STYLEGANEX_ENCODE)))
+        zero = g.op("Mul", checker, g.const(0.0))
+        y = g.op("Add", g.op("Concat", red, zero, zero, axis=1), _batch_zero(g, extend))
+        y = g.op("Add", y, _batch_zero(g, crop))
+    else:
+        y = g.op("Clip", g.op("Add", extend, g.op("Mul", d, g.const(STYLEGANEX_SHIFT))), g.const(-1.0),
+                 g.const(1.0))
+        y = g.op("Add", y, _batch_zero(g, crop))
+        if swap_channels:
+            y = g.op("Concat", *(_channel(g, y, c) for c in (2, 1, 0)), axis=1)
+    out = entry.outputs[0]
+    name = _name(out, "output")
+    g.op("Identity", y, out=name)
+    side: list[int | str] = ["n", 3, STYLEGANEX_ENCODE_SIZE, STYLEGANEX_ENCODE_SIZE] if encode else _dims(out)
+    return ([_vi(n, "float32", _dims(spec)) for n, spec in zip(names, entry.inputs, strict=True)],
+            [_vi(name, "float32", side)])
+
+
+def _age_modifier(entry: ModelEntry, g: _Graph, **options: Any) -> Signature:
+    return (_fran if entry.family == "fran" else _styleganex)(entry, g, **options)
+
+
+def _classifier(entry: ModelEntry, g: _Graph, *, age: int = 3, race: int = 0, gender: int = 1,
+                logits: bool = False) -> Signature:
+    """FairFace: the ids (race, gender, age) given, int64 of shape (N,); ``logits=True``: the age as (N, 9)
+    scores, highest at ``age``."""
+    spec = entry.inputs[0]
+    x = _name(spec, "input")
+    zero = g.op("ReduceMean", x, axes=[1, 2, 3], keepdims=0)  # (N,)
+    zero = g.op("Mul", zero, g.const(0.0))
+    outputs = []
+    for out_spec, fallback, value in zip(entry.outputs, ("race", "gender", "age"), (race, gender, age),
+                                         strict=True):
+        name = _name(out_spec, fallback)
+        if logits and fallback == "age":
+            scores = np.eye(9, dtype=np.float32)[value][None] * 5.0
+            g.op("Add", g.op("Unsqueeze", zero, g.const([1], np.int64)), g.const(scores), out=name)
+            outputs.append(_vi(name, "float32", ["n", 9]))
+            continue
+        g.op("Cast", g.op("Add", zero, g.const(float(value))), out=name, to=TensorProto.INT64)
+        outputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, ["n"]))
+    return [_vi(x, "float32", _dims(spec))], outputs
+
+
 def _builder(entry: ModelEntry) -> Any:
     if entry.role == "detector":
         return _yolo if entry.name == "yolo_face" else _scrfd
     return {"swapper": _swapper, "recogniser": _recogniser, "enhancer": _enhancer, "occluder": _occluder,
             "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
             "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait, "lip_syncer": _lip_syncer,
-            "voice_extractor": _voice_extractor, "deep_swapper": _dfm}[entry.role]
+            "voice_extractor": _voice_extractor, "deep_swapper": _dfm, "age_modifier": _age_modifier,
+            "classifier": _classifier}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

@@ -20,7 +20,8 @@ from tests.surrogates import (
 )
 
 _NP = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
-_CATALOG_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "double"}
+_CATALOG_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "double",
+                  "tensor(int64)": "int64"}  # fairface's ids
 
 
 def _feeds(session: object, size: int = 160) -> dict[str, np.ndarray]:

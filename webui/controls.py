@@ -42,6 +42,7 @@ SECTION_TABS: dict[str, str] = {
     "face_editor": "Processors",
     "lip_syncer": "Processors",
     "deep_swapper": "Processors",
+    "age_modifier": "Processors",
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
@@ -229,7 +230,8 @@ SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
                   "selector": "Which faces", "frame_colorizer": "Frame colouriser",
                   "frame_enhancer": "Frame enhancer", "expression_restorer": "Expression restorer",
-                  "face_editor": "Face editor", "lip_syncer": "Lip syncer", "deep_swapper": "Deep swapper"}
+                  "face_editor": "Face editor", "lip_syncer": "Lip syncer", "deep_swapper": "Deep swapper",
+                  "age_modifier": "Age modifier"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:

@@ -36,6 +36,9 @@ TEMPLATES: dict[Template, npt.NDArray[np.float64]] = {
     "dfl_whole_face": np.array([
         [0.35342266, 0.39285716], [0.62797622, 0.39285716], [0.48660713, 0.54017860],
         [0.38839287, 0.68750011], [0.59821427, 0.68750011]]),
+    "styleganex_384": np.array([  # FaceFusion's (shared/PROCESSORS.md §0.3): the age modifier's extend
+        [0.42353745, 0.52289879], [0.57725008, 0.52319972], [0.50123859, 0.61331904],
+        [0.43364461, 0.68337652], [0.57015325, 0.68306005]]),
 }
 for _points in TEMPLATES.values():
     _points.setflags(write=False)

@@ -57,6 +57,7 @@ class ModelEntry:
     out_std: Norm | None = None
     template: Template | None = None
     recogniser: str | None = None  # swappers: the model whose embedding they take
+    classifier: str | None = None  # age modifiers: the model that estimates the face's age (fran: fairface)
     family: str = ""  # the code that runs it: a key of pipeline.families.FAMILIES
     source_embedding: SourceEmbedding = "normalised"  # swappers: the embedding L2-normalised, or raw
     mask_output: MaskOutput = "probability"  # occluders: [0, 1] (1 = face), or logits (face where > 0)
@@ -527,6 +528,47 @@ def is_custom(name: str) -> bool:
     return name.startswith(CUSTOM_SCOPE + "/")
 
 
+# --- age modifier and its age estimate (FaceFusion's exports; shared/PROCESSORS.md §5) ----------------------
+# fran: ``target`` 1×3×1024×1024 RGB [0, 1] (ffhq_512 at 1024) and ``direction`` (2,) = [age, new age]/100;
+# its output is the final RGB image in [0, 1] (CRC32 14d21511 per its Hugging Face page, checked through the
+# .hash file). styleganex_age: ``target`` (ffhq_512 at 256) and ``target_with_background`` (styleganex_384
+# at 384), both RGB [−1, 1], and a scalar ``direction``; its output's height and width are not known (it is
+# resized to 1024 whatever they are). fairface: FaceFusion's face classifier (arcface_112_v2 at 224, ImageNet
+# mean/std), three outputs: race, gender and age bucket ids (read by position; logits are taken by argmax).
+_url, _hash = _ff("models-3.6.0", "fran.onnx")
+_add(ModelEntry(
+    name="fran", role="age_modifier", family="fran", file="fran.onnx", url=_url, sha256=None,
+    crc32_url=_hash, licence="MIT (FRAN, ry-lu; FaceFusion's export)", input_size=1024,
+    template="ffhq_512", classifier="fairface",
+    inputs=(_img(1024, 1, "target"), TensorSpec("direction", (2,))),
+    outputs=(TensorSpec(None, (1, 3, 1024, 1024)),),
+    unverified="the output's name (read by position); whether the graph adds FRAN's predicted change "
+               "itself; size and sha256",
+    description="FRAN age modifier (1024 px face, from its estimated age)",
+))
+_url, _hash = _ff("models-3.1.0", "styleganex_age.onnx")
+_add(ModelEntry(
+    name="styleganex_age", role="age_modifier", family="styleganex_age", file="styleganex_age.onnx",
+    url=_url, sha256=None, crc32_url=_hash, licence="S-Lab-1.0 (StyleGANEX, williamyang1991)",
+    input_size=256, mean=HALF, std=HALF, template="ffhq_512",
+    inputs=(_img(256, 1, "target"), _img(384, 1, "target_with_background"), TensorSpec("direction", ())),
+    outputs=(TensorSpec(None, (1, 3, None, None)),),
+    unverified="the output's name and height and width (read by position, resized to 1024); the "
+               "direction's rank; size and sha256",
+    description="StyleGANEX age modifier (the head and its surroundings re-drawn)",
+))
+_url, _hash = _ff("models-3.0.0", "fairface.onnx")
+_add(ModelEntry(
+    name="fairface", role="classifier", family="fairface", file="fairface.onnx", url=_url, sha256=None,
+    crc32_url=_hash, licence="CC-BY-4.0 (FairFace, dchen236)", input_size=224, mean=IMAGENET_MEAN,
+    std=IMAGENET_STD, template="arcface_112_v2",
+    inputs=(_img(224, 1, "input"),),
+    outputs=tuple(TensorSpec(None, (1,), None, rank_open=True) for _ in ("race", "gender", "age")),
+    unverified="its bucket (models-3.0.0) and licence; the outputs' names, shapes and dtype (ids or "
+               "logits); size and sha256",
+    description="FairFace age, gender and race classifier (the age modifier's age estimate)",
+))
+
 # Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
@@ -543,6 +585,8 @@ APPROX_MB.update({"real_esrgan_x8": 69.6, "real_esrgan_x8_fp16": 36.2, "real_web
                   "ultra_sharp_2_x4": 51.8})
 # lip syncer: file sizes from the Hugging Face file pages (PROCESSORS.md §2.1)
 APPROX_MB.update({"edtalk_256": 271, "kim_vocal_1": 66.8, "uvr_mdxnet": 66.8})
+
+APPROX_MB.update({"styleganex_age": 1340})  # shared/PROCESSORS.md §5 ("1.34 GB")
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
 
 
