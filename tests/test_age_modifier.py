@@ -12,6 +12,7 @@ import pytest
 
 from pipeline import modelcheck
 from pipeline.blend import mask as masks
+from pipeline.blend.frame_color import match_frame_color
 from pipeline.blend.occlusion import Occluder
 from pipeline.enhance.age import (
     FairFace,
@@ -19,7 +20,6 @@ from pipeline.enhance.age import (
     StyleGanExAge,
     bucket_age,
     fran_direction,
-    match_frame_color,
     styleganex_direction,
 )
 from pipeline.errors import ModelMismatch

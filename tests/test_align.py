@@ -26,7 +26,8 @@ def _similarity(angle_deg: float, scale: float, tx: float, ty: float) -> np.ndar
 
 
 def test_templates_are_normalised_and_match_the_classic_points() -> None:
-    assert set(TEMPLATES) == {"arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512", "styleganex_384"}
+    assert set(TEMPLATES) == {"arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512", "styleganex_384",
+                              "dfl_whole_face"}
     for points in TEMPLATES.values():
         assert points.shape == (5, 2)
         assert np.all((points > 0) & (points < 1))

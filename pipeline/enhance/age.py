@@ -3,8 +3,8 @@
 - FairFace's age buckets and what each model is fed as its ``direction``: fran takes
   ``clip([age, age + d] / 100, 0, 1)`` (the face's estimated age and the age wanted), styleganex_age the
   scalar ``−d / 40`` (``d`` = ``age_modifier.direction``, −100..100);
-- :func:`match_frame_color` (pipeline/blend/frame_color.py, re-exported here): an image given the
-  low-frequency colour of another (styleganex_age's output takes the colours of the crop it was fed);
+- styleganex_age's output takes the colours of the crop it was fed by ``match_frame_color``
+  (pipeline/blend/frame_color.py);
 - the three files as catalog sessions, their tensors fed by the catalog's names: :class:`FairFace` (the age
   estimate), :class:`Fran` (one face per run: its direction has no batch axis) and :class:`StyleGanExAge`
   (the faces of a batch in one run where its batch axis is, or can be made, dynamic).

@@ -29,6 +29,7 @@ import numpy as np
 
 from pipeline import families
 from pipeline.blend import mask as masks
+from pipeline.blend.frame_color import match_frame_color
 from pipeline.enhance.age import (
     FRAN_SIZE,
     STYLEGANEX_CROP,
@@ -38,7 +39,6 @@ from pipeline.enhance.age import (
     Fran,
     StyleGanExAge,
     fran_direction,
-    match_frame_color,
     styleganex_direction,
 )
 from pipeline.faces import align
