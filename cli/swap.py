@@ -14,7 +14,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets
-from pipeline.checks import check_output_size, require_models
+from pipeline.alpha import transparent
+from pipeline.checks import check_alpha_output, check_output_size, require_models
 from pipeline.jobs import service
 from pipeline.media import check_output, check_video_output, kind_of
 from pipeline.settings import Settings
@@ -72,6 +73,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     sources = [Path(s) for s in args.source]
     settings = presets.settings_from(args.preset, args.set)
     check_output(output, [target, *sources])
+    check_alpha_output(settings, output)  # a transparent background into a file that keeps it
     service.refuse_queue_clash(sources, target, output)  # nor a queued job's file
     require_models(settings)  # every missing model named at once
     check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
@@ -98,7 +100,7 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
     from pipeline.render import no_face_notice, render
     from pipeline.video.probe import probe
 
-    check_video_output(output)
+    check_video_output(output, transparent(settings))
     info = probe(target)
     show = show_progress and sys.stderr.isatty()
     result = render(settings, sources, target, output, info=info,

@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
+from pipeline.enhance.background import BackgroundRemover, ClothRemover, CorridorKey
 from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
 from pipeline.enhance.frame import TiledUpscaler
 from pipeline.enhance.onnx import OnnxEnhancer
@@ -91,6 +92,9 @@ FAMILIES: dict[str, Family] = {
     "2dfan4": Family("landmarker", lambda name, s: Landmarker68(name, **_run(s))),  # type: ignore[arg-type]
     "frame_enhancer": Family("frame_enhancer", lambda name, s: TiledUpscaler(name, **_run(s))),
     "live_portrait": Family("liveportrait", lambda name, s: LivePortraitPart(name, **_run(s))),
+    "background_remover": Family("background_remover", lambda name, s: BackgroundRemover(name, **_run(s))),
+    "u2net_cloth": Family("background_remover", lambda name, s: ClothRemover(name, **_run(s))),
+    "corridor_key": Family("background_remover", lambda name, s: CorridorKey(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 Frame: TypeAlias = npt.NDArray[np.uint8]  # H×W×3 BGR uint8
 Mask: TypeAlias = npt.NDArray[np.float32]  # H×W float32 in [0, 1]
+Alpha: TypeAlias = npt.NDArray[np.uint8]  # H×W uint8 transparency of a frame (255: opaque; None: all opaque)
 Embedding: TypeAlias = npt.NDArray[np.float32]  # (D,) L2-normalised
 Landmarks5: TypeAlias = npt.NDArray[np.float32]  # (5, 2): left eye, right eye, nose, left mouth, right mouth
 Matrix: TypeAlias = npt.NDArray[np.float64]  # 2×3 affine
@@ -56,9 +57,11 @@ ColorizerName = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_art
 ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor"]
+                        "expression_restorer", "face_editor",
+                        "background_remover"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
-                    "colorizer", "frame_enhancer", "liveportrait"]
+                    "colorizer", "frame_enhancer", "liveportrait",
+                    "background_remover"]
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
@@ -108,3 +111,11 @@ class Face:
         lm68 = None if self.landmarks68 is None else (self.landmarks68 * factor).astype(np.float32)
         return replace(self, box=(self.box * factor).astype(np.float32),
                        landmarks=(self.landmarks * factor).astype(np.float32), landmarks68=lm68)
+
+
+# background_remover.model: FaceFusion 3.8.1's background removers (shared/PROCESSORS.md §7)
+BackgroundRemoverName = Literal[
+    "ben_2", "birefnet_general", "birefnet_portrait", "corridor_key_1024", "corridor_key_2048",
+    "isnet_general", "modnet", "ormbg", "rmbg_1.4", "rmbg_2.0", "silueta", "u2net_cloth", "u2net_general",
+    "u2net_human", "u2netp",
+]

@@ -301,7 +301,8 @@ class FarmVideoJob(runner.SegmentedJob):
 
         def task(start: int, frames: int | None) -> SegmentTask:
             return SegmentTask(self.job.id, settings_json, tuple(self.job.sources), self.job.target,
-                               inputs, str(self.work), token, start, frames, models, ship, hold)
+                               inputs, str(self.work), token, start, frames, models, ship, hold,
+                               Path(self.job.output).suffix)
 
         return task
 

@@ -56,6 +56,7 @@ class SegmentTask:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # shippable: name -> {path, size}
     ship: bool = False  # return the bytes even when the folder is visible (a node with a look-alike path)
     hold: str | None = None  # a test's FolderGate folder: the task may wait there before it renders
+    container: str | None = None  # the joined output's suffix (a transparent output's segments: its codec)
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
             return segments.SegmentWriter(folder, first_frame=task.start,
                                           segment_frames=task.frames or 1 << 40, source=info,
                                           settings=settings, size=(width, height),
-                                          on_segment=written.append)
+                                          on_segment=written.append, container=task.container)
 
         seeked, frames = seek_range(settings, info, task.start, task.frames)
         Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames).run()

@@ -9,10 +9,13 @@
 - ``expression_restorer.py``  expression_restorer: the target's expression back on the processed face
                         (LivePortrait)
 - ``face_editor.py``    face_editor: FaceFusion's fourteen expression and head-pose sliders (LivePortrait)
+- ``background_remover.py`` background_remover: each whole frame's background painted a colour or made
+                        transparent (the frames' alpha plane from it on)
 """
 
 from __future__ import annotations
 
+from pipeline.processors.background_remover import BackgroundRemoverProcessor
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
 from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
 from pipeline.processors.face_editor import FaceEditorProcessor
@@ -24,9 +27,11 @@ from pipeline.types import ProcessorName
 
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
-                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor)
+                              FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor,
+                              BackgroundRemoverProcessor)
 }
 
 __all__ = ["PROCESSORS", "STILL", "ExpressionRestorerProcessor", "FaceEditorProcessor",
            "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameEnhancerProcessor",
-           "FrameProcessorBase", "Media", "Processor"]
+           "FrameProcessorBase", "Media", "Processor",
+           "BackgroundRemoverProcessor"]
