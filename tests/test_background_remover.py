@@ -232,10 +232,12 @@ def test_a_transparent_output_that_cannot_carry_alpha_is_refused_in_one_line(
 
 # ---------------------------------------------------------------- models check
 
-def test_models_check_passes_the_surrogate_and_flags_an_inverted_file() -> None:
-    install_surrogate("modnet")
-    (row,) = modelcheck.check(["modnet"])
+@pytest.mark.parametrize("name", ["modnet", "corridor_key_1024"])
+def test_models_check_passes_the_surrogate_and_flags_an_inverted_file(name: str) -> None:
+    install_surrogate(name)
+    (row,) = modelcheck.check([name])
     assert row.verdict == "PASS", row
     install_surrogate("modnet", invert=True)
     (row,) = modelcheck.check(["modnet"])
-    assert row.verdict == "FAIL" and "the person" in row.reason, row
+    assert row.verdict == "FAIL" and "face is not foreground" in row.reason, row
+    assert "background is kept" in row.reason, row
