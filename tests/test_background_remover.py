@@ -109,11 +109,55 @@ def test_despill_and_fill_follow_the_formulas() -> None:
     assert np.abs(fill(frame, mask, (10, 20, 30)).astype(int) - painted.astype(int)).max() <= 1
 
 
+# The facts of PROCESSORS.md §7, stated here (not read from the catalog): key -> (S, mean, std, bucket)
+_I = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+_Z, _H = ((0.0,) * 3, (1.0,) * 3), ((0.5,) * 3, (1.0,) * 3)
+FACTS: dict[str, tuple[int, tuple[float, ...], tuple[float, ...], str]] = {
+    "ben_2": (1024, *_Z, "models-3.5.0"), "birefnet_general": (1024, *_Z, "models-3.5.0"),
+    "birefnet_portrait": (1024, *_Z, "models-3.5.0"), "corridor_key_1024": (1024, *_I, "models-3.6.0"),
+    "corridor_key_2048": (2048, *_I, "models-3.6.0"), "isnet_general": (1024, *_H, "models-3.5.0"),
+    "modnet": (512, (0.5,) * 3, (0.5,) * 3, "models-3.5.0"), "ormbg": (1024, *_Z, "models-3.5.0"),
+    "rmbg_1.4": (1024, *_H, "models-3.5.0"), "rmbg_2.0": (1024, *_I, "models-3.5.0"),
+    "silueta": (320, *_I, "models-3.5.0"), "u2net_cloth": (768, *_I, "models-3.5.0"),
+    "u2net_general": (320, *_I, "models-3.5.0"), "u2net_human": (320, *_I, "models-3.5.0"),
+    "u2netp": (320, *_I, "models-3.5.0"),
+}
+
+
+def test_the_catalog_holds_facefusions_fifteen_with_their_facts() -> None:
+    from typing import get_args
+
+    from pipeline.types import BackgroundRemoverName
+
+    assert set(get_args(BackgroundRemoverName)) == set(FACTS) == {
+        e.name for e in catalog.by_role("background_remover")}
+    for name, (side, mean, std, bucket) in FACTS.items():
+        e = catalog.get(name)
+        assert (e.input_size, e.mean, e.std, e.channels) == (side, mean, std, "rgb"), name
+        assert e.url is not None and f"/{bucket}/{name}.onnx" in e.url and e.crc32_url, name
+        assert e.inputs[0].name == "input" and e.inputs[0].shape[1] == (4 if "corridor" in name else 3)
+        assert e.unverified, name  # the outputs' names and shapes are not read off the files yet
+
+
+def test_the_model_is_fed_the_frame_resized_square_as_rgb_normalised() -> None:
+    """Independent of the catalog: cv2.resize to S×S (linear), BGR->RGB, /255, (x − mean)/std."""
+    install_surrogate("rmbg_2.0")
+    frame = np.random.default_rng(1).integers(0, 256, (90, 160, 3), dtype=np.uint8)
+    side, mean, std, _ = FACTS["rmbg_2.0"]
+    want = cv2.resize(frame, (side, side), interpolation=cv2.INTER_LINEAR)[..., ::-1] / 255.0
+    want = ((want - np.array(mean)) / np.array(std)).transpose(2, 0, 1)
+    assert np.abs(BackgroundRemover("rmbg_2.0").blob([frame])[0] - want).max() < 1e-4
+
+
 def test_a_file_with_another_input_name_is_refused_at_load() -> None:
     entry = catalog.get("modnet")
     make_surrogate("modnet", models_dir() / entry.file,
                    signature=((TensorSpec("image", (1, 3, 512, 512)),), entry.outputs))
     with pytest.raises(UserError, match="input"):
+        BackgroundRemover("modnet").remove([_scene()])
+    make_surrogate("modnet", models_dir() / entry.file,
+                   signature=((TensorSpec("input", (1, 3, 320, 320)),), entry.outputs))  # u2net's size
+    with pytest.raises(UserError, match="320"):
         BackgroundRemover("modnet").remove([_scene()])
 
 
@@ -198,6 +242,17 @@ def test_a_stills_own_alpha_is_kept_where_it_is_lower(tmp_path: Path) -> None:
                tmp_path / "c.png")
     with Image.open(tmp_path / "c.png") as img:
         assert (np.asarray(img)[..., 3] == rgba[..., 3]).all()  # a fill colour leaves the still's alpha
+
+
+def test_the_preview_shows_a_transparent_background_as_a_checkerboard(tmp_path: Path) -> None:
+    from pipeline.preview import preview
+
+    install_surrogate("modnet", gain=4.0)
+    target = tmp_path / "t.png"
+    cv2.imwrite(str(target), _scene())
+    rgb = preview(_settings("background_remover.fill=transparent"), [photos.grace_hopper_path()], target)
+    assert set(np.unique(_outside(rgb))) == {153, 204}  # grey squares where the background was
+    assert np.array_equal(_inside(rgb), _inside(_scene())[..., ::-1])
 
 
 # ---------------------------------------------------------------- the pre-check

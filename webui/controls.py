@@ -40,6 +40,7 @@ SECTION_TABS: dict[str, str] = {
     "execution": "Output",
     "expression_restorer": "Processors",
     "face_editor": "Processors",
+    "background_remover": "Processors",
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
@@ -227,7 +228,8 @@ SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "
                   "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
                   "selector": "Which faces", "frame_colorizer": "Frame colouriser",
                   "frame_enhancer": "Frame enhancer", "expression_restorer": "Expression restorer",
-                  "face_editor": "Face editor"}
+                  "face_editor": "Face editor",
+                  "background_remover": "Background remover"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:
