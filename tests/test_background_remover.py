@@ -296,3 +296,13 @@ def test_models_check_passes_the_surrogate_and_flags_an_inverted_file(name: str)
     (row,) = modelcheck.check(["modnet"])
     assert row.verdict == "FAIL" and "face is not foreground" in row.reason, row
     assert "background is kept" in row.reason, row
+
+
+def test_the_ui_names_a_transparent_output_in_a_format_that_keeps_it(tmp_path: Path) -> None:
+    from pipeline.workspace import output_path
+
+    assert output_path(tmp_path, "clip.mp4", transparent=True).suffix == ".webm"
+    assert output_path(tmp_path, "photo.jpg", transparent=True).suffix == ".png"
+    assert output_path(tmp_path, "photo.webp", transparent=True).suffix == ".webp"
+    assert output_path(tmp_path, "photo.jpg").suffix == ".jpg"
+    assert output_path(tmp_path, "c.mp4").suffix == ".mp4"

@@ -210,7 +210,7 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     stashed = [api.stash(s, ("image",)) for s in sources]
     kept_target = api.stash(target)
     owner = ctx.owner(request)
-    output = api.output_path(ctx.outputs, kept_target, owner)
+    output = api.output_path(ctx.outputs, kept_target, owner, transparent=api.transparent(settings))
     job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner)
     ctx.audit.record(owner, "add", job=job.id)
     return job
