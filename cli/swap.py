@@ -14,7 +14,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets
-from pipeline.checks import check_audio, check_lip_sync_sound, check_output_size, require_models
+from pipeline.alpha import transparent
+from pipeline.checks import (
+    check_alpha_output,
+    check_audio,
+    check_lip_sync_sound,
+    check_output_size,
+    require_models,
+)
 from pipeline.jobs import service
 from pipeline.media import check_output, check_video_output, kind_of
 from pipeline.settings import Settings
@@ -75,6 +82,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     audio = None if args.audio is None else check_audio(args.audio)
     settings = presets.settings_from(args.preset, args.set)
     check_output(output, [target, *sources, *([audio] if audio else [])])
+    check_alpha_output(settings, output)  # a transparent background into a file that keeps it
     service.refuse_queue_clash(sources, target, output, audio)  # nor a queued job's file
     check_lip_sync_sound(settings, target, audio)  # a lip syncer needs a sound to follow
     require_models(settings)  # every missing model named at once
@@ -104,7 +112,7 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
     from pipeline.render import no_face_notice, render
     from pipeline.video.probe import probe
 
-    check_video_output(output)
+    check_video_output(output, transparent(settings))
     info = probe(target)
     show = show_progress and sys.stderr.isatty()
     result = render(settings, sources, target, output, info=info, audio=audio,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline import paths
+from pipeline.alpha import transparent
 from pipeline.bench import BackgroundBench
 from pipeline.checks import ModelsMissing, check_swap, choice_label
 from pipeline.env import check as check_environment
@@ -70,6 +71,8 @@ __all__ = [
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
     "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
+    # transparency: whether the settings make a transparent output (its file then keeps alpha)
+    "transparent",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
     "move_job", "delete_job", "start_worker",

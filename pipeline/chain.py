@@ -23,7 +23,7 @@ from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
 from pipeline.processors.base import FrameProcessorBase
 from pipeline.processors.crops import Swapped
-from pipeline.types import Face, Frame
+from pipeline.types import Alpha, Face, Frame
 
 
 @dataclass
@@ -36,14 +36,17 @@ class Work:
     items: list[Swapped] = field(default_factory=list)  # the chosen faces as the processors left them
     out: Frame | None = None  # the blended frame (after the last stage)
     index: int = 0  # its number in the output (0: the first)
+    alpha: Alpha | None = None  # its transparency (uint8 H×W; None: opaque): a still's own, the remover's
 
     def __post_init__(self) -> None:
         if not self.items:
             self.items = [Swapped.unframed(f) for f in self.faces]
 
-    def replace_frame(self, frame: Frame, scale: int) -> None:
-        """``frame`` (``scale`` × the size) is what the next stages work on; the faces follow it."""
+    def replace_frame(self, frame: Frame, scale: int, alpha: Alpha | None = None) -> None:
+        """``frame`` (``scale`` × the size, with ``alpha``) is what the next stages work on; the faces follow
+        it."""
         self.frame = self.out = frame
+        self.alpha = alpha
         self.faces = [f.scaled(scale) for f in self.faces]
         self.detected = [f.scaled(scale) for f in self.detected]
         self.items = [Swapped.unframed(f) for f in self.faces]
@@ -149,9 +152,10 @@ class Chain:
 
     def _frame_step(self, step: FrameProcessorBase) -> Callable[[list[Work]], None]:
         def run(batch: list[Work]) -> None:
-            done = step.run_frames([w.frame for w in batch], [w.index for w in batch])
-            for w, frame in zip(batch, done, strict=True):
-                w.replace_frame(frame, step.scale)
+            done, alphas = step.run_alpha([w.frame for w in batch], [w.alpha for w in batch],
+                                          [w.index for w in batch])
+            for w, frame, alpha in zip(batch, done, alphas, strict=True):
+                w.replace_frame(frame, step.scale, alpha)
         return run
 
     def _blend(self, batch: list[Work]) -> None:
@@ -202,8 +206,10 @@ class Chain:
         done = self.through(self.finder().push(frames))
         return [w.out for w in done if w.out is not None]
 
-    def one(self, frame: Frame, index: int = 0) -> Work:
-        """One frame (number ``index`` of the output), detected in full, processed and blended."""
+    def one(self, frame: Frame, index: int = 0, alpha: Alpha | None = None) -> Work:
+        """One frame (number ``index`` of the output, with its own ``alpha``: a still's), detected in full,
+        processed and blended."""
         with self.timing("detect"):
             work = self.finder(start=index).push([frame])[0]
+        work.alpha = alpha
         return self.through([work])[0]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline import env, media
+from pipeline import alpha, env, media
 from pipeline.errors import ModelMissing, NoFaceFound, UserError
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
@@ -182,6 +182,17 @@ def check_output_size(settings: Settings, target: str | Path) -> None:
     if side is not None and max(width + width % 2, height + height % 2) > side:
         other = " (or output.encoder=libx264)" if encoder.endswith("_nvenc") else ""
         raise UserError(f"{what}: larger than {encoder} takes ({side} px a side); {fix}{other}")
+
+
+def check_alpha_output(settings: Settings, output: str | Path) -> None:
+    """Refuse a transparent background (``background_remover.fill=transparent``) into an output that cannot
+    carry alpha, naming the formats that can, before any work."""
+    if not alpha.transparent(settings):
+        return
+    suffix = Path(output).suffix.lower()
+    if suffix not in (*alpha.ALPHA_IMAGES, *alpha.ALPHA_VIDEOS):
+        raise UserError(f"background_remover.fill=transparent needs an output that keeps transparency: "
+                        f"{Path(output).name} cannot; use {alpha.FORMATS_LINE} (or a fill colour)")
 
 
 def choice_label(name: str) -> str:

@@ -20,6 +20,7 @@ from pipeline.blend import mask as masks
 from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
 from pipeline.enhance.age import FairFace, Fran, StyleGanExAge
+from pipeline.enhance.background import BackgroundRemover, ClothRemover, CorridorKey
 from pipeline.enhance.colorize import DDColor, DeOldify, parse_size
 from pipeline.enhance.frame import TiledUpscaler
 from pipeline.enhance.onnx import OnnxEnhancer
@@ -109,6 +110,9 @@ FAMILIES: dict[str, Family] = {
     "fran": Family("age_modifier", lambda name, s: Fran(name, **_run(s))),
     "styleganex_age": Family("age_modifier", lambda name, s: StyleGanExAge(name, **_run(s))),
     "fairface": Family("classifier", lambda name, s: FairFace(name, **_run(s))),
+    "background_remover": Family("background_remover", lambda name, s: BackgroundRemover(name, **_run(s))),
+    "u2net_cloth": Family("background_remover", lambda name, s: ClothRemover(name, **_run(s))),
+    "corridor_key": Family("background_remover", lambda name, s: CorridorKey(name, **_run(s))),
 }
 
 CODE_ONLY: dict[str, Family] = {

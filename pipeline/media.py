@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pipeline.alpha import ALPHA_VIDEOS
 from pipeline.errors import BadMedia, OutputFault, UserError, not_a_file, os_fault
 from pipeline.filenames import check_name_length, same_file
 from pipeline.image import FORMATS, IMAGE_SUFFIXES, is_image_path, read_image
@@ -150,8 +151,11 @@ def _check_writable(output: Path) -> None:
         os.unlink(probe_path)
 
 
-def check_video_output(output: Path) -> None:
-    """Refuse an output name whose container cannot hold the H.264/HEVC video the encoders make."""
+def check_video_output(output: Path, alpha: bool = False) -> None:
+    """Refuse an output name whose container cannot hold the H.264/HEVC video the encoders make (``alpha``:
+    a transparent video, whose containers are .webm and .mov: checked by ``checks.check_alpha_output``)."""
+    if alpha and output.suffix.lower() in ALPHA_VIDEOS:
+        return
     if output.suffix.lower() not in VIDEO_OUTPUTS:
         raise UserError(
             f"cannot write video '{output.name}': use {', '.join(VIDEO_OUTPUTS)} (H.264/HEVC containers)")

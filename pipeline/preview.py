@@ -193,10 +193,21 @@ def preview(
     work = Chain(warm).one(frame, index)
     out = work.out
     assert out is not None
+    if work.alpha is not None:  # a transparent background, shown over a checkerboard
+        out = over_checkerboard(out, work.alpha)
     if overlay:
         outlines = [(it.paste_mask, it.matrix) for it in work.items if it.framed]
         out = draw_debug(out, work.detected, work.faces, masks=outlines)
     return np.ascontiguousarray(out[:, :, ::-1])
+
+
+def over_checkerboard(frame: Frame, alpha: npt.NDArray[np.uint8], square: int = 16) -> Frame:
+    """``frame`` over a grey checkerboard by ``alpha`` (how an image viewer shows transparency)."""
+    h, w = frame.shape[:2]
+    yy, xx = np.mgrid[:h, :w]
+    board = np.where(((yy // square + xx // square) % 2 == 0), 204, 153).astype(np.float32)[..., None]
+    a = alpha.astype(np.float32)[..., None] / 255.0
+    return np.asarray(np.rint(frame * a + board * (1.0 - a)), np.uint8)
 
 
 def clear() -> None:

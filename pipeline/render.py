@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+from pipeline.alpha import transparent, with_alpha
 from pipeline.chain import Chain, Stage, Work
 from pipeline.errors import Cancelled, UserError
 from pipeline.process import FaceProcessor
@@ -243,9 +244,12 @@ class Render:
         return batch[1:]
 
     def _encode(self, sink: FrameSink) -> None:
+        """Each frame to the sink: BGR, or BGRA where the output is transparent (pipeline/alpha.py)."""
+        alpha = transparent(self.settings)
         for work in self.stages.inbox["encode"]:
+            assert work.out is not None
             with self.stages.timing("encode"):
-                sink.write(work.out)
+                sink.write(with_alpha(work.out, work.alpha) if alpha else work.out)
             self._done += 1
             if self.control.due():
                 self.control.report(self._progress())

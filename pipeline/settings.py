@@ -17,6 +17,7 @@ from pipeline.errors import SettingsError
 from pipeline.types import (
     CUSTOM_DFM_NAME,
     AgeModifierName,
+    BackgroundRemoverName,
     ColorizerName,
     ColorizerSize,
     ColorMethod,
@@ -344,6 +345,58 @@ class AgeModifierSettings(_Section):
                            description="younger (−) or older (+); 0 leaves the face as it is")
 
 
+# --- background_remover (shared/PROCESSORS.md §7) ---------------------------------------------------------
+TRANSPARENT = "transparent"
+
+
+def colour_rgb(text: str) -> tuple[int, int, int]:
+    """``#RRGGBB`` or ``R,G,B`` (0..255 each) -> (R, G, B); ValueError naming the forms that work."""
+    value = text.strip().lower()
+    try:
+        if value.startswith("#") and len(value) == 7:
+            rgb = tuple(int(value[i:i + 2], 16) for i in (1, 3, 5))
+        else:
+            rgb = tuple(int(p) for p in value.split(","))
+    except ValueError:
+        rgb = ()
+    if len(rgb) != 3 or not all(0 <= c <= 255 for c in rgb):
+        raise ValueError(f"'{text}' is not a colour: use #RRGGBB or R,G,B (0-255 each)")
+    return rgb[0], rgb[1], rgb[2]
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+class BackgroundRemoverSettings(_Section):
+    model: BackgroundRemoverName = Field("modnet", title="Background remover",
+                                         description="the model that finds the person (modnet: fast; "
+                                         "birefnet, rmbg_2.0: finer edges, slower)")
+    fill: str = Field("#00ff00", title="Background",
+                      description="a colour (#RRGGBB or R,G,B) painted over the background, or "
+                      "'transparent' (only .png/.webp stills, .webm/.mov videos carry it); green screen by "
+                      "default, which every output format keeps")
+    despill: str = Field("none", title="Despill colour",
+                         description="the screen colour whose spill is taken out of the edges (#RRGGBB or "
+                         "R,G,B), or 'none'")
+
+    @field_validator("fill")
+    @classmethod
+    def _fill_colour(cls, value: str) -> str:
+        text = value.strip().lower()
+        return TRANSPARENT if text == TRANSPARENT else _hex(colour_rgb(text))
+
+    @field_validator("despill")
+    @classmethod
+    def _despill_colour(cls, value: str) -> str:
+        text = value.strip().lower()
+        return "none" if text in ("none", "") else _hex(colour_rgb(text))
+
+    @property
+    def transparent(self) -> bool:
+        return self.fill == TRANSPARENT
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -365,6 +418,7 @@ class Settings(_Section):
     lip_syncer: LipSyncerSettings = LipSyncerSettings()
     deep_swapper: DeepSwapperSettings = DeepSwapperSettings()
     age_modifier: AgeModifierSettings = AgeModifierSettings()
+    background_remover: BackgroundRemoverSettings = BackgroundRemoverSettings()
 
 
 def _describe(error: ValidationError) -> str:

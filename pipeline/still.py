@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pipeline.chain import Chain, Work
+from pipeline.checks import check_alpha_output
 from pipeline.errors import UserError
 from pipeline.image import output_format, read_image, write_image
 from pipeline.process import FaceProcessor
@@ -21,17 +23,19 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     """Swap faces in one still image and write ``output`` in kind, with the provenance tag; returns a
     summary. ``guard`` (it raises to refuse) is asked just before the output is renamed into place."""
     output_format(output)  # refuse an unwritable format before any work
+    check_alpha_output(settings, output)
     started = time.perf_counter()
     picture = read_image(target)
     processor = FaceProcessor(settings, list(sources))
     processor.prepare(STILL)
-    work: Work = Chain(processor).one(picture.bgr)
+    work: Work = Chain(processor).one(picture.bgr, alpha=picture.alpha)
     faces = work.faces
     if not faces and any(isinstance(p, FaceProcessorBase) for p in processor.processors):
         raise UserError(f"no face to replace in the target {target.name} "
                         f"(selector.mode={settings.selector.mode})")
     result = work.out
     assert result is not None  # Chain.one sets it for every frame
+    picture = replace(picture, alpha=work.alpha)  # its own alpha as the chain left it (the remover's)
     write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality,
                 guard=guard)
     return {

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 Frame: TypeAlias = npt.NDArray[np.uint8]  # H×W×3 BGR uint8
 Mask: TypeAlias = npt.NDArray[np.float32]  # H×W float32 in [0, 1]
+Alpha: TypeAlias = npt.NDArray[np.uint8]  # H×W uint8 transparency of a frame (255: opaque; None: all opaque)
 Embedding: TypeAlias = npt.NDArray[np.float32]  # (D,) L2-normalised
 Landmarks5: TypeAlias = npt.NDArray[np.float32]  # (5, 2): left eye, right eye, nose, left mouth, right mouth
 Matrix: TypeAlias = npt.NDArray[np.float64]  # 2×3 affine
@@ -58,10 +59,11 @@ LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syn
 VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
 # FaceFusion's vocabulary; see pipeline/processors/
 ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor", "lip_syncer", "deep_swapper", "age_modifier"]
+                        "expression_restorer", "face_editor", "lip_syncer", "deep_swapper", "age_modifier",
+                        "background_remover"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
                     "colorizer", "frame_enhancer", "liveportrait", "lip_syncer", "voice_extractor",
-                    "deep_swapper", "age_modifier", "classifier"]
+                    "deep_swapper", "age_modifier", "classifier", "background_remover"]
 
 # deep_swapper.model: the catalog's DFM models (shared/PROCESSORS.md §8.1); custom/<stem> names the user's own
 DeepSwapperName = Literal["iperov/elon_musk_224", "dflive/keanu_reeves_320", "dflive/jackie_chan"]
@@ -118,3 +120,11 @@ class Face:
         lm68 = None if self.landmarks68 is None else (self.landmarks68 * factor).astype(np.float32)
         return replace(self, box=(self.box * factor).astype(np.float32),
                        landmarks=(self.landmarks * factor).astype(np.float32), landmarks68=lm68)
+
+
+# background_remover.model: FaceFusion 3.8.1's background removers (shared/PROCESSORS.md §7)
+BackgroundRemoverName = Literal[
+    "ben_2", "birefnet_general", "birefnet_portrait", "corridor_key_1024", "corridor_key_2048",
+    "isnet_general", "modnet", "ormbg", "rmbg_1.4", "rmbg_2.0", "silueta", "u2net_cloth", "u2net_general",
+    "u2net_human", "u2netp",
+]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import paths
+from pipeline.alpha import ALPHA_IMAGES
 from pipeline.errors import UserError
 from pipeline.media import IMAGE_OUTPUTS, MediaKind, check_media, kind_of
 
@@ -50,15 +51,17 @@ def safe_stem(name: str, limit: int = 48) -> str:
     return cleaned or "file"
 
 
-def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
-    """A fresh output file for ``target`` inside ``folder/owner`` (the owner's name made safe)."""
+def output_path(folder: Path, target: str | Path, owner: str = "", transparent: bool = False) -> Path:
+    """A fresh output file for ``target`` inside ``folder/owner`` (the owner's name made safe); a
+    ``transparent`` one in a format that keeps alpha (a still's own .png/.webp, else .png; a video .webm)."""
     target = Path(target)
     sub = folder / safe_stem(owner or "local")
     sub.mkdir(parents=True, exist_ok=True)
     if kind_of(target) == "image":
-        suffix = target.suffix.lower() if target.suffix.lower() in IMAGE_OUTPUTS else ".png"
+        keeps = ALPHA_IMAGES if transparent else IMAGE_OUTPUTS
+        suffix = target.suffix.lower() if target.suffix.lower() in keeps else ".png"
     else:
-        suffix = ".mp4"
+        suffix = ".webm" if transparent else ".mp4"
     stashed = re.match(r"^[0-9a-f]{16}-", target.stem)  # a stashed upload: drop the hash again
     stem = safe_stem(target.stem.split("-", 1)[-1] if stashed else target.stem)
     # a random part: jobs queued in the same second must not share a name (their files appear only when done)

@@ -859,6 +859,45 @@ def _classifier(entry: ModelEntry, g: _Graph, *, age: int = 3, race: int = 0, ge
     return [_vi(x, "float32", _dims(spec))], outputs
 
 
+# --- background removers (shared/PROCESSORS.md §7) ----------------------------------------------------------
+
+
+def _denormalised(g: _Graph, x: str, entry: ModelEntry, c: int) -> str:
+    """Input channel ``c`` back in [0, 1] by the entry's mean/std (fed wrongly, it comes out wrong)."""
+    return g.op("Add", g.op("Mul", _channel(g, x, c), g.const(entry.std[c])), g.const(entry.mean[c]))
+
+
+def _background_remover(entry: ModelEntry, g: _Graph, *, invert: bool = False, gain: float = 1.0,
+                        ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """The foreground is the input's RED (RGB channel 0, mean/std undone): a red region is the person, a
+    region without red the background, a level in between that level (so a wrong channel order, mean or
+    std shows). u2net_cloth: class scores (0.5, red, 0, 0) (foreground where red > 0.5); corridor_key:
+    alpha = its 4th input channel (the coarse key, fed un-normalised), foreground = 1 − RGB. ``invert``:
+    the background marked (a wrong file for ``models check``); ``gain``: red's contrast about 0.5, clipped
+    to [0, 1] (4: a red level below 0.375 is surely background, above 0.625 surely foreground)."""
+    spec = entry.inputs[0]
+    name = _name(spec, "input")
+    red = _denormalised(g, name, entry, 0)
+    if invert:
+        red = g.op("Sub", g.const(1.0), red)
+    if gain != 1.0:
+        red = g.op("Clip", g.op("Add", g.op("Mul", g.op("Sub", red, g.const(0.5)), g.const(gain)),
+                                g.const(0.5)), g.const(0.0), g.const(1.0))
+    outs = [_name(o, f"output{i}") for i, o in enumerate(entry.outputs)]
+    if entry.family == "u2net_cloth":
+        half = g.op("Add", g.op("Mul", red, g.const(0.0)), g.const(0.5))
+        zero = g.op("Mul", red, g.const(0.0))
+        g.op("Concat", half, red, zero, zero, axis=1, out=outs[0])
+    elif entry.family == "corridor_key":
+        g.op("Identity", _channel(g, name, 3), out=outs[0])
+        rgb = g.op("Concat", *(_denormalised(g, name, entry, c) for c in range(3)), axis=1)
+        g.op("Sub", g.const(1.0), rgb, out=outs[1])
+    else:
+        g.op("Identity", red, out=outs[0])
+    return ([_vi(name, "float32", _dims(spec))],
+            [_vi(n, "float32", _dims(o)) for n, o in zip(outs, entry.outputs, strict=True)])
+
+
 def _builder(entry: ModelEntry) -> Any:
     if entry.role == "detector":
         return _yolo if entry.name == "yolo_face" else _scrfd
@@ -866,7 +905,7 @@ def _builder(entry: ModelEntry) -> Any:
             "parser": _parser, "landmarker": _landmarker, "colorizer": _colorizer,
             "frame_enhancer": _frame_enhancer, "liveportrait": _live_portrait, "lip_syncer": _lip_syncer,
             "voice_extractor": _voice_extractor, "deep_swapper": _dfm, "age_modifier": _age_modifier,
-            "classifier": _classifier}[entry.role]
+            "classifier": _classifier, "background_remover": _background_remover}[entry.role]
 
 
 def make_surrogate(name: str, path: Path, *, signature: Signature | None = None, **options: Any) -> Path:

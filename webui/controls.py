@@ -43,6 +43,7 @@ SECTION_TABS: dict[str, str] = {
     "lip_syncer": "Processors",
     "deep_swapper": "Processors",
     "age_modifier": "Processors",
+    "background_remover": "Processors",
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
@@ -231,7 +232,7 @@ SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "
                   "selector": "Which faces", "frame_colorizer": "Frame colouriser",
                   "frame_enhancer": "Frame enhancer", "expression_restorer": "Expression restorer",
                   "face_editor": "Face editor", "lip_syncer": "Lip syncer", "deep_swapper": "Deep swapper",
-                  "age_modifier": "Age modifier"}
+                  "age_modifier": "Age modifier", "background_remover": "Background remover"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:

@@ -213,7 +213,7 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     kept_target = api.stash(target)
     kept_audio = None if audio is None else api.stash(audio, None)
     owner = ctx.owner(request)
-    output = api.output_path(ctx.outputs, kept_target, owner)
+    output = api.output_path(ctx.outputs, kept_target, owner, transparent=api.transparent(settings))
     job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner, audio=kept_audio)
     ctx.audit.record(owner, "add", job=job.id)
     return job

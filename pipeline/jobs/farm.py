@@ -302,7 +302,7 @@ class FarmVideoJob(runner.SegmentedJob):
         def task(start: int, frames: int | None) -> SegmentTask:
             return SegmentTask(self.job.id, settings_json, tuple(self.job.sources), self.job.target,
                                inputs, str(self.work), token, start, frames, models, ship, hold,
-                               self.job.audio)
+                               self.job.audio, Path(self.job.output).suffix)
 
         return task
 

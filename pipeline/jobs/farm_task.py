@@ -57,6 +57,7 @@ class SegmentTask:
     ship: bool = False  # return the bytes even when the folder is visible (a node with a look-alike path)
     hold: str | None = None  # a test's FolderGate folder: the task may wait there before it renders
     audio: str | None = None  # the job's new voice (a lip syncer follows it), shipped as an input
+    container: str | None = None  # the joined output's suffix (a transparent output's segments: its codec)
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
             return segments.SegmentWriter(folder, first_frame=task.start,
                                           segment_frames=task.frames or 1 << 40, source=info,
                                           settings=settings, size=(width, height),
-                                          on_segment=written.append)
+                                          on_segment=written.append, container=task.container)
 
         seeked, frames = seek_range(settings, info, task.start, task.frames, voice is not None)
         Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames,

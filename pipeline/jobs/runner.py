@@ -104,13 +104,14 @@ class SegmentedJob:
     """
 
     def __init__(self, job: Job, ctx: JobContext, settings: Settings | None = None) -> None:
+        from pipeline.alpha import transparent
         from pipeline.media import check_video_output
         from pipeline.video.probe import probe
 
         self.job, self.ctx, self.settings = job, ctx, settings or job.settings
         self.target, self.output = Path(job.target), Path(job.output)
         self.voice = None if job.audio is None else Path(job.audio)  # the output's new sound, if any
-        check_video_output(self.output)
+        check_video_output(self.output, transparent(self.settings))
         self.started = time.perf_counter()
         self.info: VideoInfo = probe(self.target)
         self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
@@ -225,7 +226,8 @@ class VideoJob(SegmentedJob):
         return segments.SegmentWriter(self.work, first_frame=self.resumed_at,
                                       pace=self.ctx.pace, source=self.info,
                                       settings=self.settings, size=(width, height),
-                                      on_segment=self.add_segment, cancel=self.ctx.control.cancel)
+                                      on_segment=self.add_segment, cancel=self.ctx.control.cancel,
+                                      container=self.output.suffix)
 
 
 def discard(job_id: int, output: Path | str) -> None:

@@ -137,8 +137,10 @@ class SegmentWriter:
     def __init__(self, work: Path, *, first_frame: int, source: VideoInfo, settings: Settings,
                  size: tuple[int, int], on_segment: Callable[[Segment], None], pace: Pace | None = None,
                  segment_frames: int | None = None, cancel: threading.Event | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, container: str | None = None) -> None:
+        """``container``: the joined output's suffix (a transparent output's segments take its codec)."""
         self.work = work
+        self.container = container
         self.next_start = first_frame
         self.pace = pace
         self.segment_frames = segment_frames
@@ -157,7 +159,8 @@ class SegmentWriter:
         if self._current is None:
             self._start = self.next_start
             self._current = encoder_for(self.work / segment_name(self._start), self.source, self.settings,
-                                        size=self.size, audio=False, cancel=self.cancel)
+                                        size=self.size, audio=False, cancel=self.cancel,
+                                        container=self.container)
             self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
             self._opened = self._clock()
         self._current.write(frame)

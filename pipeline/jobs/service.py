@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import env
-from pipeline.checks import check_audio, check_lip_sync_sound, check_output_size, require_models
+from pipeline.alpha import transparent
+from pipeline.checks import (
+    check_alpha_output,
+    check_audio,
+    check_lip_sync_sound,
+    check_output_size,
+    require_models,
+)
 from pipeline.errors import UserError
 from pipeline.image import is_image_path, output_format, read_image
 from pipeline.jobs import clash
@@ -33,8 +40,9 @@ def open_store(path: str | Path | None = None) -> JobStore:
     return JobStore(path, stale_after=env.QUEUE_STALE_AFTER.get(), max_attempts=env.QUEUE_MAX_ATTEMPTS.get())
 
 
-def validate(sources: Sequence[Path], target: Path, output: Path) -> MediaKind:
-    """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``."""
+def validate(sources: Sequence[Path], target: Path, output: Path, alpha: bool = False) -> MediaKind:
+    """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``
+    (``alpha``: a transparent output, whose formats ``checks.check_alpha_output`` has checked)."""
     for source in sources:
         if not source.is_file():
             raise UserError(f"source image not found: {source}")
@@ -47,7 +55,7 @@ def validate(sources: Sequence[Path], target: Path, output: Path) -> MediaKind:
         output_format(output)
         return "image"
     probe(target)  # BadMedia: not a video, truncated, unknown codec...
-    check_video_output(output)
+    check_video_output(output, alpha)
     return "video"
 
 
@@ -60,7 +68,8 @@ def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, outp
     target, output = Path(target).absolute(), Path(output).absolute()
     output = Path(os.path.realpath(output.parent)) / output.name
     voice = None if audio is None else Path(audio).absolute()
-    validate(paths, target, output)
+    check_alpha_output(settings, output)  # a transparent background into a file that keeps it
+    validate(paths, target, output, transparent(settings))
     if voice is not None:
         check_audio(voice)
         check_output(output, [voice])  # the job's new sound is an input too

@@ -569,6 +569,50 @@ _add(ModelEntry(
     description="FairFace age, gender and race classifier (the age modifier's age estimate)",
 ))
 
+# --- background removers (FaceFusion's exports; shared/PROCESSORS.md §7) --------------------------------
+# Input ``input`` 1×3×S×S RGB, (x/255 − mean)/std, the frame resized to S×S (aspect not kept). Output 0 is the
+# foreground probability 1×1×S×S in [0, 1] (FaceFusion reads it by position and applies no sigmoid), except
+# u2net_cloth (class scores 1×4×S×S: argmax, any class but 0 is foreground) and corridor_key (1×4×S×S input:
+# RGB normalised + an un-normalised coarse green key; outputs alpha 1×1×S×S then foreground RGB 1×3×S×S in
+# [0, 1]). Known CRC32 (Hugging Face file pages): ben_2 04a93653, corridor_key_1024 34d1b3f1, u2net_human
+# 38fd5511; the others are read from the .hash file at fetch.
+_BG_UNVERIFIED = ("the output's name and shape (read by position; FaceFusion assumes [0, 1]); whether the "
+                  "spatial axes are fixed at the model's size; size and sha256")
+_BACKGROUND_REMOVERS: tuple[tuple[str, str, int, tuple[float, float, float], tuple[float, float, float],
+                                  str], ...] = (
+    ("ben_2", "ben", 1024, (0.0,) * 3, (1.0,) * 3, "MIT (PramaLLC BEN2, 2025)"),
+    ("birefnet_general", "birefnet", 1024, (0.0,) * 3, (1.0,) * 3, "MIT (ZhengPeng7 BiRefNet, 2024)"),
+    ("birefnet_portrait", "birefnet", 1024, (0.0,) * 3, (1.0,) * 3, "MIT (ZhengPeng7 BiRefNet, 2024)"),
+    ("corridor_key_1024", "corridor_key", 1024, IMAGENET_MEAN, IMAGENET_STD,
+     "Non-Commercial (nikopueringer CorridorKey, 2025)"),
+    ("corridor_key_2048", "corridor_key", 2048, IMAGENET_MEAN, IMAGENET_STD,
+     "Non-Commercial (nikopueringer CorridorKey, 2025)"),
+    ("isnet_general", "isnet", 1024, HALF, (1.0,) * 3, "Apache-2.0 (xuebinqin DIS, 2022)"),
+    ("modnet", "modnet", 512, HALF, HALF, "Apache-2.0 (ZHKKKe MODNet, 2020)"),
+    ("ormbg", "ormbg", 1024, (0.0,) * 3, (1.0,) * 3, "Apache-2.0 (schirrmacher ormbg, 2024)"),
+    ("rmbg_1.4", "rmbg", 1024, HALF, (1.0,) * 3, "Non-Commercial (Bria RMBG-1.4, 2023)"),
+    ("rmbg_2.0", "rmbg", 1024, IMAGENET_MEAN, IMAGENET_STD, "Non-Commercial (Bria RMBG-2.0, 2024)"),
+    ("silueta", "silueta", 320, IMAGENET_MEAN, IMAGENET_STD, "Apache-2.0 (Kikedao silueta, 2022)"),
+    ("u2net_cloth", "u2net_cloth", 768, IMAGENET_MEAN, IMAGENET_STD, "MIT (levindabhi cloth-seg, 2021)"),
+    ("u2net_general", "u2net", 320, IMAGENET_MEAN, IMAGENET_STD, "Apache-2.0 (xuebinqin U-2-Net, 2020)"),
+    ("u2net_human", "u2net", 320, IMAGENET_MEAN, IMAGENET_STD, "Apache-2.0 (xuebinqin U-2-Net, 2021)"),
+    ("u2netp", "u2netp", 320, IMAGENET_MEAN, IMAGENET_STD, "Apache-2.0 (xuebinqin U-2-Net, 2021)"),
+)
+for _key, _kind, _side, _mean, _std, _licence in _BACKGROUND_REMOVERS:
+    _url, _hash = _ff("models-3.6.0" if _kind == "corridor_key" else "models-3.5.0", f"{_key}.onnx")
+    _key_in = _kind == "corridor_key"
+    _add(ModelEntry(
+        name=_key, role="background_remover",
+        family=_kind if _kind in ("u2net_cloth", "corridor_key") else "background_remover",
+        file=f"{_key}.onnx", url=_url, sha256=None, crc32_url=_hash, licence=_licence, input_size=_side,
+        mean=_mean, std=_std,
+        inputs=(TensorSpec("input", (1, 4 if _key_in else 3, _side, _side)),),
+        outputs=((TensorSpec(None, (1, 1, _side, _side)), TensorSpec(None, (1, 3, _side, _side))) if _key_in
+                 else (TensorSpec(None, (1, 4 if _kind == "u2net_cloth" else 1, _side, _side)),)),
+        unverified=_BG_UNVERIFIED + ("; the order of the outputs (alpha, foreground)" if _key_in else ""),
+        description=f"{_key}: background remover ({_kind}, {_side}px)",
+    ))
+
 # Download sizes (MB = 10^6 bytes, approximate, for display only: never verified) of models without a pinned
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,

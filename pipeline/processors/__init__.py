@@ -12,11 +12,14 @@
 - ``lip_syncer.py``     lip_syncer: each chosen face's mouth moved to the clip's sound (or a new voice)
 - ``deep_swapper.py``   deep_swapper: each chosen face swapped by a DeepFaceLive DFM model
 - ``age_modifier.py``   age_modifier: each face made younger or older (fran, styleganex_age)
+- ``background_remover.py`` background_remover: each whole frame's background painted a colour or made
+                        transparent (the frames' alpha plane from it on)
 """
 
 from __future__ import annotations
 
 from pipeline.processors.age_modifier import AgeModifierProcessor
+from pipeline.processors.background_remover import BackgroundRemoverProcessor
 from pipeline.processors.base import STILL, FaceProcessorBase, FrameProcessorBase, Media, Processor
 from pipeline.processors.deep_swapper import DeepSwapperProcessor
 from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
@@ -31,10 +34,11 @@ from pipeline.types import ProcessorName
 PROCESSORS: dict[ProcessorName, type[Processor]] = {
     cls.name: cls for cls in (FaceSwapperProcessor, FaceEnhancerProcessor, FrameColorizerProcessor,
                               FrameEnhancerProcessor, ExpressionRestorerProcessor, FaceEditorProcessor,
-                              LipSyncerProcessor, DeepSwapperProcessor, AgeModifierProcessor)
+                              LipSyncerProcessor, DeepSwapperProcessor, AgeModifierProcessor,
+                              BackgroundRemoverProcessor)
 }
 
-__all__ = ["PROCESSORS", "STILL", "AgeModifierProcessor", "DeepSwapperProcessor",
-           "ExpressionRestorerProcessor", "FaceEditorProcessor", "FaceEnhancerProcessor", "FaceProcessorBase",
-           "FaceSwapperProcessor", "FrameColorizerProcessor", "FrameEnhancerProcessor", "FrameProcessorBase",
-           "LipSyncerProcessor", "Media", "Processor"]
+__all__ = ["PROCESSORS", "STILL", "AgeModifierProcessor", "BackgroundRemoverProcessor",
+           "DeepSwapperProcessor", "ExpressionRestorerProcessor", "FaceEditorProcessor",
+           "FaceEnhancerProcessor", "FaceProcessorBase", "FaceSwapperProcessor", "FrameColorizerProcessor",
+           "FrameEnhancerProcessor", "FrameProcessorBase", "LipSyncerProcessor", "Media", "Processor"]

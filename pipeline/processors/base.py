@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
+import cv2
+import numpy as np
+
 from pipeline.settings import Settings
-from pipeline.types import Face, Frame, ProcessorName
+from pipeline.types import Alpha, Face, Frame, ProcessorName
 
 if TYPE_CHECKING:
     from pipeline.models.sessions import CatalogSession
@@ -139,3 +142,19 @@ class FrameProcessorBase(Processor):
     @abstractmethod
     def run_frames(self, frames: Sequence[Frame], at: Sequence[int]) -> list[Frame]:
         """``frames`` processed (new arrays: the inputs are left as they are), ``scale`` × their size."""
+
+    def run_alpha(self, frames: Sequence[Frame], alphas: Sequence[Alpha | None],
+                  at: Sequence[int]) -> tuple[list[Frame], list[Alpha | None]]:
+        """``frames`` processed with their alpha planes (uint8 H×W, None: opaque): by default
+        :meth:`run_frames`, each alpha resized linearly to its new frame (a processor that makes alpha, the
+        background remover, says otherwise)."""
+        done = self.run_frames(frames, at)
+        return done, [scaled_alpha(a, f) for a, f in zip(alphas, done, strict=True)]
+
+
+def scaled_alpha(alpha: Alpha | None, frame: Frame) -> Alpha | None:
+    """``alpha`` at ``frame``'s size (resized linearly where a frame processor scaled the frame)."""
+    if alpha is None or alpha.shape[:2] == frame.shape[:2]:
+        return alpha
+    return np.asarray(cv2.resize(alpha, (frame.shape[1], frame.shape[0]), interpolation=cv2.INTER_LINEAR),
+                      np.uint8)

@@ -186,6 +186,33 @@ def quality_args(encoder: str, quality: int, preset: EncoderPreset) -> list[str]
     return ["-preset", _X264_PRESETS[preset], "-crf", str(round(35 - 23 * q))]
 
 
+@dataclass(frozen=True)
+class AlphaCodec:
+    """The video codec a container's transparent output is encoded with (shared/PROCESSORS.md §7.2)."""
+
+    encoder: str
+    pix_fmt: str
+    args: tuple[str, ...] = ()
+
+
+# by output suffix: WebM takes VP9 with its alpha (libvpx keeps it beside the picture), MOV ProRes 4444
+ALPHA_CODECS: dict[str, AlphaCodec] = {
+    ".webm": AlphaCodec("libvpx-vp9", "yuva420p", ("-auto-alt-ref", "0", "-row-mt", "1")),
+    ".mov": AlphaCodec("prores_ks", "yuva444p10le", ("-profile:v", "4444", "-vendor", "apl0")),
+}
+_VP9_SPEED = {"fastest": "8", "fast": "5", "medium": "4", "slow": "2", "slowest": "1"}
+
+
+def alpha_quality_args(codec: AlphaCodec, quality: int, preset: EncoderPreset) -> list[str]:
+    """output.quality and output.preset for a transparent output: VP9 constant quality CRF 50 (q=0) .. 15
+    (q=100), ``-cpu-used`` by preset; ProRes ``-qscale:v`` 24 .. 2."""
+    q = min(max(quality, 0), 100) / 100.0
+    if codec.encoder == "libvpx-vp9":
+        return ["-crf", str(round(50 - 35 * q)), "-b:v", "0", "-deadline", "good",
+                "-cpu-used", _VP9_SPEED[preset], *codec.args]
+    return ["-qscale:v", str(round(24 - 22 * q)), *codec.args]
+
+
 # a damaged source's audio made to fit the video: its gaps filled with silence, the end padded with silence
 # and cut where the video ends (``-shortest``: the padded audio never ends first)
 FIT_AUDIO = ["-af", "aresample=async=1,apad", "-shortest"]
@@ -271,12 +298,15 @@ def encode_cmd(
     color_args: list[str] | None = None,
     source: SourceMux | None = None,
     metadata: dict[str, str] | None = None,
+    alpha: AlphaCodec | None = None,
 ) -> list[str]:
-    """Raw BGR24 frames on stdin -> ``output``, optionally muxing the audio and subtitles of ``source``."""
+    """Raw BGR24 frames on stdin -> ``output``, optionally muxing the audio and subtitles of ``source``
+    (``alpha``: BGRA frames, encoded with their alpha in that codec's pixel format)."""
     inputs, maps = source_args(source, 1)
-    cmd = [ffmpeg, *QUIET, "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
+    pix_in, pix_out = ("bgr24", "yuv420p") if alpha is None else ("bgra", alpha.pix_fmt)
+    cmd = [ffmpeg, *QUIET, "-y", "-f", "rawvideo", "-pix_fmt", pix_in, "-s", f"{width}x{height}",
            "-framerate", rate_arg(fps), "-i", "pipe:0", *inputs, "-map", "0:v:0", *maps]
-    cmd += ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format=yuv420p", *video_args]
+    cmd += ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format={pix_out}", *video_args]
     cmd += color_args or []
     for key, value in (metadata or {}).items():
         cmd += ["-metadata", f"{key}={value}"]

@@ -32,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from pipeline import liveness
+from pipeline.alpha import FORMATS_LINE, transparent
 from pipeline.errors import Cancelled, FacestationError, UserError, fault_in_text, os_fault
 from pipeline.filenames import same_file, temp_name
 from pipeline.provenance import provenance_metadata
@@ -153,7 +154,9 @@ class Encoder:
         preset: EncoderPreset = "medium",
         models: list[str] | tuple[str, ...] = (),
         cancel: threading.Event | None = None,
+        alpha: builders.AlphaCodec | None = None,
     ) -> None:
+        """``alpha``: BGRA frames, encoded with their transparency by that codec (else BGR)."""
         self.output = Path(output).absolute()
         self.width, self.height = width, height
         self.frames = 0
@@ -161,9 +164,16 @@ class Encoder:
         self._source = source.path if source is not None else None
         self._done = False
         exe = ffmpeg.ffmpeg_exe()
-        self.encoder, self.encoder_reason = encoders.choose_encoder(encoder, exe)
+        self.channels = 3 if alpha is None else 4
+        if alpha is None:
+            self.encoder, self.encoder_reason = encoders.choose_encoder(encoder, exe)
+            video_args = ["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)]
+        else:
+            self.encoder, self.encoder_reason = _alpha_encoder(alpha, exe, self.output.name)
+            video_args = ["-c:v", self.encoder, *builders.alpha_quality_args(alpha, quality, preset)]
         out_w, out_h = width + width % 2, height + height % 2
-        self._pad = np.empty((out_h, out_w, 3), np.uint8) if (out_w, out_h) != (width, height) else None
+        padded = (out_w, out_h) != (width, height)
+        self._pad = np.empty((out_h, out_w, self.channels), np.uint8) if padded else None
         matrix, color_args = output_colors(source, out_h)
         mux = None
         if source is not None and mux_source:
@@ -174,9 +184,8 @@ class Encoder:
         self.partial = partial_name(self.output)
         cmd = builders.encode_cmd(
             exe, self.partial, width=out_w, height=out_h, fps=fps,
-            video_args=["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)],
-            matrix=matrix, color_args=color_args,
-            source=mux, metadata=provenance_metadata(models),
+            video_args=video_args, matrix=matrix, color_args=color_args,
+            source=mux, metadata=provenance_metadata(models), alpha=alpha,
         )
         log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
         self._process = FFmpegProcess(cmd, stdin=True, cancel=cancel)
@@ -187,12 +196,12 @@ class Encoder:
             raise Cancelled("encoding cancelled")
 
     def write(self, frame: np.ndarray) -> None:
-        """Append one BGR uint8 frame of the size given at construction."""
+        """Append one BGR (BGRA with ``alpha``) uint8 frame of the size given at construction."""
         if self._done:
             raise EncodeError("write() after close() or abort()")
-        if frame.shape != (self.height, self.width, 3) or frame.dtype != np.uint8:
+        if frame.shape != (self.height, self.width, self.channels) or frame.dtype != np.uint8:
             self.abort()
-            raise ValueError(f"expected a {self.height}x{self.width}x3 uint8 frame, "
+            raise ValueError(f"expected a {self.height}x{self.width}x{self.channels} uint8 frame, "
                              f"got {frame.shape} {frame.dtype}")
         self._check_cancel()
         if self._pad is not None:
@@ -272,6 +281,25 @@ class Encoder:
             self.abort()
 
 
+def _alpha_encoder(codec: builders.AlphaCodec, exe: str, name: str) -> tuple[str, str]:
+    """(encoder, reason) for a transparent output; a UserError where this ffmpeg lacks the encoder."""
+    if codec.encoder not in ffmpeg.encoders(exe):
+        raise UserError(f"{name}: a transparent video needs ffmpeg's {codec.encoder} encoder, which {exe} "
+                        "lacks: install a full ffmpeg (apt-get install ffmpeg)")
+    return codec.encoder, f"transparent output: {codec.encoder} ({codec.pix_fmt})"
+
+
+def alpha_codec(settings: Settings, suffix: str) -> builders.AlphaCodec | None:
+    """The codec of a transparent output with ``suffix`` (None: the output is opaque); a UserError for a
+    transparent output into a container that has none (refused before the run: checks.check_alpha_output)."""
+    if not transparent(settings):
+        return None
+    codec = builders.ALPHA_CODECS.get(suffix.lower())
+    if codec is None:
+        raise UserError(f"a {suffix} video cannot keep transparency: use {FORMATS_LINE}")
+    return codec
+
+
 def encoder_for(
     output: str | Path,
     info: VideoInfo,
@@ -282,13 +310,15 @@ def encoder_for(
     voice: Path | None = None,
     models: list[str] | tuple[str, ...] = (),
     cancel: threading.Event | None = None,
+    container: str | None = None,
 ) -> Encoder:
     """An Encoder for a render of ``info`` with the output/trim/audio choices of ``settings``: the one place
     where settings become encoder arguments.
 
     ``size``: the (width, height) of the frames, if not the source's; ``audio=False``: video only (a segment
     of a resumable job, whose audio and subtitles are muxed in when the segments are joined); ``voice``: a
-    new sound the output carries instead of the source's (``--audio``).
+    new sound the output carries instead of the source's (``--audio``); ``container``: the suffix whose codec
+    a transparent output takes, if not the output's (a job's segments take the joined file's).
     """
     width, height = size or (info.width, info.height)
     return Encoder(
@@ -296,5 +326,5 @@ def encoder_for(
         start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
         fit_audio=settings.video.allow_damaged, mux_source=audio, voice=voice,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
-        models=models, cancel=cancel,
+        models=models, cancel=cancel, alpha=alpha_codec(settings, container or Path(output).suffix),
     )
