@@ -36,6 +36,9 @@ REAL_IO = {
     "arcface_w600k_r50": (["input.1"], ["683"]),
     "gfpgan_1.4": (["input"], ["output"]),
     "scrfd_10g": (["input.1"], ["448", "471", "494", "451", "474", "497", "454", "477", "500"]),
+    "real_esrgan_x4": (["input"], ["output"]),  # FaceFusion reads the output by position: any name
+    "real_esrgan_x2": (["input"], ["output"]),
+    "wav2lip_gan_96": (["source", "target"], ["output"]),
 }
 
 
@@ -98,6 +101,40 @@ def test_inswapper_cost_is_the_issue_layer_list() -> None:
 def test_gfpgan_reference_count_agrees_with_the_graph() -> None:
     _, _, gmac = mt.measure(mt.TWINS["gfpgan_1.4"])
     assert gmac["1×512² face"] == pytest.approx(mt.gfpgan_reference_gmac(), rel=1e-9)
+
+
+@pytest.mark.parametrize(("name", "scale"), [("real_esrgan_x4", 4), ("real_esrgan_x2", 2)])
+def test_rrdbnet_twins_are_the_published_layer_table(name: str, scale: int) -> None:
+    """The graph's parameters and cost equal RRDBNet's layer table counted in closed form; x4plus has the
+    16,697,987 parameters of RealESRGAN_x4plus, x2plus 5,184 more (conv_first takes 12 channels)."""
+    twin = mt.TWINS[name]
+    net, _, gmac = mt.measure(twin)
+    params, macs = mt.processor_twins.rrdbnet_reference(scale, 256)
+    assert net.params == params == {4: 16_697_987, 2: 16_697_987 + 9 * 9 * 64}[scale]
+    assert gmac["256² tile"] * 1e9 == pytest.approx(macs, rel=1e-12)
+    entry = catalog.get(name)
+    assert entry.tile is not None and entry.tile[0] == 256 and entry.scale == scale
+    out = net.outputs[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in out] == [1, 3, 256 * scale, 256 * scale]
+
+
+def test_wav2lip_twin_is_the_published_layer_table() -> None:
+    net, _, gmac = mt.measure(mt.TWINS["wav2lip_gan_96"])
+    params, macs = mt.processor_twins.wav2lip_reference()
+    assert net.params == params and params == pytest.approx(36e6, rel=0.01)
+    assert gmac["1×96² face"] * 1e9 == pytest.approx(macs, rel=1e-12)
+    kinds = [n.op_type for n in net.nodes]
+    assert kinds.count("ConvTranspose") == 6 and kinds.count("Concat") == 7 and kinds[-2] == "Sigmoid"
+
+
+def test_transposed_convs_are_counted_per_input_element() -> None:
+    """A 3×3 stride-2 ConvTranspose 4 -> 2 channels on 5×5 (to 10×10): 25 × 4 inputs × 2 × 9 MACs."""
+    net = mt.Net("ct", seed=0)
+    x = net.input("x", [1, 4, 5, 5])
+    y = net.op("ConvTranspose", x, net.weight((4, 2, 3, 3), 0.1), kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1], output_padding=[1, 1])
+    net.output(y, "y", [1, 2, 10, 10])
+    assert mt.count_macs(net, {"x": (1, 4, 5, 5)}) == 25 * 4 * 2 * 9
 
 
 @pytest.mark.parametrize("name", FP32_NAMES)
