@@ -13,9 +13,9 @@ and sha256, and a twin whose file still matches is not rebuilt (``--force`` rebu
 streamed to disk one tensor at a time (the protobuf is written field by field), so building the 554 MB
 swapper holds one layer in memory, never the model.
 
-Cost convention: MAC = one multiply-accumulate of a Conv, Gemm or MatMul, read off the built graph with
-ONNX shape inference; GFLOP = 2 × GMAC. Element-wise ops, norms, resizes and activations are not counted
-(< 1 %). Published figures are quoted in their own convention (mmcv's and ptflops' "FLOPs" count
+Cost convention: MAC = one multiply-accumulate of a Conv, ConvTranspose, Gemm or MatMul, read off the built
+graph with ONNX shape inference; GFLOP = 2 × GMAC. Element-wise ops, norms, resizes and activations are not
+counted (< 1 %). Published figures are quoted in their own convention (mmcv's and ptflops' "FLOPs" count
 multiply-adds, i.e. MACs).
 
 Twins, targets and sources:
@@ -832,7 +832,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-run", action="store_true", help="skip the onnxruntime load + one-run check")
     args = parser.parse_args(argv)
     ok = True
-    print("cost: MAC = multiply-accumulate of Conv/Gemm/MatMul from the built graph; GFLOP = 2 × GMAC")
+    print("cost: MAC = multiply-accumulate of Conv/ConvTranspose/Gemm/MatMul from the built graph; "
+          "GFLOP = 2 × GMAC")
     for twin in resolve(args.only):
         result = build_twin(twin, args.directory, force=args.force)
         if result.built and not args.no_run:

@@ -450,3 +450,44 @@ def test_an_unchanged_cached_twin_is_not_read_again(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(mt, "sha256_of", no_hashing)
     assert not mt.build_twin(twin, tmp_path, width=0.125).built
+
+
+# --- scripts/processor_costs.py ------------------------------------------------------------------------
+
+def _load_costs() -> ModuleType:
+    if "processor_costs" in sys.modules:
+        return sys.modules["processor_costs"]
+    spec = importlib.util.spec_from_file_location("processor_costs", REPO / "scripts" / "processor_costs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["processor_costs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_processor_costs_counts_the_tiles_of_a_1080p_frame() -> None:
+    pc = _load_costs()
+    assert set(pc.PROCESSORS) <= set(mt.TWINS)
+    assert pc.tiles_per_frame(catalog.get("real_esrgan_x4")) == 45  # (256, 16, 8): 9 × 5 (PROCESSORS.md §1.3)
+    assert pc.tiles_per_frame(catalog.get("real_esrgan_x2")) == 45
+    assert pc.tiles_per_frame(catalog.get("span_kendata_x4")) == 170  # (128, 8, 4): 17 × 10
+
+
+def test_processor_costs_times_the_enhancers_own_work_without_its_model() -> None:
+    """The model-free enhancer gives a frame of the scaled size (its cores blended with the resized frame,
+    the model's part zeros) and a positive time, with no model file anywhere."""
+    pc = _load_costs()
+    frame = np.full((90, 160, 3), 200, np.uint8)
+    upscaler = pc.ModelFreeUpscaler("real_esrgan_x2")
+    out = upscaler.enhance([frame], 80)[0]
+    assert out.shape == (180, 320, 3)
+    assert abs(int(np.median(out)) - 40) <= 1  # 0.2 × 200 + 0.8 × 0
+    assert pc.enhancer_own_ms("real_esrgan_x2", frame, 1) > 0
+
+
+def test_processor_costs_tone_is_a_wav_of_the_asked_length(tmp_path: Path) -> None:
+    import wave
+
+    pc = _load_costs()
+    with wave.open(str(pc.tone(tmp_path / "v.wav", 0.5)), "rb") as fh:
+        assert (fh.getnchannels(), fh.getframerate(), fh.getnframes()) == (1, 16000, 8000)
