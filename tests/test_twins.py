@@ -491,3 +491,20 @@ def test_processor_costs_tone_is_a_wav_of_the_asked_length(tmp_path: Path) -> No
     pc = _load_costs()
     with wave.open(str(pc.tone(tmp_path / "v.wav", 0.5)), "rb") as fh:
         assert (fh.getnchannels(), fh.getframerate(), fh.getnframes()) == (1, 16000, 8000)
+
+
+def test_narrow_rrdbnet_twin_runs_in_the_frame_enhancer(isolated_dirs: dict[str, Path]) -> None:
+    """The loader takes the x2 twin (catalog check; the pixel-unshuffle keeps the batch open, so the
+    dynamic-batch rewrite applies) and the enhancer upscales a frame of one tile with it."""
+    from pipeline.enhance.frame import TiledUpscaler
+
+    twin = mt.TWINS["real_esrgan_x2"]
+    result = mt.build_twin(twin, isolated_dirs["models"], width=twin.test_width)
+    assert result.path.parent == isolated_dirs["models"]
+    upscaler = TiledUpscaler("real_esrgan_x2")
+    frame = np.random.default_rng(7).integers(0, 256, (90, 160, 3), dtype=np.uint8)
+    out = upscaler.enhance([frame, frame], 100)
+    assert [o.shape for o in out] == [(180, 320, 3)] * 2
+    np.testing.assert_array_equal(out[0], out[1])
+    assert upscaler.runner.batch is None  # dynamic batch: both frames' tiles in one run
+    assert float(out[0].std()) > 0  # the model's output, not a constant
