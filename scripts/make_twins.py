@@ -13,9 +13,9 @@ and sha256, and a twin whose file still matches is not rebuilt (``--force`` rebu
 streamed to disk one tensor at a time (the protobuf is written field by field), so building the 554 MB
 swapper holds one layer in memory, never the model.
 
-Cost convention: MAC = one multiply-accumulate of a Conv, Gemm or MatMul, read off the built graph with
-ONNX shape inference; GFLOP = 2 × GMAC. Element-wise ops, norms, resizes and activations are not counted
-(< 1 %). Published figures are quoted in their own convention (mmcv's and ptflops' "FLOPs" count
+Cost convention: MAC = one multiply-accumulate of a Conv, ConvTranspose, Gemm or MatMul, read off the built
+graph with ONNX shape inference; GFLOP = 2 × GMAC. Element-wise ops, norms, resizes and activations are not
+counted (< 1 %). Published figures are quoted in their own convention (mmcv's and ptflops' "FLOPs" count
 multiply-adds, i.e. MACs).
 
 Twins, targets and sources:
@@ -60,6 +60,23 @@ Twins, targets and sources:
   not detection. Targets (insightface ``detection/scrfd/README.md``, "SCRFD_10G_KPS | … | 10G | 4.23",
   evaluated at VGA 640×480): 4.23 M parameters, 10 GMAC at 640×480 (mmcv's counter, multiply-adds).
   A 640×640 frame costs 4/3 of that.
+- real_esrgan_x4 / real_esrgan_x2 (frame_enhancer; ``real_esrgan_x4.onnx`` / ``real_esrgan_x2.onnx``):
+  RRDBNet, 23 RRDB, 64 features, growth 32 (xinntao/Real-ESRGAN ``basicsr/archs/rrdbnet_arch.py``, the
+  configuration of ``RealESRGAN_x4plus`` and ``RealESRGAN_x2plus``; the ×2 model pixel-unshuffles its input by
+  2 first), layers in ``twins_processors.py``. I/O as the catalog: ``input`` [1, 3, 256, 256] (the catalog's
+  tile) → ``output`` [1, 3, 1024, 1024] (×4) / [1, 3, 512, 512] (×2), float32. Targets: parameters ≈ 16.7 M
+  (Real-ESRGAN's documentation, model table: RealESRGAN_x4plus ~16.7 M), exactly 16,697,987 (×4) and
+  16,703,171 (×2: conv_first takes 12 channels) by the layer table; file 4 bytes a parameter (no size of
+  FaceFusion's x2/x4 files is published; its x8 file, one conv more, is 69.6 MB). No FLOPs figure at a
+  256² tile is published: the target is the layer table counted in closed form (``rrdbnet_reference``):
+  1,174.9 GMAC per 256² tile at ×4, 293.8 at ×2 (the trunk runs at 128²). A 1080p frame is 45 such tiles.
+- wav2lip_gan_96 (lip_syncer; ``wav2lip_gan_96.onnx``, the same generator as wav2lip_96): Rudrabha/Wav2Lip
+  ``models/wav2lip.py`` (face encoder 96 → 1 px, audio encoder of the mel window, face decoder of transposed
+  convs with the encoder's features concatenated, sigmoid output; ``models/conv.py``: conv + BatchNorm +
+  ReLU, folded here as an eval-mode export folds it). I/O as the catalog: ``source`` [1, 1, 80, 16] and
+  ``target`` [1, 6, 96, 96] → ``output`` [1, 3, 96, 96]. Targets: ≈ 36 M parameters (the figure the task
+  gives; no published count was found: the layer table gives 36,275,283, BatchNorm folded), ≈ 144 MB; no
+  published multiply-adds either: the layer table in closed form (``wav2lip_reference``), 3.97 GMAC a face.
 """
 
 from __future__ import annotations
@@ -84,6 +101,12 @@ from onnx import TensorProto, helper, numpy_helper
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+HERE = str(Path(__file__).resolve().parent)
+if HERE not in sys.path:  # twins_processors beside this file, also when loaded from elsewhere (tests)
+    sys.path.insert(0, HERE)
+
+import twins_processors as processor_twins  # noqa: E402
 
 from pipeline.models import catalog, fp16  # noqa: E402
 from pipeline.models.onnxfile import field_key  # noqa: E402
@@ -157,14 +180,17 @@ class Net:
         return out
 
     # --- layers -------------------------------------------------------------------------------------
-    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, pad: int | None = None,
-             bias: bool = True, gain: float = math.sqrt(2.0), bias_mean: float = 0.0) -> str:
-        """Conv with He-style init (std = gain / sqrt(fan_in)); ``pad`` defaults to k // 2 (zeros)."""
+    def conv(self, x: str, cin: int, cout: int, k: int, stride: int | tuple[int, int] = 1,
+             pad: int | None = None, bias: bool = True, gain: float = math.sqrt(2.0),
+             bias_mean: float = 0.0) -> str:
+        """Conv with He-style init (std = gain / sqrt(fan_in)); ``pad`` defaults to k // 2 (zeros);
+        ``stride`` one for both axes or (rows, columns)."""
         p = k // 2 if pad is None else pad
+        strides = [stride, stride] if isinstance(stride, int) else list(stride)
         args = [x, self.weight((cout, cin, k, k), gain / math.sqrt(cin * k * k))]
         if bias:
             args.append(self.weight((cout,), 0.0, bias_mean))
-        return self.op("Conv", *args, kernel_shape=[k, k], strides=[stride, stride], pads=[p] * 4)
+        return self.op("Conv", *args, kernel_shape=[k, k], strides=strides, pads=[p] * 4)
 
     def gemm(self, x: str, fin: int, fout: int, gain: float = 1.0, bias_mean: float = 0.0) -> str:
         w = self.weight((fout, fin), gain / math.sqrt(fin))
@@ -303,7 +329,7 @@ def write_model(net: Net, path: Path) -> tuple[int, str]:
 # --- cost read off the graph ---------------------------------------------------------------------------
 
 def count_macs(net: Net, dims: Shapes) -> int:
-    """Multiply-accumulates of every Conv, Gemm and MatMul for inputs of the given shapes."""
+    """Multiply-accumulates of every Conv, ConvTranspose, Gemm and MatMul for inputs of the given shapes."""
     model = net.skeleton()
     for vi in model.graph.input:
         if vi.name in dims:
@@ -320,6 +346,8 @@ def count_macs(net: Net, dims: Shapes) -> int:
         out = shapes[node.output[0]]
         if node.op_type == "Conv":  # each output element: C_in/groups × kH × kW
             total += math.prod(out) * math.prod(shapes[node.input[1]][1:])
+        elif node.op_type == "ConvTranspose":  # each input element spreads over C_out/groups × kH × kW
+            total += math.prod(shapes[node.input[0]]) * math.prod(shapes[node.input[1]][1:])
         elif node.op_type == "Gemm":
             trans_a = any(a.name == "transA" and a.i for a in node.attribute)
             a = shapes[node.input[0]]
@@ -550,6 +578,23 @@ def _scrfd_head(net: Net, x: str, c: int) -> tuple[str, str, str]:
     return score, bbox, kps
 
 
+# --- the processors' models (layers in twins_processors.py) -----------------------------------------------
+
+ENHANCER_TILE = 256  # the catalog's tile for real_esrgan_x2/x4 (entry.tile[0])
+
+
+def build_real_esrgan_x4(width: float = 1.0) -> Net:
+    return processor_twins.rrdbnet(Net("real_esrgan_x4_twin", seed=44, width=width), 4, ENHANCER_TILE)
+
+
+def build_real_esrgan_x2(width: float = 1.0) -> Net:
+    return processor_twins.rrdbnet(Net("real_esrgan_x2_twin", seed=22, width=width), 2, ENHANCER_TILE)
+
+
+def build_wav2lip(width: float = 1.0) -> Net:
+    return processor_twins.wav2lip(Net("wav2lip_gan_96_twin", seed=96, width=width))
+
+
 # --- the twins -----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -574,6 +619,10 @@ _FACE_128 = {"target": (1, 3, 128, 128), "source": (1, 512)}
 _FACE_112 = {"input.1": (1, 3, 112, 112)}
 _FACE_512 = {"input": (1, 3, 512, 512)}
 _FRAME_640 = {"input.1": (1, 3, 640, 640)}
+_TILE_256 = {"input": (1, 3, ENHANCER_TILE, ENHANCER_TILE)}
+_MOUTH_96 = {"source": (1, 1, 80, 16), "target": (1, 6, 96, 96)}
+_X4, _X2, _W2L = (processor_twins.rrdbnet_reference(4, ENHANCER_TILE),
+                  processor_twins.rrdbnet_reference(2, ENHANCER_TILE), processor_twins.wav2lip_reference())
 TWINS: dict[str, Twin] = {t.name: t for t in (
     Twin(name="inswapper_128", entry="inswapper_128", build=build_inswapper, run_dims=_FACE_128,
          cost_dims={"1×128² face": _FACE_128}, target_label="1×128² face", target_gmac=175.0,
@@ -600,6 +649,22 @@ TWINS: dict[str, Twin] = {t.name: t for t in (
          target_label="640×480 (VGA)", target_gmac=10.0, target_params=4.23e6, real_size=4.23e6 * 4,
          tolerance=(0.10, 0.20), test_width=0.25, aliases=("retinaface", "det_10g"),
          sources="insightface SCRFD README: SCRFD_10G_KPS 10 G at VGA (mmcv, multiply-adds), 4.23 M params"),
+    Twin(name="real_esrgan_x4", entry="real_esrgan_x4", build=build_real_esrgan_x4, run_dims=_TILE_256,
+         cost_dims={"256² tile": _TILE_256}, target_label="256² tile", target_gmac=_X4[1] / 1e9,
+         target_params=16.7e6, real_size=4 * _X4[0], tolerance=(0.05, 0.05), test_width=1 / 8,
+         sources="RRDBNet 23×64/32 (Real-ESRGAN rrdbnet_arch.py); ~16.7 M params (Real-ESRGAN docs, "
+                 "RealESRGAN_x4plus); GMAC: the layer table in closed form at the catalog's 256² tile"),
+    Twin(name="real_esrgan_x2", entry="real_esrgan_x2", build=build_real_esrgan_x2, run_dims=_TILE_256,
+         cost_dims={"256² tile": _TILE_256}, target_label="256² tile", target_gmac=_X2[1] / 1e9,
+         target_params=16.7e6, real_size=4 * _X2[0], tolerance=(0.05, 0.05), test_width=1 / 8,
+         sources="RRDBNet x2plus: pixel-unshuffle by 2, then the x4 network (Real-ESRGAN rrdbnet_arch.py); "
+                 "~16.7 M params; GMAC: the layer table in closed form at the 256² tile"),
+    Twin(name="wav2lip_gan_96", entry="wav2lip_gan_96", build=build_wav2lip, run_dims=_MOUTH_96,
+         cost_dims={"1×96² face": _MOUTH_96}, target_label="1×96² face", target_gmac=_W2L[1] / 1e9,
+         target_params=36e6, real_size=4 * 36e6, tolerance=(0.05, 0.05), test_width=1 / 8,
+         sources="Wav2Lip generator (Rudrabha/Wav2Lip models/wav2lip.py, BatchNorm folded); ~36 M params "
+                 "(the task's figure; none published found: 36.28 M by the layer table); GMAC: the layer "
+                 "table in closed form"),
 )}
 
 
@@ -767,7 +832,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-run", action="store_true", help="skip the onnxruntime load + one-run check")
     args = parser.parse_args(argv)
     ok = True
-    print("cost: MAC = multiply-accumulate of Conv/Gemm/MatMul from the built graph; GFLOP = 2 × GMAC")
+    print("cost: MAC = multiply-accumulate of Conv/ConvTranspose/Gemm/MatMul from the built graph; "
+          "GFLOP = 2 × GMAC")
     for twin in resolve(args.only):
         result = build_twin(twin, args.directory, force=args.force)
         if result.built and not args.no_run:

@@ -36,6 +36,9 @@ REAL_IO = {
     "arcface_w600k_r50": (["input.1"], ["683"]),
     "gfpgan_1.4": (["input"], ["output"]),
     "scrfd_10g": (["input.1"], ["448", "471", "494", "451", "474", "497", "454", "477", "500"]),
+    "real_esrgan_x4": (["input"], ["output"]),  # FaceFusion reads the output by position: any name
+    "real_esrgan_x2": (["input"], ["output"]),
+    "wav2lip_gan_96": (["source", "target"], ["output"]),
 }
 
 
@@ -98,6 +101,40 @@ def test_inswapper_cost_is_the_issue_layer_list() -> None:
 def test_gfpgan_reference_count_agrees_with_the_graph() -> None:
     _, _, gmac = mt.measure(mt.TWINS["gfpgan_1.4"])
     assert gmac["1×512² face"] == pytest.approx(mt.gfpgan_reference_gmac(), rel=1e-9)
+
+
+@pytest.mark.parametrize(("name", "scale"), [("real_esrgan_x4", 4), ("real_esrgan_x2", 2)])
+def test_rrdbnet_twins_are_the_published_layer_table(name: str, scale: int) -> None:
+    """The graph's parameters and cost equal RRDBNet's layer table counted in closed form; x4plus has the
+    16,697,987 parameters of RealESRGAN_x4plus, x2plus 5,184 more (conv_first takes 12 channels)."""
+    twin = mt.TWINS[name]
+    net, _, gmac = mt.measure(twin)
+    params, macs = mt.processor_twins.rrdbnet_reference(scale, 256)
+    assert net.params == params == {4: 16_697_987, 2: 16_697_987 + 9 * 9 * 64}[scale]
+    assert gmac["256² tile"] * 1e9 == pytest.approx(macs, rel=1e-12)
+    entry = catalog.get(name)
+    assert entry.tile is not None and entry.tile[0] == 256 and entry.scale == scale
+    out = net.outputs[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in out] == [1, 3, 256 * scale, 256 * scale]
+
+
+def test_wav2lip_twin_is_the_published_layer_table() -> None:
+    net, _, gmac = mt.measure(mt.TWINS["wav2lip_gan_96"])
+    params, macs = mt.processor_twins.wav2lip_reference()
+    assert net.params == params and params == pytest.approx(36e6, rel=0.01)
+    assert gmac["1×96² face"] * 1e9 == pytest.approx(macs, rel=1e-12)
+    kinds = [n.op_type for n in net.nodes]
+    assert kinds.count("ConvTranspose") == 6 and kinds.count("Concat") == 7 and kinds[-2] == "Sigmoid"
+
+
+def test_transposed_convs_are_counted_per_input_element() -> None:
+    """A 3×3 stride-2 ConvTranspose 4 -> 2 channels on 5×5 (to 10×10): 25 × 4 inputs × 2 × 9 MACs."""
+    net = mt.Net("ct", seed=0)
+    x = net.input("x", [1, 4, 5, 5])
+    y = net.op("ConvTranspose", x, net.weight((4, 2, 3, 3), 0.1), kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1], output_padding=[1, 1])
+    net.output(y, "y", [1, 2, 10, 10])
+    assert mt.count_macs(net, {"x": (1, 4, 5, 5)}) == 25 * 4 * 2 * 9
 
 
 @pytest.mark.parametrize("name", FP32_NAMES)
@@ -413,3 +450,61 @@ def test_an_unchanged_cached_twin_is_not_read_again(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(mt, "sha256_of", no_hashing)
     assert not mt.build_twin(twin, tmp_path, width=0.125).built
+
+
+# --- scripts/processor_costs.py ------------------------------------------------------------------------
+
+def _load_costs() -> ModuleType:
+    if "processor_costs" in sys.modules:
+        return sys.modules["processor_costs"]
+    spec = importlib.util.spec_from_file_location("processor_costs", REPO / "scripts" / "processor_costs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["processor_costs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_processor_costs_counts_the_tiles_of_a_1080p_frame() -> None:
+    pc = _load_costs()
+    assert set(pc.PROCESSORS) <= set(mt.TWINS)
+    assert pc.tiles_per_frame(catalog.get("real_esrgan_x4")) == 45  # (256, 16, 8): 9 × 5 (PROCESSORS.md §1.3)
+    assert pc.tiles_per_frame(catalog.get("real_esrgan_x2")) == 45
+    assert pc.tiles_per_frame(catalog.get("span_kendata_x4")) == 170  # (128, 8, 4): 17 × 10
+
+
+def test_processor_costs_times_the_enhancers_own_work_without_its_model() -> None:
+    """The model-free enhancer gives a frame of the scaled size (its cores blended with the resized frame,
+    the model's part zeros) and a positive time, with no model file anywhere."""
+    pc = _load_costs()
+    frame = np.full((90, 160, 3), 200, np.uint8)
+    upscaler = pc.ModelFreeUpscaler("real_esrgan_x2")
+    out = upscaler.enhance([frame], 80)[0]
+    assert out.shape == (180, 320, 3)
+    assert abs(int(np.median(out)) - 40) <= 1  # 0.2 × 200 + 0.8 × 0
+    assert pc.enhancer_own_ms("real_esrgan_x2", frame, 1) > 0
+
+
+def test_processor_costs_tone_is_a_wav_of_the_asked_length(tmp_path: Path) -> None:
+    import wave
+
+    pc = _load_costs()
+    with wave.open(str(pc.tone(tmp_path / "v.wav", 0.5)), "rb") as fh:
+        assert (fh.getnchannels(), fh.getframerate(), fh.getnframes()) == (1, 16000, 8000)
+
+
+def test_narrow_rrdbnet_twin_runs_in_the_frame_enhancer(isolated_dirs: dict[str, Path]) -> None:
+    """The loader takes the x2 twin (catalog check; the pixel-unshuffle keeps the batch open, so the
+    dynamic-batch rewrite applies) and the enhancer upscales a frame of one tile with it."""
+    from pipeline.enhance.frame import TiledUpscaler
+
+    twin = mt.TWINS["real_esrgan_x2"]
+    result = mt.build_twin(twin, isolated_dirs["models"], width=twin.test_width)
+    assert result.path.parent == isolated_dirs["models"]
+    upscaler = TiledUpscaler("real_esrgan_x2")
+    frame = np.random.default_rng(7).integers(0, 256, (90, 160, 3), dtype=np.uint8)
+    out = upscaler.enhance([frame, frame], 100)
+    assert [o.shape for o in out] == [(180, 320, 3)] * 2
+    np.testing.assert_array_equal(out[0], out[1])
+    assert upscaler.runner.batch is None  # dynamic batch: both frames' tiles in one run
+    assert float(out[0].std()) > 0  # the model's output, not a constant
