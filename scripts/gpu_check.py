@@ -11,7 +11,8 @@ the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py run
 - twins: scripts/make_twins.py's (the fp16 swapper converted from the fp32 one), built into ``--twins``
   (default: the cache's ``twins`` folder) or, with ``--width`` < 1, scaled-down twins into a temporary
   folder (same I/O, a fraction of the channels).
-- batches: each twin's dynamic-batch rewrite (pipeline.models.batching; a twin whose rewrite fails runs
+- batches: each twin's (the processors' heavy ones too: the frame enhancer's real_esrgan_x2/x4 at its
+  256² tile, the lip syncer's wav2lip_gan_96) dynamic-batch rewrite (pipeline.models.batching; a twin whose rewrite fails runs
   batch 1 only, as the pipeline would) on each provider, items per second at each batch size. TensorRT
   builds fp16 engines (trt_fp16_enable) cached under the facestation cache.
 - io binding: the swapper (pipeline's ModelRunner.run_feeds) with inputs and outputs bound on the
@@ -43,7 +44,8 @@ if str(ROOT / "scripts") not in sys.path:
 
 PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider",
              "cpu": "CPUExecutionProvider"}
-TWIN_NAMES = ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "gfpgan_1.4", "scrfd_10g")
+TWIN_NAMES = ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "gfpgan_1.4", "scrfd_10g",
+              "real_esrgan_x2", "real_esrgan_x4", "wav2lip_gan_96")  # the last three: issue 22's processors
 
 
 def build_twins(names: Sequence[str], folder: Path, width: float) -> dict[str, Path]:
