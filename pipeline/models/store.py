@@ -228,7 +228,9 @@ def _link(src: Path, tmp: Path) -> str:
 def _given_crc(entry: ModelEntry, src: Path, crc32: str | None) -> str:
     """The CRC32 an unpinned model's import is checked against: the user's, from the published .hash file."""
     if not entry.crc32_url:
-        raise ModelMismatch(f"{entry.name} has no pinned hash; refusing to import an unverifiable file")
+        raise ModelMismatch(f"{entry.name} has no published hash, so {src.name} cannot be verified: refused; "
+                            "a file of your own goes in the models folder's custom/ folder and is used as "
+                            f"custom/{src.stem} (checked when it loads)")
     if crc32 is None:
         raise ModelMismatch(
             f"{entry.name} has no pinned sha256, so {src.name} cannot be verified offline: add --crc32 with "
