@@ -50,6 +50,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-upload", default="2gb", metavar="SIZE",
                    help="largest upload accepted, e.g. 500mb, 2gb")
     p.add_argument("--no-worker", action="store_true", help="queue jobs without running them in this process")
+    p.add_argument("--worker-id", metavar="NAME",
+                   help="this UI's render worker's name (default host/device, or host/device-2 ... when "
+                        "another UI or `queue run` on this queue has it)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab on start")
     p.set_defaults(handler=cmd_ui)
 
@@ -141,6 +144,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
         logins = read_auth_file(args.auth_file)
     if args.listen and not logins:
         raise UserError(NO_AUTH)
+    if args.worker_id is not None and (args.no_worker or not args.worker_id.strip()):
+        raise UserError("--worker-id names this UI's render worker: give a name, and not with --no-worker")
     if not 1 <= args.port <= 65535:
         raise UserError(f"--port must be between 1 and 65535, got {args.port}")
     if not _SIZE_RE.fullmatch(args.max_upload.strip()):
@@ -158,6 +163,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         admins=frozenset(admins),
         max_upload=args.max_upload.strip().lower().replace(" ", ""),
         worker=not args.no_worker,
+        worker_id=args.worker_id,
         open_browser=not args.no_browser,
         **_tls_options(args),
     )

@@ -146,7 +146,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
-    system_tab.wire(ctx, parts["system"], form)
+    system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)
     # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
     models = [form[k] for k in controls.MODEL_KEYS]
     parts["models"]["table"].change(controls.model_choice_updates, None, models, api_visibility="private")
@@ -223,7 +223,9 @@ def serve(config: UiConfig, *, block: bool = True) -> tuple[App, Any]:
     config = _secure(config)
     api.remove_download_copies()  # private copies older versions handed out
     app = build(config)
-    handle = api.start_worker(app.ctx.store) if config.worker else None
+    handle = api.start_worker(app.ctx.store, config.worker_id) if config.worker else None
+    if handle is not None:
+        log.warning("render worker %s serves the queue %s", handle.worker.worker_id, app.ctx.store.path)
     app.blocks.queue(default_concurrency_limit=4, max_size=256)
     try:
         app.blocks.launch(prevent_thread_lock=not block, **launch_kwargs(app))
