@@ -154,6 +154,43 @@ def test_ui_help_says_auth_may_be_repeated(capsys: pytest.CaptureFixture[str]) -
     assert "repeat it for each user" in text
 
 
+def test_two_uis_on_one_queue_each_have_a_worker_and_both_tabs_say_who_renders(tmp_path: Path) -> None:
+    from pipeline.jobs.worker import default_worker_id
+    from tests.timing import wait_until
+    from webui import workers
+    from webui.app import serve
+
+    base = default_worker_id()
+    common = {"data": tmp_path / "data", "outputs": tmp_path / "out"}
+    with running_app(**common) as (_, first), running_app(**common) as (_, second):
+        wait_until(lambda: len(second.ctx.store.workers.live()) == 2, 30, "both workers registered")
+        shown = workers.summary(second.ctx, None)
+        assert "2 render workers serve this queue" in shown
+        assert f"`{base}` on" in shown and f"`{base}-2` on" in shown and shown.count(": idle") == 2
+        system = [f for f in second.blocks.fns.values()
+                  if (second.components["system"]["refresh"]._id, "click") in f.targets]
+        assert system and "2 render workers" in system[0].fn(None)[1]  # the System tab says it too
+        with pytest.raises(UserError, match="already running"):  # an id given and taken: one line, no start
+            serve(api_config(worker_id=base, **common), block=False)
+        with running_app(worker=False, **common) as (_, submitter):
+            assert "only queues jobs" in workers.summary(submitter.ctx, None)
+    with running_app(worker=False, **common) as (_, alone):
+        assert "No render worker serves this queue" in workers.summary(alone.ctx, None)
+
+
+def api_config(**config: Any) -> Any:
+    from tests.browser.helpers import free_port
+    from webui.common import UiConfig
+
+    return UiConfig(host="127.0.0.1", port=free_port(), **config)
+
+
+def test_ui_help_names_the_worker_id(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["ui", "--help"])
+    assert "--worker-id NAME" in capsys.readouterr().out
+
+
 def test_serve_refuses_network_without_login() -> None:
     from webui.app import serve
     from webui.common import UiConfig
