@@ -39,7 +39,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 def _row(job: Job, store: JobStore) -> dict[str, Any]:
     p = job.progress
     return {
-        "id": job.id, "number": job.label, "state": job.state, "owner": job.owner, "target": job.target, "output": job.output,
+        "id": job.id, "number": job.label, "state": job.state, "owner": job.owner,
+        "target": job.target, "output": job.output,
         "frames_done": p.frames_done, "frames_total": p.frames_total, "fraction": p.fraction, "fps": p.fps,
         "eta_s": p.eta_s, "attempts": job.attempts, "failures": job.failures, "worker": job.worker_id,
         "worker_gone": store.holder_gone(job), "error": job.error,

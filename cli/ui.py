@@ -1,9 +1,10 @@
 """``facestation ui``: start the web UI on this machine, or on the LAN with a password.
 
 ``--listen`` binds every interface only when a login is configured; without one it exits with
-code 2 and says how to set it. Passwords come from ``--auth USER:PASS`` (repeated, one per user) or
-``--auth-file FILE`` (one ``USER:PASS`` per line, ``#`` comments, ``admin USER:PASS`` for an admin). Only users named
-admin there or by ``--admin`` see (and act on) every user's jobs; nobody else is admin.
+code 2 and says how to set it. Passwords come from ``--auth USER:PASS`` (repeated, one per user)
+or ``--auth-file FILE`` (one ``USER:PASS`` per line, ``#`` comments, ``admin USER:PASS`` for an
+admin). Only users named admin there or by ``--admin`` see (and act on) every user's jobs; nobody
+else is admin.
 On the network the UI speaks HTTPS: with ``--ssl-certfile/--ssl-keyfile``, else with a self-signed
 certificate made once (its fingerprint is logged at start-up); plain HTTP only with ``--insecure``.
 """

@@ -49,7 +49,8 @@ def test_image_jobs_run_in_queue_order(tmp_path: Path) -> None:
     order = sorted(done, key=lambda j: j.started_at or 0)
     assert [j.id for j in order] == [jobs[2].id, jobs[0].id, jobs[1].id]
     # each keeps what its run took and its average rate (one frame: 1 / render time)
-    assert all(j.render_s and j.render_s > 0 and j.progress.fps == pytest.approx(1 / j.render_s) for j in done)
+    assert all(j.render_s and j.render_s > 0 and j.progress.fps == pytest.approx(1 / j.render_s)
+               for j in done)
 
 
 def test_a_failing_job_fails_with_one_line_and_a_log_tail(tmp_path: Path) -> None:
@@ -156,7 +157,7 @@ def test_a_second_worker_with_the_same_id_is_refused(tmp_path: Path) -> None:
     assert Worker(store, "host/cpu").run(once=True) == 0  # free again once the first is gone
 
 
-def test_a_worker_started_without_an_id_takes_the_first_free_one_and_says_what_it_does(tmp_path: Path) -> None:
+def test_a_worker_started_without_an_id_takes_the_first_free_one(tmp_path: Path) -> None:
     from pipeline.jobs.worker import default_worker_id
 
     store = JobStore(tmp_path / "q.sqlite3")
@@ -168,7 +169,8 @@ def test_a_worker_started_without_an_id_takes_the_first_free_one_and_says_what_i
             start_in_thread(store, base)
         _wait(lambda: len(store.workers.live()) == 2)
         live = store.workers.live()
-        assert [(w.id, w.pid, w.job) for w in live] == [(base, os.getpid(), None), (f"{base}-2", os.getpid(), None)]
+        assert [(w.id, w.pid, w.job) for w in live] == [(base, os.getpid(), None),
+                                                       (f"{base}-2", os.getpid(), None)]
     finally:
         assert first.stop() and second.stop()
     assert store.workers.live() == []  # each signed off as it stopped

@@ -49,6 +49,10 @@ CSS = """
 /* face thumbnails stay small: Gradio gives a gallery of one image a single full-width column */
 #faces .grid-container { grid-template-columns: repeat(auto-fill, minmax(110px, 140px)) !important; }
 .fs-problem { color: #c0392b; font-weight: 600; } .fs-notice { color: #8a6d00; display: block; }
+/* the notice mark drawn by CSS: a glyph like ⓘ is an empty box where the fonts lack it (Debian's chromium) */
+.fs-info { display: inline-block; width: 1.1em; height: 1.1em; line-height: 1.1em; border-radius: 50%;
+           border: 1.5px solid currentColor; text-align: center; font: italic bold 0.75em serif; }
+.fs-folder { font-size: 0.8em; opacity: 0.7; }
 .fs-jobs tbody tr { cursor: pointer; } .fs-jobs tr.fs-selected { background: var(--color-accent-soft); }
 .fs-hidden { display: none !important; }
 /* the selected job's before / after, side by side, from private links */

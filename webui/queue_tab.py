@@ -56,7 +56,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
     # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
     c["player"] = gr.HTML("", elem_id="job-player")
     c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
-                          visible=False, height=240)
+                          visible=False, height=240, buttons=["fullscreen"])  # no share button
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
     c["timer"] = gr.Timer(ctx.config.poll_s)
     c["thumb_key"] = gr.State("")  # what this page's thumbnail shows now (api.latest_frame's key)

@@ -13,7 +13,6 @@ from webui import workers
 from webui.common import Ctx, user_errors
 from webui.controls import SettingsForm
 
-
 # onnxruntime's provider names in plain words; one not listed (Azure, ...) is never offered here, so not shown
 PROVIDER_WORDS = {"TensorrtExecutionProvider": "TensorRT", "CUDAExecutionProvider": "CUDA GPU",
                   "CPUExecutionProvider": "CPU", "tensorrt": "TensorRT", "cuda": "CUDA GPU", "cpu": "CPU"}

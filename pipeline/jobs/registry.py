@@ -41,7 +41,7 @@ class WorkerRegistry:
         self.db, self.stale_after, self._clock = db, stale_after, clock
 
     def register(self, worker_id: str, *, host: str | None = None, pid: int | None = None) -> None:
-        """``worker_id`` starts serving the queue (from this process unless ``host``/``pid`` say otherwise)."""
+        """``worker_id`` starts serving the queue (from this process, unless ``host``/``pid`` say)."""
         now = self._clock()
         with self.db.write() as con:
             con.execute("INSERT OR REPLACE INTO workers (id, host, pid, started_at, seen_at) "
