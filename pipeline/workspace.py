@@ -55,10 +55,7 @@ def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
     target = Path(target)
     sub = folder / safe_stem(owner or "local")
     sub.mkdir(parents=True, exist_ok=True)
-    if kind_of(target) == "image":
-        suffix = target.suffix.lower() if target.suffix.lower() in IMAGE_OUTPUTS else ".png"
-    else:
-        suffix = ".mp4"
+    suffix = output_suffix(target)
     stashed = re.match(r"^[0-9a-f]{16}-", target.stem)  # a stashed upload: drop the hash again
     stem = safe_stem(target.stem.split("-", 1)[-1] if stashed else target.stem)
     # a random part: jobs queued in the same second must not share a name (their files appear only when done)
@@ -67,6 +64,15 @@ def output_path(folder: Path, target: str | Path, owner: str = "") -> Path:
         if not candidate.exists():
             return candidate
     raise UserError(f"could not find a free output name for {stem} in {sub}")
+
+
+def output_suffix(target: str | Path) -> str:
+    """The suffix of ``target``'s output: an image keeps its format where it can be written (else .png), a
+    video becomes .mp4."""
+    target = Path(target)
+    if kind_of(target) == "image":
+        return target.suffix.lower() if target.suffix.lower() in IMAGE_OUTPUTS else ".png"
+    return ".mp4"
 
 
 def remove_download_copies() -> None:

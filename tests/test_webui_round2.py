@@ -93,15 +93,17 @@ def test_the_workers_line_names_only_your_own_job(shared: Ctx) -> None:
 def test_the_system_tab_shows_the_models_loaded_now_once_each_in_plain_words() -> None:
     loaded = [{"model": "yunet.onnx", "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
               {"model": "yunet.onnx", "providers": ["CPUExecutionProvider"]},
-              {"model": "inswapper_128.onnx", "providers": ["AzureExecutionProvider", "CPUExecutionProvider"]}]
+              {"model": "inswapper_128.onnx",
+               "providers": ["AzureExecutionProvider", "CPUExecutionProvider"]}]
     lines = system_tab.loaded_lines(loaded)
     assert lines == ["- loaded: `yunet.onnx` on CUDA GPU, CPU", "- loaded: `inswapper_128.onnx` on CPU"]
     assert system_tab.plain_providers(["TensorrtExecutionProvider", "AzureExecutionProvider"]) == "TensorRT"
-    marks = system_tab.encoder_marks({"libx264", "av1_nvenc", "h264_nvenc"}, ["auto", "libx264", "h264_nvenc"],
+    marks = system_tab.encoder_marks({"libx264", "av1_nvenc", "h264_nvenc"},
+                                     ["auto", "libx264", "h264_nvenc"],
                                      {"av1_nvenc": "No capable devices found"})
-    assert "av1_nvenc ✗ (in this ffmpeg, but its one-frame trial encode failed: No capable devices found)" \
-        in marks
-    assert "h264_nvenc ✓ (a one-frame trial encode worked)" in marks and "libx265 ✗ (not in this ffmpeg)" in marks
+    failed = "av1_nvenc ✗ (in this ffmpeg, but its one-frame trial encode failed: No capable devices found)"
+    assert failed in marks and "h264_nvenc ✓ (a one-frame trial encode worked)" in marks
+    assert "libx265 ✗ (not in this ffmpeg)" in marks
     assert "Execution" not in system_tab.report()
 
 
