@@ -104,7 +104,7 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: Any) -> None:
     and the workers; free memory rewrites the report; the benchmark runs with the current settings, polled
     by a timer."""
     def refresh(request: gr.Request) -> tuple[str, str]:
-        return report(), workers.summary(ctx, request)
+        return report(), "### Render workers\n" + workers.summary(ctx, request)
 
     gr.on([shown, c["refresh"].click], refresh, None, [c["report"], c["workers"]], api_visibility="private",
           show_progress="hidden")
