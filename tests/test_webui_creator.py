@@ -200,7 +200,7 @@ def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path
     loads = [f for f in built.blocks.fns.values() if (built.blocks._id, "load") in f.targets
              and lists in f.outputs]
     assert loads  # every page load fetches the list again ...
-    assert "mine" in [v for _, v in loads[0].fn(None)["choices"]]  # ... with the preset just saved
+    assert "mine" in [v for _, v in loads[0].fn(None)[0]["choices"]]  # ... with the preset just saved
     _, message, pending = presets_tab.save(ctx, None, "mine", "changed", Settings())
     assert "exists" in message and pending == "mine"
     assert api.list_presets()[[p.name for p in api.list_presets()].index("mine")].description == "my look"
