@@ -120,8 +120,9 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         page.set_viewport_size({"width": 1440, "height": 900})
         screenshot(page, "creator-4-result-1440")
         open_tab(page, "System")  # opening it reads what is loaded now: the preview's models
-        wait_until(lambda: "loaded:" in page.inner_text("#system-report"), 30, what="the loaded models")
-        assert "render worker" in page.inner_text("#system-workers")
+        wait_until(lambda: "1 render worker serves" in page.inner_text("#system-workers"), 30,
+                   what="the workers, read when the tab opened")
+        assert "loaded:" in page.inner_text("#system-report")  # read again with them
         screenshot(page, "creator-5-system-1440")
 
 
