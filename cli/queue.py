@@ -1,6 +1,8 @@
 """``facestation queue``: add, list, cancel, retry, move, delete and run render jobs.
 
     facestation queue add --source me.jpg --target clip.mp4 --output out.mp4 [--preset P] [--set k=v]
+    facestation queue add --source me.jpg --target a.mp4 --target FOLDER --output DIR \
+        [--name '{target}-{source}']
     facestation queue list [--json]
     facestation queue cancel ID | retry ID | delete ID | move ID up|down|top|bottom
     facestation queue run [--once] [--worker-id NAME] [--ray local|auto|HOST:PORT [--slots N]]
@@ -16,34 +18,55 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from cli.common import require_subcommand
 from pipeline import presets
+from pipeline.alpha import transparent
 from pipeline.errors import UserError
-from pipeline.jobs import service
+from pipeline.jobs import batch, service
 from pipeline.jobs.model import Job
 from pipeline.jobs.store import JobStore
 
 
 def cmd_add(args: argparse.Namespace) -> int:
     settings = presets.settings_from(args.preset, args.set)  # SettingsError (a UserError) names a bad key
-    job = service.add(service.open_store(), args.source, args.target, args.output, settings,
-                      owner=args.owner or "", audio=args.audio)
-    print(job.id)
-    return 0
+    store = service.open_store()
+
+    def add(target: str | Path, output: str | Path) -> Job:
+        return service.add(store, args.source, target, output, settings, owner=args.owner or "",
+                           audio=args.audio)
+
+    one = len(args.target) == 1 and not Path(args.target[0]).is_dir() and args.name is None
+    if one:  # as it always was: --output is the file
+        print(add(args.target[0], args.output).id)
+        return 0
+    items = batch.add_batch(add, args.source, args.target, args.output, args.name or batch.DEFAULT_NAME,
+                            transparent=transparent(settings))
+    for item in items:  # one line per target: the job id, or why it was refused
+        if item.job is not None:
+            print(f"{item.job.id}\t{item.target} -> {item.output}")
+        else:
+            print(f"facestation: error: {item.target}: not queued: {item.error}", file=sys.stderr)
+    refused = sum(item.job is None for item in items)
+    if refused:
+        print(f"facestation: {len(items) - refused} job(s) queued, {refused} refused", file=sys.stderr)
+    return 2 if refused else 0
 
 
 def _row(job: Job, store: JobStore) -> dict[str, Any]:
     p = job.progress
     return {
-        "id": job.id, "state": job.state, "owner": job.owner, "target": job.target, "output": job.output,
+        "id": job.id, "number": job.label, "state": job.state, "owner": job.owner,
+        "target": job.target, "output": job.output,
         "frames_done": p.frames_done, "frames_total": p.frames_total, "fraction": p.fraction, "fps": p.fps,
         "eta_s": p.eta_s, "attempts": job.attempts, "failures": job.failures, "worker": job.worker_id,
         "worker_gone": store.holder_gone(job), "error": job.error,
         "created_at": job.created_at, "started_at": job.started_at, "finished_at": job.finished_at,
+        "render_s": job.render_s,
         "resumable_frames": job.kept_frames,
     }
 
@@ -183,10 +206,16 @@ def register(sub: Any) -> None:
     queue = sub.add_parser("queue", help="queue renders and run them in the background")
     qsub = queue.add_subparsers(dest="queue_cmd", parser_class=type(queue))
 
-    add = qsub.add_parser("add", help="queue a swap (prints the job id)")
+    add = qsub.add_parser("add", help="queue a swap (prints the job id); several targets: one job each")
     add.add_argument("--source", action="append", required=True, metavar="IMG")
-    add.add_argument("--target", required=True, metavar="IMG|VIDEO")
-    add.add_argument("--output", required=True, metavar="PATH")
+    add.add_argument("--target", action="append", required=True, metavar="IMG|VIDEO|FOLDER",
+                     help="repeat it for a batch: one job per target; a folder: each image and video in it")
+    add.add_argument("--output", required=True, metavar="PATH",
+                     help="the output file; for a batch (several targets, a folder, or --name) the folder")
+    add.add_argument("--name", metavar="PATTERN",
+                     help="a batch's output names, from {target}, {source} and {n} (default "
+                          f"{batch.DEFAULT_NAME}; the suffix follows "
+                          "the target)")
     add.add_argument("--preset", metavar="NAME|FILE")
     add.add_argument("--set", action="append", metavar="section.key=value")
     add.add_argument("--owner", help="user name the job belongs to (web UI accounts)")

@@ -1,9 +1,10 @@
 """``facestation ui``: start the web UI on this machine, or on the LAN with a password.
 
 ``--listen`` binds every interface only when a login is configured; without one it exits with
-code 2 and says how to set it. Passwords come from ``--auth USER:PASS`` or ``--auth-file FILE``
-(one ``USER:PASS`` per line, ``#`` comments, ``admin USER:PASS`` for an admin). Only users named
-admin there or by ``--admin`` see (and act on) every user's jobs; nobody else is admin.
+code 2 and says how to set it. Passwords come from ``--auth USER:PASS`` (repeated, one per user)
+or ``--auth-file FILE`` (one ``USER:PASS`` per line, ``#`` comments, ``admin USER:PASS`` for an
+admin). Only users named admin there or by ``--admin`` see (and act on) every user's jobs; nobody
+else is admin.
 On the network the UI speaks HTTPS: with ``--ssl-certfile/--ssl-keyfile``, else with a self-signed
 certificate made once (its fingerprint is logged at start-up); plain HTTP only with ``--insecure``.
 """
@@ -36,7 +37,8 @@ def register(subparsers: Any) -> None:
                    help="serve on all interfaces (needs --auth or --auth-file)")
     p.add_argument("--port", type=int, default=7860, metavar="N")
     auth = p.add_mutually_exclusive_group()
-    auth.add_argument("--auth", metavar="USER:PASS", help="require this login")
+    auth.add_argument("--auth", action="append", metavar="USER:PASS",
+                      help="a login the UI accepts; repeat it for each user (--auth ann:pw1 --auth bob:pw2)")
     auth.add_argument("--auth-file", metavar="FILE", help="logins, one USER:PASS per line")
     p.add_argument("--admin", action="append", metavar="USER",
                    help="user who sees and manages every job and publishes studio presets (default: nobody)")
@@ -49,6 +51,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-upload", default="2gb", metavar="SIZE",
                    help="largest upload accepted, e.g. 500mb, 2gb")
     p.add_argument("--no-worker", action="store_true", help="queue jobs without running them in this process")
+    p.add_argument("--worker-id", metavar="NAME",
+                   help="this UI's render worker's name (default host/device, or host/device-2 ... when "
+                        "another UI or `queue run` on this queue has it)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab on start")
     p.set_defaults(handler=cmd_ui)
 
@@ -94,6 +99,17 @@ def read_auth_file(path: str | Path) -> list[tuple[str, str, str]]:
     return logins
 
 
+def auth_logins(given: list[str]) -> list[tuple[str, str, str]]:
+    """(user, password, "user") for every ``--auth USER:PASS``; a user named twice is refused."""
+    logins = [(*parse_login(text, "--auth"), "user") for text in given]
+    seen: set[str] = set()
+    for user, _, _ in logins:
+        if user in seen:
+            raise UserError(f"--auth: user {user} is given twice (one --auth per user)")
+        seen.add(user)
+    return logins
+
+
 def _tls_options(args: argparse.Namespace) -> dict[str, Any]:
     if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
         raise UserError("give both --ssl-certfile and --ssl-keyfile, or neither")
@@ -124,11 +140,13 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     logins: list[tuple[str, str, str]] = []
     if args.auth:
-        logins = [(*parse_login(args.auth, "--auth"), "user")]
+        logins = auth_logins(args.auth)
     elif args.auth_file:
         logins = read_auth_file(args.auth_file)
     if args.listen and not logins:
         raise UserError(NO_AUTH)
+    if args.worker_id is not None and (args.no_worker or not args.worker_id.strip()):
+        raise UserError("--worker-id names this UI's render worker: give a name, and not with --no-worker")
     if not 1 <= args.port <= 65535:
         raise UserError(f"--port must be between 1 and 65535, got {args.port}")
     if not _SIZE_RE.fullmatch(args.max_upload.strip()):
@@ -146,6 +164,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         admins=frozenset(admins),
         max_upload=args.max_upload.strip().lower().replace(" ", ""),
         worker=not args.no_worker,
+        worker_id=args.worker_id,
         open_browser=not args.no_browser,
         **_tls_options(args),
     )

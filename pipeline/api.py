@@ -17,6 +17,7 @@ from pipeline.env import check as check_environment
 from pipeline.errors import FetchFailed, ModelMissing, UserError, memory_fault
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
+from pipeline.jobs.registry import WorkerInfo
 from pipeline.jobs.service import add as add_job
 from pipeline.jobs.service import cancel as cancel_job
 from pipeline.jobs.service import delete as delete_job
@@ -26,7 +27,7 @@ from pipeline.jobs.service import retry as retry_job
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread as start_worker
-from pipeline.machine import usable_encoders, usable_providers
+from pipeline.machine import encoder_failures, usable_encoders, usable_providers
 from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
 from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
@@ -76,6 +77,8 @@ __all__ = [
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
     "move_job", "delete_job", "start_worker",
+    # the render workers serving the queue (JobStore.workers.live()): id, host, pid, the job each renders
+    "WorkerInfo",
     "latest_frame",
     # presets (PresetExists: saving without overwrite under a name the shelf has, in any case)
     "PresetExists", "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset",
@@ -86,7 +89,7 @@ __all__ = [
     # model check: each installed model run on real photos, judged by independent means (seconds: no job)
     "check_models", "ModelCheck",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
-    "usable_providers", "usable_encoders",
+    "usable_providers", "usable_encoders", "encoder_failures",
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
     # render farm: what a `facestation queue run --ray` driver last wrote (nodes, GPUs, segments running)
     "farm_status",

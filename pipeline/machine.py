@@ -64,20 +64,34 @@ def usable_providers() -> tuple[Provider, ...]:
 @functools.cache
 def usable_encoders() -> tuple[Encoder, ...]:
     """``auto`` and every encoder this ffmpeg has that opens (NVENC by a one-frame trial encode)."""
+    from pipeline.video.ffmpeg import encoders, ffmpeg_exe
+
+    try:
+        listed = encoders(ffmpeg_exe())
+    except Exception as exc:  # noqa: BLE001 - no ffmpeg: only "auto", which will report it when a render starts
+        log.info("ffmpeg not usable: %s", exc)
+        return ("auto",)
+    failed = encoder_failures()
+    return ("auto", *(name for name in get_args(Encoder)
+                      if name != "auto" and name in listed and name not in failed))
+
+
+@functools.cache
+def encoder_failures() -> dict[str, str]:
+    """Each NVENC encoder this ffmpeg lists that failed its one-frame trial encode here, with why (the last
+    line ffmpeg wrote); {} without ffmpeg."""
     from pipeline.video.encoders import trial_encode
     from pipeline.video.ffmpeg import encoders, ffmpeg_exe
 
     try:
         exe = ffmpeg_exe()
         listed = encoders(exe)
-    except Exception as exc:  # noqa: BLE001 - no ffmpeg: only "auto", which will report it when a render starts
-        log.info("ffmpeg not usable: %s", exc)
-        return ("auto",)
-    out: list[Encoder] = ["auto"]
+    except Exception:  # noqa: BLE001 - no ffmpeg: usable_encoders says so
+        return {}
+    out: dict[str, str] = {}
     for name in get_args(Encoder):
-        if name == "auto" or name not in listed:
-            continue
-        if name.endswith("_nvenc") and not trial_encode(exe, name)[0]:
-            continue
-        out.append(name)
-    return tuple(out)
+        if name.endswith("_nvenc") and name in listed:
+            works, message = trial_encode(exe, name)
+            if not works:
+                out[name] = message
+    return out

@@ -7,6 +7,9 @@ the ``stage`` JSON), and the UI and CLI read it back as ``Job.progress``.
 :class:`RunControl` is what a run shares with its starter: the cancel event, why it was set, and where
 progress goes, at most every ``every`` seconds (on an injectable clock).
 
+:class:`RateMeter` measures a run's frame rate over its last seconds, from its first finished frame (the
+pipeline filling up is no part of it), and gives no rate, so no ETA, until a few frames are measured.
+
 :class:`Hold` is for tests only: it stops a run at a known frame (see :func:`hold_from_env`), so that a test
 can act while the run is surely in the middle (truncate its input, send it a signal) on any machine.
 """
@@ -18,6 +21,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +68,45 @@ class Progress:
     def stage_s(self) -> dict[str, float]:
         """Busy seconds per render stage ({} outside a render)."""
         return dict(self.stage.get("stage_s") or {})
+
+
+class RateMeter:
+    """Frames per second over the last ``window`` seconds of ``clock``, counted from the first frame
+    :meth:`add` saw; None until ``min_frames`` frames over at least ``min_s`` seconds are measured (a first
+    ETA from two frames, or from the time the stages took to fill, would be wild). Thread-safe."""
+
+    def __init__(self, *, window: float = 5.0, min_frames: int = 8, min_s: float = 0.5,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.window, self.min_frames, self.min_s, self.clock = window, min_frames, min_s, clock
+        self._samples: deque[tuple[float, int]] = deque()
+        self._first: tuple[float, int] | None = None
+        self._lock = threading.Lock()
+
+    def add(self, done: int) -> None:
+        """``done`` frames are finished now."""
+        now = self.clock()
+        with self._lock:
+            if self._first is None:
+                self._first = (now, done)
+            self._samples.append((now, done))
+            while len(self._samples) > 2 and self._samples[1][0] <= now - self.window:
+                self._samples.popleft()
+
+    def rate(self) -> float | None:
+        """Frames per second lately (None: not measured enough yet)."""
+        with self._lock:
+            if self._first is None or not self._samples:
+                return None
+            (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
+            first_t, first_d = self._first
+        if d1 - first_d < self.min_frames or t1 - first_t < self.min_s or t1 <= t0:
+            return None
+        return (d1 - d0) / (t1 - t0)
+
+    def eta(self, remaining: int) -> float | None:
+        """Seconds left for ``remaining`` frames at the measured rate (None: not measured enough yet)."""
+        fps = self.rate()
+        return remaining / fps if fps else None
 
 
 HOLD_VARIABLE = env.TEST_HOLD_FRAME.name
@@ -172,6 +215,12 @@ class RunControl:
         if self._hold_ahead():
             return True
         return self.on_progress is not None and self.clock() - self._last >= self.every
+
+    def quiet(self, seconds: float) -> bool:
+        """Whether no report was made for ``seconds`` (and no hold waits to be reached: a run reports its
+        held frame from where it makes frames): a run whose frames stall reports anyway."""
+        return (self.on_progress is not None and not self._hold_ahead()
+                and self.clock() - self._last >= seconds)
 
     def _hold_ahead(self) -> bool:
         """Whether a hold on this run (or on the run this is a part of) is still to be reached."""

@@ -29,7 +29,7 @@ from pipeline.chain import Chain, Stage, Work
 from pipeline.errors import Cancelled, UserError
 from pipeline.process import FaceProcessor
 from pipeline.processors import Media
-from pipeline.progress import Progress, RunControl
+from pipeline.progress import Progress, RateMeter, RunControl
 from pipeline.renderplan import RenderPlan, plan_render
 from pipeline.settings import Settings
 from pipeline.stages import END, Stages
@@ -42,6 +42,7 @@ from pipeline.video.probe import VideoInfo, probe
 log = logging.getLogger(__name__)
 
 STAGES = ("decode", "detect", "swap", "enhance", "blend", "encode")  # with the default processors.order
+REPORT_AT_LEAST_EVERY_S = 1.0  # a run whose frames stall (a segment closing) still reports this often
 
 SinkFactory = Callable[[int, int], FrameSink]  # (width, height) of the frames -> where they go
 
@@ -123,6 +124,8 @@ class Render:
         self.stages = Stages(names, settings.execution.queue_size)
         self._total = self._done = self._faces = 0
         self._started = self._peak_rss = 0.0
+        self._rate = RateMeter()  # the ETA's rate, from the first frame encoded
+        self._reporting = threading.Lock()  # the watcher's report never lands after the final one
 
     def _output_encoder(self, width: int, height: int) -> FrameSink:
         assert self.output is not None
@@ -163,7 +166,8 @@ class Render:
         if notice := fallback_notice(s.output.encoder, sink.encoder, sink.encoder_reason):
             self.processor.notices.append(notice)
         seconds = time.perf_counter() - self._started + self.plan.first_s  # the first frame was the plan's
-        self.control.report(self._progress(final=True))
+        with self._reporting:
+            self.control.report(self._progress(final=True))
         return RenderResult(
             output=path, frames=self._done, seconds=round(seconds, 3),
             fps=round(self._done / max(seconds, 1e-9), 2), batch_size=self.batch, encoder=sink.encoder,
@@ -251,6 +255,7 @@ class Render:
             with self.stages.timing("encode"):
                 sink.write(with_alpha(work.out, work.alpha) if alpha else work.out)
             self._done += 1
+            self._rate.add(self._done)
             if self.control.due():
                 self.control.report(self._progress())
 
@@ -279,10 +284,15 @@ class Render:
             stages.stop.set()
 
     def _watch_cancel(self) -> None:
+        """Stop the stages on cancel; while frames stall (a segment closing, a slow batch) report anyway, so
+        that progress is said at least every second."""
         while not self.stages.stop.is_set():
             if self.control.cancel.wait(0.1):
                 self.stages.stop.set()
                 return
+            with self._reporting:
+                if not self.stages.stop.is_set() and self.control.quiet(REPORT_AT_LEAST_EVERY_S):
+                    self.control.report(self._progress())
 
     # --- progress -------------------------------------------------------------------------------------
     def _sample_rss(self) -> None:
@@ -293,11 +303,15 @@ class Render:
 
     def _progress(self, final: bool = False) -> Progress:
         elapsed = time.perf_counter() - self._started
-        fps = self._done / elapsed if elapsed > 0 else 0.0
         remaining = max(0, self._total - self._done)
         self._sample_rss()
-        eta = 0.0 if final else (round(remaining / fps, 1) if fps > 0 else None)
-        return Progress(self._done, max(self._total, self._done), round(fps, 2), eta, {
+        if final:
+            fps: float | None = self._done / elapsed if elapsed > 0 else None
+            eta: float | None = 0.0
+        else:  # the measured rate of late, none until a few frames are measured (no wild first ETA)
+            fps, eta = self._rate.rate(), self._rate.eta(remaining)
+        return Progress(self._done, max(self._total, self._done), None if fps is None else round(fps, 2),
+                        None if eta is None else round(eta, 1), {
             "elapsed_s": round(elapsed, 2), "stage_s": self._stage_seconds(), "batch_size": self.batch,
             "rss_mb": round(self._peak_rss, 1), "device_mb": _device_mb()})
 

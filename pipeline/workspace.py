@@ -57,11 +57,7 @@ def output_path(folder: Path, target: str | Path, owner: str = "", transparent: 
     target = Path(target)
     sub = folder / safe_stem(owner or "local")
     sub.mkdir(parents=True, exist_ok=True)
-    if kind_of(target) == "image":
-        keeps = ALPHA_IMAGES if transparent else IMAGE_OUTPUTS
-        suffix = target.suffix.lower() if target.suffix.lower() in keeps else ".png"
-    else:
-        suffix = ".webm" if transparent else ".mp4"
+    suffix = output_suffix(target, transparent)
     stashed = re.match(r"^[0-9a-f]{16}-", target.stem)  # a stashed upload: drop the hash again
     stem = safe_stem(target.stem.split("-", 1)[-1] if stashed else target.stem)
     # a random part: jobs queued in the same second must not share a name (their files appear only when done)
@@ -70,6 +66,17 @@ def output_path(folder: Path, target: str | Path, owner: str = "", transparent: 
         if not candidate.exists():
             return candidate
     raise UserError(f"could not find a free output name for {stem} in {sub}")
+
+
+def output_suffix(target: str | Path, transparent: bool = False) -> str:
+    """The suffix of ``target``'s output: an image keeps its format where it can be written (else .png), a
+    video becomes .mp4; a ``transparent`` one a format that keeps alpha (a still's own .png/.webp, else .png;
+    a video .webm)."""
+    target = Path(target)
+    if kind_of(target) == "image":
+        keeps = ALPHA_IMAGES if transparent else IMAGE_OUTPUTS
+        return target.suffix.lower() if target.suffix.lower() in keeps else ".png"
+    return ".webm" if transparent else ".mp4"
 
 
 def remove_download_copies() -> None:

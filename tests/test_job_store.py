@@ -410,7 +410,9 @@ def test_a_version_1_queue_is_migrated(tmp_path: Path) -> None:
     (job,) = store.list()
     assert (job.attempts, job.failures, job.worker_pid, job.deaths, job.progressed, job.audio) == \
         (2, 0, None, 0, False, None)
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert (job.number, job.render_s) == (1, None)  # the owner's first job; numbers go on from there
+    assert store.add(["/s.jpg"], "/t2.mp4", "/o2.mp4", Settings()).number == 2
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_stale_job_with_cancel_requested_ends_cancelled(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import UserError
-from pipeline.progress import HOLD_VARIABLE, Hold, Progress, RunControl, hold_from_env
+from pipeline.progress import HOLD_VARIABLE, Hold, Progress, RateMeter, RunControl, hold_from_env
 from tests.timing import scaled, wait_until
 
 
@@ -47,6 +47,40 @@ def test_a_relayed_part_keeps_the_pace_on_the_same_clock() -> None:
     assert not part.due()
     now[0] = 1.0
     assert part.due() and [p.frames_done for p in seen] == [1]
+
+
+def test_the_rate_is_measured_from_the_first_frame_and_lately_and_none_before_a_few_frames() -> None:
+    now = [50.0]
+    meter = RateMeter(window=2.0, min_frames=4, min_s=0.5, clock=lambda: now[0])
+    assert meter.rate() is None and meter.eta(100) is None
+    now[0] = 60.0  # the stages took 10 s to fill: the first frame comes; none of that time is a rate
+    meter.add(1)
+    for done in (2, 3, 4):
+        now[0] += 0.1
+        meter.add(done)
+    assert meter.rate() is None  # 3 frames measured: no rate, no ETA yet
+    for done in range(5, 21):
+        now[0] += 0.1
+        meter.add(done)
+    assert meter.rate() == pytest.approx(10.0) and meter.eta(50) == pytest.approx(5.0)
+    for done in range(21, 41):  # it slows down: the last 2 s count, not the whole run
+        now[0] += 0.2
+        meter.add(done)
+    assert meter.rate() == pytest.approx(5.0)
+
+
+def test_a_quiet_run_reports_anyway_but_never_in_place_of_a_held_frame(tmp_path: Path) -> None:
+    now = [0.0]
+    control = RunControl(lambda p: None, every=0.5, clock=lambda: now[0], hold=None)
+    control.report(Progress(1))
+    now[0] = 0.9
+    assert not control.quiet(1.0)
+    now[0] = 1.0
+    assert control.quiet(1.0)
+    held = RunControl(lambda p: None, clock=lambda: now[0], hold=Hold(5, tmp_path / "flag"))
+    now[0] = 10.0
+    assert not held.quiet(1.0)  # the frame to hold at is reported where frames are made
+    assert not RunControl(clock=lambda: now[0], hold=None).quiet(1.0)  # nobody listens
 
 
 def test_stop_keeps_the_first_reason() -> None:

@@ -121,3 +121,63 @@ def test_a_job_whose_worker_died_is_cancelled_and_deleted_at_once(files: dict[st
     assert store.get(ids[0]).state == "cancelled" and not work_dir(ids[0]).exists()
     assert main(["queue", "delete", str(ids[1])]) == 0
     assert [j.id for j in store.list()] == [ids[0]]
+
+
+def test_a_batch_queues_one_job_per_target_named_by_the_pattern(files: dict[str, Path],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    folder = files["dir"] / "shots"
+    folder.mkdir()
+    for name in ("b-shot.png", "a-shot.jpg", "notes.txt"):  # not an image or a video: not a target
+        shutil.copyfile(files["target"], folder / name)
+    out = files["dir"] / "out"
+    out.mkdir()
+    argv = ["queue", "add", "--source", str(files["source"]), "--target", str(files["target"]),
+            "--target", str(folder), "--output", str(out), "--name", "{target}-{source}",
+            "--set", "selector.mode=one"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    jobs = open_store().list()
+    assert len(lines) == len(jobs) == 3
+    source = files["source"].stem
+    assert [Path(j.output).name for j in jobs] == [f"{files['target'].stem}-{source}.png",
+                                                   f"a-shot-{source}.jpg", f"b-shot-{source}.png"]
+    assert {j.settings.selector.mode for j in jobs} == {"one"}
+    assert all(Path(j.output).parent == out for j in jobs)
+
+
+def test_a_batch_says_per_job_which_were_refused_and_queues_the_rest(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str],
+) -> None:
+    import shutil
+
+    other = files["dir"] / "other"
+    other.mkdir()
+    twin = shutil.copyfile(files["target"], other / files["target"].name)  # the same name in another folder
+    out = files["dir"] / "out"
+    out.mkdir()
+    argv = ["queue", "add", "--source", str(files["source"]), "--target", str(files["target"]),
+            "--target", str(twin), "--target", "/nowhere/gone.png", "--output", str(out)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 1 == len(open_store().list())
+    err = captured.err.strip().splitlines()
+    assert len(err) == 3 and "1 job(s) queued, 2 refused" in err[-1]
+    assert f"{twin}: not queued: its output {files['target'].stem}-swap.png is also the output of" in err[0]
+    assert "/nowhere/gone.png: not queued: target not found" in err[1]
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("{who}", "unknown field {who} (valid: {target}, {source}, {n})"),
+    ("x/{target}", "a file name pattern, not a path"),
+    ("{target", "--name '{target'"),
+])
+def test_a_bad_name_pattern_is_refused_in_one_line(files: dict[str, Path], pattern: str, message: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*_add(files, ".", "--name", pattern)]
+    argv[argv.index("--output") + 1] = str(files["dir"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert open_store().list() == []

@@ -115,6 +115,82 @@ def test_ui_options_become_config(tmp_path: Path) -> None:
             ui_cli.config_from_args(parse(*bad))
 
 
+def _ui_args(*argv: str) -> Any:
+    import argparse
+
+    from cli import ui as ui_cli
+
+    parser = argparse.ArgumentParser()
+    ui_cli.register(parser.add_subparsers())
+    return parser.parse_args(["ui", *argv])
+
+
+def test_every_auth_is_kept_and_each_user_signs_in() -> None:
+    from cli import ui as ui_cli
+
+    cfg = ui_cli.config_from_args(_ui_args("--listen", "--auth", "alice:pw1", "--auth", "bob:pw2"))
+    assert cfg.users == (("alice", "pw1"), ("bob", "pw2"))
+    with running_app(users=cfg.users, worker=False) as (url, _app):
+        for user, password in cfg.users:
+            with httpx.Client(base_url=url, timeout=scaled(30)) as client:
+                r = client.post("/login", data={"username": user, "password": password})
+                assert r.status_code == 200, (user, r.text)
+                assert client.get("/gradio_api/info").status_code == 200
+
+
+def test_a_malformed_or_repeated_auth_is_refused_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, said in ((["--auth", "alice:pw1", "--auth", "alice:pw2"], "user alice is given twice"),
+                       (["--auth", "alice:pw1", "--auth", "bob"], "expected USER:PASS"),
+                       (["--auth", "alice:pw1", "--auth", "b o b:pw"], "a user name is")):
+        assert main(["ui", "--listen", "--no-browser", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and len(err.splitlines()) == 1, err
+
+
+def test_ui_help_says_auth_may_be_repeated(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["ui", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "repeat it for each user" in text
+
+
+def test_two_uis_on_one_queue_each_have_a_worker_and_both_tabs_say_who_renders(tmp_path: Path) -> None:
+    from pipeline.jobs.worker import default_worker_id
+    from tests.timing import wait_until
+    from webui import workers
+    from webui.app import serve
+
+    base = default_worker_id()
+    common = {"data": tmp_path / "data", "outputs": tmp_path / "out"}
+    with running_app(**common) as (_, first), running_app(**common) as (_, second):
+        wait_until(lambda: len(second.ctx.store.workers.live()) == 2, 30, "both workers registered")
+        shown = workers.summary(second.ctx, None)
+        assert "2 render workers serve this queue" in shown
+        assert f"`{base}` on" in shown and f"`{base}-2` on" in shown and shown.count(": idle") == 2
+        system = [f for f in second.blocks.fns.values()
+                  if (second.components["system"]["refresh"]._id, "click") in f.targets]
+        assert system and "2 render workers" in system[0].fn(None)[1]  # the System tab says it too
+        with pytest.raises(UserError, match="already running"):  # an id given and taken: one line, no start
+            serve(api_config(worker_id=base, **common), block=False)
+        with running_app(worker=False, **common) as (_, submitter):
+            assert "only queues jobs" in workers.summary(submitter.ctx, None)
+    with running_app(worker=False, **common) as (_, alone):
+        assert "No render worker serves this queue" in workers.summary(alone.ctx, None)
+
+
+def api_config(**config: Any) -> Any:
+    from tests.browser.helpers import free_port
+    from webui.common import UiConfig
+
+    return UiConfig(host="127.0.0.1", port=free_port(), **config)
+
+
+def test_ui_help_names_the_worker_id(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["ui", "--help"])
+    assert "--worker-id NAME" in capsys.readouterr().out
+
+
 def test_serve_refuses_network_without_login() -> None:
     from webui.app import serve
     from webui.common import UiConfig

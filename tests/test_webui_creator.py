@@ -164,9 +164,13 @@ def test_without_a_gpu_neither_tensorrt_nor_cuda_nor_nvenc_is_offered(
     machine.usable_encoders.cache_clear()
     try:
         assert not any(e.endswith("_nvenc") for e in machine.usable_encoders())
-        assert "does not open here" in system_tab.report() or "nvenc" not in system_tab.report()
+        machine.encoder_failures.cache_clear()
+        shown = system_tab.report()
+        assert "trial encode failed: no libcuda" in shown or "h264_nvenc ✗ (not in this ffmpeg)" in shown
+        assert "NVENC confirmed" not in shown
     finally:
         machine.usable_encoders.cache_clear()
+        machine.encoder_failures.cache_clear()
 
 
 def test_a_still_image_has_no_frame_slider_and_a_video_has_one(tmp_path: Path) -> None:
@@ -196,7 +200,7 @@ def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path
     loads = [f for f in built.blocks.fns.values() if (built.blocks._id, "load") in f.targets
              and lists in f.outputs]
     assert loads  # every page load fetches the list again ...
-    assert "mine" in [v for _, v in loads[0].fn(None)["choices"]]  # ... with the preset just saved
+    assert "mine" in [v for _, v in loads[0].fn(None)[0]["choices"]]  # ... with the preset just saved
     _, message, pending = presets_tab.save(ctx, None, "mine", "changed", Settings())
     assert "exists" in message and pending == "mine"
     assert api.list_presets()[[p.name for p in api.list_presets()].index("mine")].description == "my look"
@@ -295,12 +299,12 @@ def test_the_queue_polls_once_per_tick_and_sends_a_running_frame_once_and_small(
         setattr(ctx.store, name, counting(name))
     shown_panel = queue_tab.panel_key(ctx.store.list()[0])
     reads.clear()
-    table, thumb, key, *panel = ticks[0].fn(str(job.id), "", shown_panel, None)
-    assert reads == ["list"] and f'data-job="{job.id}"' in table  # one store read per tick
+    table, _workers, thumb, key, *panel = ticks[0].fn(str(job.id), "", shown_panel, None)
+    assert reads == ["list"] and f'data-job="{job.id}"' in table  # one jobs read per tick
     assert panel == [gr.skip()] * 4 + [shown_panel]  # the panel shows this job as it is: not redrawn
     assert thumb["visible"] is True and thumb["value"].shape == (240, 320, 3)  # the size shown, not 480p
     again = ticks[0].fn(str(job.id), key, shown_panel, None)
-    assert again[1] == gr.skip() and again[2] == key  # the same frame is not encoded and sent again
+    assert again[2] == gr.skip() and again[3] == key  # the same frame is not encoded and sent again
 
 
 def test_the_detail_panel_follows_its_job_and_a_deleted_job_clears_it_with_one_line(tmp_path: Path) -> None:
@@ -317,16 +321,16 @@ def test_the_detail_panel_follows_its_job_and_a_deleted_job_clears_it_with_one_l
     lease = ctx.store.claim_next("w")
     assert lease is not None
     lease.fail("boom")
-    _, _, _, job_id, selected, player, file, key = tick(str(job.id), "", drawn, None)
+    _, _, _, _, job_id, selected, player, file, key = tick(str(job.id), "", drawn, None)
     assert job_id == gr.skip() and "failed" in selected and key != drawn  # redrawn: the job changed
     again = tick(str(job.id), "", key, None)
-    assert again[3:7] == (gr.skip(),) * 4  # then left as it is
+    assert again[4:8] == (gr.skip(),) * 4  # then left as it is
     api.delete_job(ctx.store, job.id)  # from another browser session
-    _, _, _, job_id, selected, player, file, key = tick(str(job.id), "", key, None)
+    _, _, _, _, job_id, selected, player, file, key = tick(str(job.id), "", key, None)
     assert (job_id, player, file, key) == ("", "", "", "")  # the selection and the panel cleared
-    assert selected == f"Job {job.id} is no longer in your queue (deleted)."
+    assert selected == "The selected job is no longer in your queue (deleted)."
     after = tick("", "", "", None)  # nothing selected any more: nothing more is said
-    assert after[3:7] == (gr.skip(),) * 4
+    assert after[4:8] == (gr.skip(),) * 4
 
 
 def test_a_row_click_selects_once_and_the_faces_follow_the_frame_as_the_preview_does(tmp_path: Path) -> None:

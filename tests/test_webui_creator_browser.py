@@ -85,10 +85,18 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         wait_until(lambda: "queued job" in _status(page), 30, what="queued")
         open_tab(page, "Queue")
         wait_until(lambda: page.locator("#jobs tr[data-job]").count() == 1, 20, what="the job row")
+        wait_until(lambda: "1 render worker serves this queue" in page.inner_text("#queue-workers"), 30,
+                   what="the worker serving the queue")
+        page.locator("#jobs tr[data-job]").first.click()  # selected before it is done: the panel follows it
+        wait_until(lambda: page.inner_text("#job-selected").startswith("Job #1"), 30, what="the selection")
         screenshot(page, "creator-3-queued")
         wait_until(lambda: page.locator("#jobs tr[data-state=done]").count() == 1, 180, what="the render")
-        page.locator("#jobs tr[data-job]").first.click()
+        # no second click: the panel is drawn again on the tick that shows the job done
         wait_until(lambda: page.locator("#job-after video").count() == 1, 30, what="the result player")
+        selected = page.inner_text("#job-selected")
+        assert "done in" in selected and "running" not in selected
+        row = page.inner_text("#jobs tr[data-job]")
+        assert "avg" in row and "took" in row  # the render time and average fps stay on the done row
         assert page.locator("#job-before video").count() == 1  # before / after, side by side
         video = page.locator("#job-after video").first
         wait_until(lambda: page.evaluate("(v) => v.readyState", video.element_handle()) >= 1, 30,
@@ -109,6 +117,13 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
 
         assert count_frames(out) == 30
         screenshot(page, "creator-4-result")
+        page.set_viewport_size({"width": 1440, "height": 900})
+        screenshot(page, "creator-4-result-1440")
+        open_tab(page, "System")  # opening it reads what is loaded now: the preview's models
+        wait_until(lambda: "1 render worker serves" in page.inner_text("#system-workers"), 30,
+                   what="the workers, read when the tab opened")
+        assert "loaded:" in page.inner_text("#system-report")  # read again with them
+        screenshot(page, "creator-5-system-1440")
 
 
 def test_a_refused_job_leaves_no_badge_no_job_and_a_still_image_has_no_frame_slider(tmp_path: Path) -> None:

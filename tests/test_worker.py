@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import multiprocessing
+import os
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from pipeline.jobs.hold import Gate
 from pipeline.jobs.segments import Pace
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import Worker, WorkerBusy, run, start_in_thread, worker_lock
+from pipeline.progress import Progress
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.timing import scaled
@@ -46,6 +48,9 @@ def test_image_jobs_run_in_queue_order(tmp_path: Path) -> None:
     assert all(Path(j.output).stat().st_size > 0 for j in done)
     order = sorted(done, key=lambda j: j.started_at or 0)
     assert [j.id for j in order] == [jobs[2].id, jobs[0].id, jobs[1].id]
+    # each keeps what its run took and its average rate (one frame: 1 / render time)
+    assert all(j.render_s and j.render_s > 0 and j.progress.fps == pytest.approx(1 / j.render_s)
+               for j in done)
 
 
 def test_a_failing_job_fails_with_one_line_and_a_log_tail(tmp_path: Path) -> None:
@@ -150,6 +155,47 @@ def test_a_second_worker_with_the_same_id_is_refused(tmp_path: Path) -> None:
     with worker_lock(store, "host/cpu"), pytest.raises(WorkerBusy, match="already running"):
         Worker(store, "host/cpu").run(once=True)
     assert Worker(store, "host/cpu").run(once=True) == 0  # free again once the first is gone
+
+
+def test_a_worker_started_without_an_id_takes_the_first_free_one(tmp_path: Path) -> None:
+    from pipeline.jobs.worker import default_worker_id
+
+    store = JobStore(tmp_path / "q.sqlite3")
+    base = default_worker_id()
+    first, second = start_in_thread(store, poll=0.05), start_in_thread(store, poll=0.05)
+    try:
+        assert (first.worker.worker_id, second.worker.worker_id) == (base, f"{base}-2")
+        with pytest.raises(WorkerBusy, match="already running"):  # a taken id, given: refused before a thread
+            start_in_thread(store, base)
+        _wait(lambda: len(store.workers.live()) == 2)
+        live = store.workers.live()
+        assert [(w.id, w.pid, w.job) for w in live] == [(base, os.getpid(), None),
+                                                       (f"{base}-2", os.getpid(), None)]
+    finally:
+        assert first.stop() and second.stop()
+    assert store.workers.live() == []  # each signed off as it stopped
+
+
+def test_a_worker_is_shown_with_its_job_until_its_process_is_gone_or_it_falls_silent(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = JobStore(tmp_path / "q.sqlite3", stale_after=10, clock=lambda: now[0])
+    job = store.add(["/s.jpg"], "/t.mp4", "/o.mp4", Settings())
+    store.workers.register("farm/cuda0", host="farm", pid=4242)  # another host: only silence tells
+    store.workers.register("here/cpu")  # this process
+    lease = store.claim_next("farm/cuda0")
+    assert lease is not None
+    lease.progress(Progress(30, 120))
+    doing = {w.id: w.job for w in store.workers.live()}
+    assert doing["here/cpu"] is None and doing["farm/cuda0"] is not None
+    assert doing["farm/cuda0"].id == job.id and doing["farm/cuda0"].progress.fraction == 0.25
+    now[0] += 11  # farm/cuda0 fell silent; here/cpu says it is there
+    store.workers.seen("here/cpu")
+    assert [w.id for w in store.workers.live()] == ["here/cpu"]
+    dead = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(0,))
+    dead.start()
+    dead.join()
+    store.workers.register("here/gone", pid=dead.pid)  # its process has ended: left out at once
+    assert [w.id for w in store.workers.live()] == ["here/cpu"]
 
 
 def _adder(db: str, tag: str, n: int) -> None:

@@ -49,6 +49,10 @@ CSS = """
 /* face thumbnails stay small: Gradio gives a gallery of one image a single full-width column */
 #faces .grid-container { grid-template-columns: repeat(auto-fill, minmax(110px, 140px)) !important; }
 .fs-problem { color: #c0392b; font-weight: 600; } .fs-notice { color: #8a6d00; display: block; }
+/* the notice mark drawn by CSS: a glyph like ⓘ is an empty box where the fonts lack it (Debian's chromium) */
+.fs-info { display: inline-block; width: 1.1em; height: 1.1em; line-height: 1.1em; border-radius: 50%;
+           border: 1.5px solid currentColor; text-align: center; font: italic bold 0.75em serif; }
+.fs-folder { font-size: 0.8em; opacity: 0.7; }
 .fs-jobs tbody tr { cursor: pointer; } .fs-jobs tr.fs-selected { background: var(--color-accent-soft); }
 .fs-hidden { display: none !important; }
 /* the selected job's before / after, side by side, from private links */
@@ -146,7 +150,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
-    system_tab.wire(ctx, parts["system"], form)
+    system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)
     # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
     models = [form[k] for k in controls.MODEL_KEYS]
     parts["models"]["table"].change(controls.model_choice_updates, None, models, api_visibility="private")
@@ -223,7 +227,9 @@ def serve(config: UiConfig, *, block: bool = True) -> tuple[App, Any]:
     config = _secure(config)
     api.remove_download_copies()  # private copies older versions handed out
     app = build(config)
-    handle = api.start_worker(app.ctx.store) if config.worker else None
+    handle = api.start_worker(app.ctx.store, config.worker_id) if config.worker else None
+    if handle is not None:
+        log.warning("render worker %s serves the queue %s", handle.worker.worker_id, app.ctx.store.path)
     app.blocks.queue(default_concurrency_limit=4, max_size=256)
     try:
         app.blocks.launch(prevent_thread_lock=not block, **launch_kwargs(app))

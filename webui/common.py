@@ -34,6 +34,7 @@ class UiConfig:
     outputs: Path | None = None  # default api.outputs_dir() at start
     data: Path | None = None  # where the queue database lives; default the data folder (FACESTATION_DATA)
     worker: bool = True  # start a background render worker in this process
+    worker_id: str | None = None  # its name; None: the first free one of host/device, host/device-2 ...
     poll_s: float = 1.0  # how often the Queue tab asks the store for progress
     open_browser: bool = False  # open a browser tab on the app once it is up (the CLI's default)
     ssl_certfile: Path | None = None  # HTTPS with the host's own certificate

@@ -47,6 +47,8 @@ SECTION_TABS: dict[str, str] = {
 }
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
+# a choice whose value means something other than its number, in words
+CHOICE_WORDS: dict[tuple[str, Any], str] = {("swapper.pixel_boost", 0): "auto (the model's own size)"}
 # set by clicking a face in the gallery, never typed (a server path)
 READ_ONLY = frozenset({"selector.reference", "selector.mapping"})
 
@@ -120,7 +122,7 @@ def choice_pairs(key: str, choices: Sequence[Any]) -> list[tuple[str, Any]]:
     pairs = []
     for c in choices:
         label = "(none)" if c == "none" else api.choice_label(str(c)) if key in MODEL_KEYS else str(c)
-        pairs.append((label, NONE_VALUE if c == "none" else c))
+        pairs.append((CHOICE_WORDS.get((key, c), label), NONE_VALUE if c == "none" else c))
     return pairs
 
 

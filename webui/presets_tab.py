@@ -36,7 +36,8 @@ def create() -> dict[str, Any]:
         c["description"] = gr.Textbox(label="Description", elem_id="preset-description")
     with gr.Row():
         c["save"] = gr.Button("Save (yours only)", variant="primary", elem_id="preset-save")
-        c["publish"] = gr.Button("Publish to the studio (admins)", elem_id="preset-publish")
+        c["publish"] = gr.Button("Publish to the studio", elem_id="preset-publish",
+                                 visible=False)  # shown to admins once the page knows who is asking
     c["confirmed"] = gr.State("")  # the name a second Save (or Publish) replaces
     with gr.Row():
         c["import_file"] = gr.File(label="Import a preset file (.json)", file_types=[".json"],
@@ -76,11 +77,12 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> N
     def on_export(name: str | None, request: gr.Request) -> tuple[str | None, str]:
         return export(ctx, request, name)
 
-    def refresh(request: gr.Request) -> dict[str, Any]:
-        return gr.update(choices=choices(ctx.owner(request)))
+    def refresh(request: gr.Request) -> tuple[dict[str, Any], dict[str, Any]]:
+        return gr.update(choices=choices(ctx.owner(request))), gr.update(visible=ctx.is_admin(request))
 
     listed = [c["list"], c["message"]]
-    gr.on(shown, refresh, None, c["list"], api_visibility="private", queue=False, show_progress="hidden")
+    gr.on(shown, refresh, None, [c["list"], c["publish"]], api_visibility="private", queue=False,
+          show_progress="hidden")
     c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
     c["list"].change(on_describe, c["list"], [c["name"], c["description"]], api_visibility="private")
     asked = [c["name"], c["description"], c["confirmed"], *form.inputs]

@@ -104,7 +104,8 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
     except api.UserError as exc:
         return None, problem(str(exc)), "", hidden, []
     ms = (time.perf_counter() - started) * 1000
-    notice = "".join(f'<span class="fs-notice">ⓘ {n}</span>' for n in checked.notices)
+    mark = '<span class="fs-info">i</span>'  # drawn by CSS (app.CSS), not a glyph the fonts may lack
+    notice = "".join(f'<span class="fs-notice">{mark} {n}</span>' for n in checked.notices)
     return image, f"Preview of frame {int(frame)}: {ms:.0f} ms", notice, hidden, []
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
+from webui import workers
 from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 from webui.files import Link
@@ -42,6 +43,7 @@ element.addEventListener('click', (e) => {
 def create(ctx: Ctx) -> dict[str, Any]:
     c: dict[str, Any] = {}
     gr.Markdown("Click a job to select it; the buttons act on the selected job.", elem_id="queue-help")
+    c["workers"] = gr.Markdown("", elem_id="queue-workers")  # who renders these jobs (webui/workers.py)
     c["table"] = gr.HTML(render_jobs([]), elem_id="jobs", js_on_load=SELECT_ROW_JS)
     c["job_id"] = gr.Textbox("", elem_id="job-id", elem_classes=["fs-hidden"], show_label=False,
                              container=False)
@@ -54,7 +56,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
     # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
     c["player"] = gr.HTML("", elem_id="job-player")
     c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
-                          visible=False, height=240)
+                          visible=False, height=240, buttons=["fullscreen"])  # no share button
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
     c["timer"] = gr.Timer(ctx.config.poll_s)
     c["thumb_key"] = gr.State("")  # what this page's thumbnail shows now (api.latest_frame's key)
@@ -73,9 +75,10 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
             job = submit(ctx, form.read(vals), sources, target, request, audio)
         except api.UserError as exc:  # shown once, beside the button; no job is created
             return gr.update(), render_jobs(visible_jobs(ctx, request)), refused(str(exc))
-        gr.Info(f"queued job {job.id}")
-        return f"queued job {job.id}: {Path(job.output).name}", render_jobs(visible_jobs(ctx, request)), \
-            f"queued job {job.id}: follow it in the Queue tab"
+        gr.Info(f"queued job #{job.label}")
+        return f"queued job #{job.label}: {Path(job.output).name}", table(ctx, visible_jobs(ctx, request), "",
+                                                                           request), \
+            f"queued job #{job.label}: follow it in the Queue tab"
 
     # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
     add_job.click(on_add, [faces["sources"], faces["target"], voice, *form.inputs],
@@ -86,13 +89,14 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
         return table(ctx, visible_jobs(ctx, request), job_id, request)
 
     def tick(job_id: str, shown: str, panel: str, request: gr.Request) -> tuple[Any, ...]:
-        jobs = visible_jobs(ctx, request)  # the one store read per tick: the table and the thumbnail
+        jobs = visible_jobs(ctx, request)  # the one jobs read per tick: the table and the thumbnail
         thumb, key = thumbnail(jobs, _number(job_id), shown)
-        return (table(ctx, jobs, job_id, request), thumb, key, *follow(ctx, jobs, job_id, panel, request))
+        return (table(ctx, jobs, job_id, request), workers.summary(ctx, request), thumb, key,
+                *follow(ctx, jobs, job_id, panel, request))
 
     c["timer"].tick(tick, [c["job_id"], c["thumb_key"], c["panel_key"]],
-                    [c["table"], c["thumb"], c["thumb_key"], c["job_id"], c["selected"], c["player"],
-                     c["file"], c["panel_key"]],
+                    [c["table"], c["workers"], c["thumb"], c["thumb_key"], c["job_id"], c["selected"],
+                     c["player"], c["file"], c["panel_key"]],
                     show_progress="hidden", api_visibility="private", queue=False)
     for action in ACTIONS:
         def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
@@ -128,7 +132,7 @@ def follow(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, panel: str,
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), panel
     job = next((j for j in jobs if j.id == number), None)
     if job is None:
-        return "", f"Job {number} is no longer in your queue (deleted).", "", "", ""
+        return "", "The selected job is no longer in your queue (deleted).", "", "", ""
     key = panel_key(job)
     if key == panel:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), panel
@@ -138,7 +142,20 @@ def follow(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, panel: str,
 
 def table(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, request: gr.Request | None) -> str:
     show_owner = bool(ctx.config.users) and ctx.is_admin(request)
-    return render_jobs(jobs, show_owner=show_owner, selected=_number(job_id))
+    return render_jobs(jobs, show_owner=show_owner, selected=_number(job_id), outputs=ctx.outputs,
+                       full_paths=not ctx.config.users)
+
+
+def folder_of(output: Path, outputs: Path | None, full_paths: bool) -> str:
+    """Where a job's output goes, as the caller may see it: the whole folder on this machine's own UI;
+    on a shared one the part under the outputs folder (never the server's paths)."""
+    folder = output.parent
+    if full_paths or outputs is None:
+        return str(folder)
+    try:
+        return f"outputs/{folder.relative_to(outputs).as_posix()}".rstrip("/.")
+    except ValueError:
+        return folder.name
 
 
 def _number(job_id: str | float | None) -> int | None:
@@ -169,14 +186,18 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
     name = html.escape(Path(job.target).name.split("-", 1)[-1])
     if job.state == "failed":
         reason = html.escape(browser_message(job.error or "no reason recorded"))
-        return [f'**Job {job.id}** ({name}): <span class="fs-error">failed: {reason}</span>', "", ""]
+        return [f'**Job #{job.label}** ({name}): <span class="fs-error">failed: {reason}</span>', "", ""]
+    where = html.escape(folder_of(Path(job.output), ctx.outputs, not ctx.config.users))
     if job.state != "done":
-        return [f"**Job {job.id}** ({name}): {job.state}", "", ""]
+        return [f"**Job #{job.label}** ({name}): {job.state}, writing to `{where}`", "", ""]
     link = download(ctx, job.id, request)
     user, session = ctx.owner(request), ctx.session(request)
     before = ctx.links.issue(user, session, job.id, Path(job.target), inline=True)
     after = ctx.links.issue(user, session, job.id, Path(job.output), inline=True)
-    return [f"**Job {job.id}** ({name}): done", player(before, after), download_html(link)]
+    took = f" in {_eta(job.render_s)}" if job.render_s is not None else ""
+    fps = f" ({job.progress.fps:.1f} fps on average)" if job.progress.fps else ""
+    return [f"**Job #{job.label}** ({name}): done{took}{fps}, saved in `{where}`", player(before, after),
+            download_html(link)]
 
 
 def player(before: str, after: str) -> str:
@@ -245,7 +266,7 @@ def download(ctx: Ctx, job_id: float | None, request: gr.Request | None) -> str:
     download is audited when the link is served: webui/files.py)."""
     job = _own_job(ctx, job_id, request)
     if job.state != "done":
-        raise api.UserError(f"job {job.id} is {job.state}: only a done job has a result to download")
+        raise api.UserError(f"job #{job.label} is {job.state}: only a done job has a result to download")
     if not Path(job.output).is_file():
         raise api.UserError(f"the output {Path(job.output).name} is not there any more")
     return ctx.links.issue(ctx.owner(request), ctx.session(request), job.id, Path(job.output))
@@ -278,7 +299,7 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
         ctx.links.revoke_job(job.id)
         api.delete_job(ctx.store, job.id)
     ctx.audit.record(ctx.owner(request), action, job=job.id, owner=job.owner)
-    return f"job {job.id}: {action} done"
+    return f"job #{job.label}: {action} done"
 
 
 def _bar(state: str, fraction: float) -> str:
@@ -303,43 +324,56 @@ def _eta(seconds: float | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False, selected: int | None = None) -> str:
-    """The jobs as an HTML table with a progress bar per job and a download link once done."""
+def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False, selected: int | None = None,
+                outputs: Path | None = None, full_paths: bool = True) -> str:
+    """The jobs as an HTML table with a progress bar per job, each one's output folder, and once done its
+    render time and average fps (``outputs`` and ``full_paths``: how folders are shown, :func:`folder_of`).
+    Jobs are numbered per owner (``Job.label``); the row carries the queue's id for the actions."""
     if not jobs:
         return '<p class="fs-empty">No jobs yet: set up a swap and press "Add to queue".</p>'
-    columns = ("#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps", "ETA",
-               "memory", "output")
+    columns = ("#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps",
+               "ETA / took", "memory", "output")
     head = "".join(f"<th>{h}</th>" for h in columns)
     rows = []
     for job in jobs:
-        p = job.progress
-        fraction = 1.0 if job.state == "done" else (p.fraction or 0.0)
-        frames = f"{p.frames_done}/{p.frames_total}" if p.frames_total else str(p.frames_done or "")
-        if job.state == "running" and p.stage.get("running"):  # a render farm job: segments at once
-            frames += f' <span class="fs-farm">· {p.stage["running"]} at once</span>'
-        out = Path(job.output)
-        if job.state == "done" and out.is_file():
-            link = f'<span class="fs-download" title="click the row to play and download it">' \
-                   f"{html.escape(out.name)} ▶</span>"
-        elif job.state == "failed":
-            link = f'<span class="fs-error">{html.escape(job.error or "failed")}</span>'
-        else:
-            link = html.escape(out.name)
-        cells = [
-            str(job.id),
-            *([html.escape(job.owner or "local")] if show_owner else []),
-            html.escape(Path(job.target).name.split("-", 1)[-1]),
-            f'<span class="fs-state fs-{job.state}">{job.state}</span>',
-            _bar(job.state, fraction),
-            frames,
-            f"{p.fps:.1f}" if p.fps else "",
-            _eta(p.eta_s),
-            _memory(p.stage) if job.state == "running" else "",
-            link,
-        ]
+        cells = _cells(job, show_owner, folder_of(Path(job.output), outputs, full_paths))
         row = "".join(f"<td>{x}</td>" for x in cells)
         mark = ' class="fs-selected"' if job.id == selected else ""
         rows.append(f'<tr data-job="{job.id}" data-state="{job.state}"{mark}>{row}</tr>')
     stamp = time.strftime("%H:%M:%S")
     return (f'<table class="fs-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<p class="fs-updated">updated {stamp}</p>')
+
+
+def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
+    p = job.progress
+    fraction = 1.0 if job.state == "done" else (p.fraction or 0.0)
+    frames = f"{p.frames_done}/{p.frames_total}" if p.frames_total else str(p.frames_done or "")
+    if job.state == "running" and p.stage.get("running"):  # a render farm job: segments at once
+        frames += f' <span class="fs-farm">· {p.stage["running"]} at once</span>'
+    out = Path(job.output)
+    if job.state == "done" and out.is_file():
+        link = f'<span class="fs-download" title="click the row to play and download it">' \
+               f"{html.escape(out.name)} ▶</span>"
+    elif job.state == "failed":
+        link = f'<span class="fs-error">{html.escape(job.error or "failed")}</span>'
+    else:
+        link = html.escape(out.name)
+    link += f'<br><span class="fs-folder">in {html.escape(folder)}</span>'
+    if job.state == "done":  # what the run took, and its average rate
+        fps = f"{p.fps:.1f} avg" if p.fps else ""
+        eta = f"took {_eta(job.render_s)}" if job.render_s is not None else ""
+    else:
+        fps, eta = (f"{p.fps:.1f}" if p.fps else ""), _eta(p.eta_s)
+    return [
+        str(job.label),
+        *([html.escape(job.owner or "local")] if show_owner else []),
+        html.escape(Path(job.target).name.split("-", 1)[-1]),
+        f'<span class="fs-state fs-{job.state}">{job.state}</span>',
+        _bar(job.state, fraction),
+        frames,
+        fps,
+        eta,
+        _memory(p.stage) if job.state == "running" else "",
+        link,
+    ]

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, get_args
 
 import gradio as gr
 import pandas as pd
 
 from pipeline import api
+from webui import workers
 from webui.common import Ctx, user_errors
 from webui.controls import SettingsForm
+
+# onnxruntime's provider names in plain words; one not listed (Azure, ...) is never offered here, so not shown
+PROVIDER_WORDS = {"TensorrtExecutionProvider": "TensorRT", "CUDAExecutionProvider": "CUDA GPU",
+                  "CPUExecutionProvider": "CPU", "tensorrt": "TensorRT", "cuda": "CUDA GPU", "cpu": "CPU"}
+
+
+def plain_providers(names: Sequence[str]) -> str:
+    return ", ".join(dict.fromkeys(PROVIDER_WORDS[n] for n in names if n in PROVIDER_WORDS)) or "none"
 
 
 def report() -> str:
     lines = ["### Inference"]
     try:
-        lines.append(f"- models can run on: {', '.join(api.usable_providers())} "
-                     f"(onnxruntime was built with {', '.join(api.available_providers())})")
-        loaded = api.loaded_sessions()
-        if loaded:
-            lines += [f"- loaded: `{m['model']}` on {', '.join(m['providers'])}" for m in loaded]
-        else:
-            lines.append("- no model loaded yet (a preview or a render loads them)")
+        lines.append(f"- models can run on: {plain_providers(api.usable_providers())} "
+                     f"(onnxruntime was built for {plain_providers(api.available_providers())})")
+        lines += loaded_lines(api.loaded_sessions())
     except Exception as exc:  # noqa: BLE001 - a broken onnxruntime install is reported, not raised
         lines.append(f"- onnxruntime unusable: {exc}")
     lines.append("\n### Video tools")
@@ -29,15 +35,36 @@ def report() -> str:
         tools = api.find_ffmpeg()
         lines.append(f"- ffmpeg: `{tools.ffmpeg}`")
         lines.append(f"- ffprobe: `{tools.ffprobe or 'not found (PyAV probes instead)'}`")
-        have = api.ffmpeg_encoders(tools.ffmpeg)
-        works = api.usable_encoders()
-        known = [e for e in get_args(api.Encoder) if e != "auto"]
-        marks = [f"{e} ✓" if e in works else f"{e} ✗ (listed, does not open here)" if e in have else f"{e} ✗"
-                 for e in known]
-        lines.append("- encoders: " + ", ".join(marks) + " (NVENC confirmed by a one-frame trial encode)")
+        lines.append("- encoders: " + encoder_marks(api.ffmpeg_encoders(tools.ffmpeg), api.usable_encoders(),
+                                                    api.encoder_failures()))
     except Exception as exc:  # noqa: BLE001 - shown to the user, e.g. FFmpegMissing
         lines.append(f"- ffmpeg not usable: {exc}")
     return "\n".join(lines + farm_lines(api.farm_status()))
+
+
+def loaded_lines(loaded: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per model file loaded now (a file loaded twice, e.g. with other thread counts, once)."""
+    if not loaded:
+        return ["- no model loaded now (a preview or a render loads them)"]
+    providers: dict[str, list[str]] = {}
+    for m in loaded:
+        providers.setdefault(m["model"], []).extend(m["providers"])
+    return [f"- loaded: `{model}` on {plain_providers(names)}" for model, names in providers.items()]
+
+
+def encoder_marks(listed: Sequence[str] | set[str], works: Sequence[str], failed: dict[str, str]) -> str:
+    """Each known encoder: ✓ where it opens here, else ✗ and what failed."""
+    marks = []
+    for e in (e for e in get_args(api.Encoder) if e != "auto"):
+        if e in works:
+            marks.append(f"{e} ✓" + (" (a one-frame trial encode worked)" if e.endswith("_nvenc") else ""))
+        elif e in failed:
+            marks.append(f"{e} ✗ (in this ffmpeg, but its one-frame trial encode failed: {failed[e]})")
+        elif e in listed:
+            marks.append(f"{e} ✗ (in this ffmpeg, but does not open here)")
+        else:
+            marks.append(f"{e} ✗ (not in this ffmpeg)")
+    return ", ".join(marks)
 
 
 def farm_lines(status: dict[str, Any] | None) -> list[str]:
@@ -57,6 +84,7 @@ def farm_lines(status: dict[str, Any] | None) -> list[str]:
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
     c["report"] = gr.Markdown(report(), elem_id="system-report")
+    c["workers"] = gr.Markdown("", elem_id="system-workers")  # who renders this queue's jobs
     with gr.Row():
         c["refresh"] = gr.Button("Refresh", size="sm", elem_id="system-refresh")
         c["release"] = gr.Button("Free model memory", size="sm", elem_id="system-release")
@@ -71,17 +99,23 @@ def create() -> dict[str, Any]:
     return c
 
 
-def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm) -> None:
-    """Refresh and free memory rewrite the report; the benchmark runs with the current settings, polled by a
-    timer."""
-    c["refresh"].click(report, None, c["report"], api_visibility="private")
+def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: Any) -> None:
+    """Opening the tab (``shown``: its select event) and Refresh rewrite the report (the models loaded now)
+    and the workers; free memory rewrites the report; the benchmark runs with the current settings, polled
+    by a timer."""
+    def refresh(request: gr.Request) -> tuple[str, str]:
+        return report(), "### Render workers\n" + workers.summary(ctx, request)
+
+    gr.on([shown, c["refresh"].click], refresh, None, [c["report"], c["workers"]], api_visibility="private",
+          show_progress="hidden")
     c["release"].click(release_models, None, c["report"], api_visibility="private")
 
     def on_bench(*vals: Any) -> tuple[str, dict[str, Any]]:
         return start_bench(ctx, form.read(vals))
 
+    # no progress overlay: Gradio's own one flashed an untranslated "common.complete" at its end
     c["bench_run"].click(user_errors(on_bench), form.inputs, [c["bench_text"], c["bench_timer"]],
-                         api_visibility="private")
+                         api_visibility="private", show_progress="hidden")
     polled = [c["bench_text"], c["bench_chart"], c["bench_timer"]]
     c["bench_timer"].tick(lambda: poll_bench(ctx), None, polled, api_visibility="private",
                           show_progress="hidden")

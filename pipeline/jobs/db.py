@@ -28,7 +28,7 @@ from pipeline.jobs.policy import Decision
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "queue.sqlite3"
 
 _SCHEMA_V1 = """
@@ -79,8 +79,28 @@ _V4 = """
 ALTER TABLE jobs ADD COLUMN audio TEXT;
 """
 
+# number: the job's number among its owner's jobs (a colleague's first job is their #1; ``id`` stays the
+# queue's own), from the owner's counter in job_numbers (never reused after a delete);
+# render_s: the wall seconds of the run that finished the job (its average fps is then in ``fps``);
+# workers: every render worker serving this queue, seen at least every quarter of the store's stale_after
+_V5 = """
+ALTER TABLE jobs ADD COLUMN number INTEGER;
+ALTER TABLE jobs ADD COLUMN render_s REAL;
+UPDATE jobs SET number = (SELECT COUNT(*) FROM jobs AS earlier WHERE earlier.owner = jobs.owner
+                          AND earlier.id <= jobs.id);
+CREATE TABLE IF NOT EXISTS job_numbers (owner TEXT PRIMARY KEY, last INTEGER NOT NULL);
+INSERT INTO job_numbers (owner, last) SELECT owner, MAX(number) FROM jobs GROUP BY owner;
+CREATE TABLE IF NOT EXISTS workers (
+    id         TEXT PRIMARY KEY,
+    host       TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    seen_at    REAL NOT NULL
+);
+"""
+
 # _MIGRATIONS[n] brings a database at user_version n to n + 1.
-_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2, 2: _V3, 3: _V4}
+_MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5}
 
 _NO_WORKER = "worker_id = NULL, worker_host = NULL, worker_pid = NULL, heartbeat_at = NULL"
 
@@ -261,11 +281,20 @@ class QueueDB:
         )
 
     @staticmethod
-    def end(con: sqlite3.Connection, job: Job, state: JobState, now: float) -> None:
-        """A running job ends done or cancelled (by its worker)."""
+    def end(con: sqlite3.Connection, job: Job, state: JobState, now: float,
+            render_s: float | None = None, fps: float | None = None) -> None:
+        """A running job ends done or cancelled (by its worker); a done one keeps its run's wall seconds
+        and average fps."""
         check("finish", job.id, job.state, state)
         con.execute("UPDATE jobs SET state = ?, error = NULL, finished_at = ?, heartbeat_at = NULL, "
-                    "eta_s = NULL WHERE id = ?", (state, now, job.id))
+                    "eta_s = NULL, render_s = ?, fps = ? WHERE id = ?", (state, now, render_s, fps, job.id))
+
+    @staticmethod
+    def next_number(con: sqlite3.Connection, owner: str) -> int:
+        """The owner's next job number (1 for their first job)."""
+        row = con.execute("INSERT INTO job_numbers (owner, last) VALUES (?, 1) ON CONFLICT (owner) "
+                          "DO UPDATE SET last = last + 1 RETURNING last", (owner,)).fetchone()
+        return int(row[0])
 
     def apply(self, con: sqlite3.Connection, job: Job, decision: Decision, now: float) -> None:
         """Write what :func:`pipeline.jobs.policy.decide` said about a running ``job``. Its progress is what a

@@ -78,12 +78,14 @@ class Lease:
 
     # ------------------------------------------------------------ endings
 
-    def finish(self, state: JobState = "done") -> Job:
-        """End the job ``done`` or ``cancelled`` (a failure is :meth:`fail`)."""
+    def finish(self, state: JobState = "done", *, render_s: float | None = None,
+               fps: float | None = None) -> Job:
+        """End the job ``done`` or ``cancelled`` (a failure is :meth:`fail`); a done job keeps the wall
+        seconds of this run (``render_s``) and its average ``fps``."""
         if state not in ("done", "cancelled"):
             raise ValueError(f"finish() takes done or cancelled, not {state!r} (a failure is fail())")
         with self.db.write() as con:
-            self.db.end(con, self._held(con), state, self._clock())
+            self.db.end(con, self._held(con), state, self._clock(), render_s, fps)
             return self.db.fetch(con, self.job.id)
 
     def fail(self, error: str, *, retry: bool = False) -> Job:

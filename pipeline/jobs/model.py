@@ -108,6 +108,13 @@ class Job:
     deaths: int  # worker deaths in a row without a new segment recorded (reset by a recorded segment)
     progressed: bool  # a segment was recorded since the last death
     audio: str | None = None  # a new voice the output carries (``--audio``; a lip syncer follows it)
+    number: int | None = None  # its number among its owner's jobs (shown to users; ``id`` is the queue's)
+    render_s: float | None = None  # a done job: the wall seconds of the run that finished it
+
+    @property
+    def label(self) -> int:
+        """The number a user knows the job by: their own count (the queue id for a job made before)."""
+        return self.number if self.number is not None else self.id
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:

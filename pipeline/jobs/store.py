@@ -29,6 +29,7 @@ from pipeline.jobs.db import DB_NAME, SCHEMA_VERSION, QueueDB
 from pipeline.jobs.lease import ClaimLost, Lease
 from pipeline.jobs.model import STATES, Job, JobState, check
 from pipeline.jobs.policy import Counters, decide
+from pipeline.jobs.registry import WorkerRegistry
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class JobStore:
         self.max_attempts = max_attempts
         self._clock = clock
         self.db = QueueDB(self.path, busy_timeout=busy_timeout, log_limit=log_limit)
+        self.workers = WorkerRegistry(self.db, stale_after=stale_after, clock=clock)  # who serves the queue
 
     def now(self) -> float:
         """The store's clock (wall time, or a test's)."""
@@ -114,9 +116,10 @@ class JobStore:
             row = (owner, json.dumps([str(s) for s in sources]), str(target), str(output))
             cur = con.execute(
                 "INSERT INTO jobs (owner, sources, target, output, settings, state, position, created_at, "
-                "audio) VALUES (?, ?, ?, ?, ?, 'queued', (SELECT COALESCE(MAX(position), 0) + 1 FROM jobs), "
-                "?, ?)",
-                (*row, settings.model_dump_json(), self._clock(), None if audio is None else str(audio)),
+                "audio, number) VALUES (?, ?, ?, ?, ?, 'queued', "
+                "(SELECT COALESCE(MAX(position), 0) + 1 FROM jobs), ?, ?, ?)",
+                (*row, settings.model_dump_json(), self._clock(), None if audio is None else str(audio),
+                 self.db.next_number(con, owner)),
             )
             job = self.db.fetch(con, int(cur.lastrowid or 0))
         log.info("queued job %d (%s -> %s)", job.id, job.target, job.output)

@@ -61,6 +61,27 @@ class WorkerBusy(UserError):
     """Another worker with the same id is already running."""
 
 
+SPARE_IDS = 9  # a UI started beside others takes host/default-2 ... host/default-9
+
+
+def free_worker_lock(store: JobStore, worker_id: str | None, stack: contextlib.ExitStack) -> str:
+    """Take the lock of ``worker_id`` (held until ``stack`` closes) and return it; with no id given, the
+    first free one of ``host/device``, ``host/device-2`` ... (a second UI on the same queue gets its own)."""
+    if worker_id is not None:
+        stack.enter_context(worker_lock(store, worker_id))
+        return worker_id
+    base = default_worker_id()
+    for n in range(1, SPARE_IDS + 1):
+        candidate = base if n == 1 else f"{base}-{n}"
+        try:
+            stack.enter_context(worker_lock(store, candidate))
+        except WorkerBusy:
+            continue
+        return candidate
+    raise WorkerBusy(f"{SPARE_IDS} workers named {base}… already serve this queue; "
+                     "give this one its own --worker-id, or start it with --no-worker")
+
+
 @contextlib.contextmanager
 def worker_lock(store: JobStore, worker_id: str) -> Iterator[None]:
     """Hold an exclusive lock for ``worker_id`` (released by the kernel even on SIGKILL)."""
@@ -137,30 +158,45 @@ class Worker:
 
     # ------------------------------------------------------------------ loop
 
-    def run(self, once: bool = False, stop_event: threading.Event | None = None) -> int:
+    def run(self, once: bool = False, stop_event: threading.Event | None = None, *,
+            locked: contextlib.AbstractContextManager[Any] | None = None) -> int:
         """Run jobs until ``stop_event`` is set (or, with ``once``, until the queue is empty). Returns jobs
-        run."""
+        run. ``locked``: the worker id's lock, taken already (:func:`free_worker_lock`)."""
         stop = stop_event or threading.Event()
-        with worker_lock(self.store, self.worker_id):
+        with locked or worker_lock(self.store, self.worker_id):
             released = self.store.release_worker(self.worker_id)
             if released:
                 log.warning("worker %s restarted: put back job(s) %s", self.worker_id, released)
             log.info("worker %s started (queue %s)", self.worker_id, self.store.path)
-            while not stop.is_set():
-                lease = self.store.claim_next(self.worker_id)
-                if lease is None:
-                    if once:
-                        break
-                    stop.wait(self.poll)
-                    continue
-                self.claimed.append(lease.id)
-                self.run_job(lease, stop)
+            self.store.workers.register(self.worker_id)
+            try:
+                self._serve(once, stop)
+            finally:
+                self.store.workers.sign_off(self.worker_id)
             log.info("worker %s stopped after %d job(s)", self.worker_id, self.jobs_done)
         if self._io is not None:
             self._io.submit(self.store.close).result()
             self._io.shutdown()
             self._io = None
         return self.jobs_done
+
+    def _serve(self, once: bool, stop: threading.Event) -> None:
+        """Claim and run jobs; an idle worker says it is there every ``heartbeat_every`` s."""
+        seen = time.monotonic()
+        while not stop.is_set():
+            lease = self.store.claim_next(self.worker_id)
+            if lease is None:
+                if once:
+                    break
+                if time.monotonic() - seen >= self.heartbeat_every:
+                    self.store.workers.seen(self.worker_id)
+                    seen = time.monotonic()
+                stop.wait(self.poll)
+                continue
+            self.claimed.append(lease.id)
+            self.run_job(lease, stop)
+            self.store.workers.seen(self.worker_id)
+            seen = time.monotonic()
 
     def failed_jobs(self) -> list[int]:
         """The jobs this worker took that have failed since, whoever failed them (it, or a worker that took
@@ -189,7 +225,9 @@ class Worker:
         try:
             runner.check_start(job)  # the output may have become unwritable since it was queued
             self.store.check_files(job)  # or another job's file (a symlink made since)
+            started = time.monotonic()
             summary = self.execute(job, ctx)
+            render_s = time.monotonic() - started
         except Cancelled:
             return self._stopped(lease, control.reason or "cancel")
         except ClaimLost as exc:
@@ -208,8 +246,10 @@ class Worker:
         resumed = f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else ""
         self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s{resumed}"
                           + (f"; {notes}" if notes else ""))
+        frames = summary.get("frames_rendered_now", summary.get("frames")) or 0
         try:
-            final = lease.finish("done")
+            final = lease.finish("done", render_s=render_s,
+                                 fps=frames / render_s if frames and render_s > 0 else None)
         except ClaimLost as exc:
             log.warning("job %d finished but was reclaimed meanwhile: %s", job.id, exc)
             return None
@@ -280,6 +320,7 @@ class Worker:
                     control.stop("stop")
                 elif time.monotonic() >= next_beat:
                     next_beat = time.monotonic() + self.heartbeat_every
+                    self.store.workers.seen(self.worker_id)
                     if lease.heartbeat():
                         control.stop("cancel")
                 elif lease.cancel_requested():
@@ -300,15 +341,16 @@ def run(store: JobStore | None, worker_id: str | None = None, once: bool = False
 class WorkerHandle:
     """A worker running in a background thread; :meth:`stop` puts its current job back and waits."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Worker, locked: contextlib.AbstractContextManager[Any] | None = None) -> None:
         self.worker = worker
+        self.locked = locked  # the worker id's lock, taken before the thread starts
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._main, name=f"worker-{worker.worker_id}", daemon=True)
 
     def _main(self) -> None:
         try:
-            self.worker.run(stop_event=self.stop_event)
+            self.worker.run(stop_event=self.stop_event, locked=self.locked)
         except BaseException as exc:
             self.error = exc
             log.error("render worker %s stopped: %s", self.worker.worker_id, _one_line(exc))
@@ -327,7 +369,12 @@ class WorkerHandle:
 
 def start_in_thread(store: JobStore | None = None, worker_id: str | None = None,
                     **kwargs: Any) -> WorkerHandle:
-    """Start a worker in a daemon thread (the web UI does this at launch)."""
-    handle = WorkerHandle(Worker(store or open_store(), worker_id, **kwargs))
+    """Start a worker in a daemon thread (the web UI does this at launch). Without ``worker_id`` it takes
+    the first free one of ``host/device``, ``host/device-2`` ...; a given one that is taken raises
+    :class:`WorkerBusy` here, before any thread starts."""
+    store = store or open_store()
+    lock = contextlib.ExitStack()
+    chosen = free_worker_lock(store, worker_id, lock)
+    handle = WorkerHandle(Worker(store, chosen, **kwargs), lock)
     handle.thread.start()
     return handle
