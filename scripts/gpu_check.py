@@ -12,9 +12,9 @@ the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py run
   (default: the cache's ``twins`` folder) or, with ``--width`` < 1, scaled-down twins into a temporary
   folder (same I/O, a fraction of the channels).
 - batches: each twin's (the processors' heavy ones too: the frame enhancer's real_esrgan_x2/x4 at its
-  256² tile, the lip syncer's wav2lip_gan_96) dynamic-batch rewrite (pipeline.models.batching; a twin whose rewrite fails runs
-  batch 1 only, as the pipeline would) on each provider, items per second at each batch size. TensorRT
-  builds fp16 engines (trt_fp16_enable) cached under the facestation cache.
+  256² tile, the lip syncer's wav2lip_gan_96) dynamic-batch rewrite (pipeline.models.batching; a twin
+  whose rewrite fails runs batch 1 only, as the pipeline would) on each provider, items per second at each
+  batch size. TensorRT builds fp16 engines (trt_fp16_enable) cached under the facestation cache.
 - io binding: the swapper (pipeline's ModelRunner.run_feeds) with inputs and outputs bound on the
   session's device against plain runs, same feeds, same outputs.
 - render: ``pipeline.render.render`` of a generated 1080p clip with the inswapper and GFPGAN twins on the

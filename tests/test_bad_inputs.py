@@ -872,7 +872,8 @@ def test_models_import_of_a_wrong_file_is_refused_offline(
     entry = catalog.get(name)
     expected = (
         rf"weights\.onnx is not {re.escape(name)}'s file \((size|sha256)" if entry.sha256 or entry.size
-        else r"weights\.onnx cannot be verified" + ("" if entry.crc32_url else r": refused; .* custom/weights")
+        else r"weights\.onnx cannot be verified"
+        + ("" if entry.crc32_url else r": refused; .* custom/weights")
     )
     _one_error_line(err, expected)
     if not entry.sha256 and entry.crc32_url:
