@@ -18,6 +18,7 @@ from pipeline.render import render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.still import swap_image
 from tests import photos
+from tests.farmkit import local_farm, render_on_farm
 from tests.surrogates import install_surrogate
 from tests.videos import count_frames, make_clip
 
@@ -25,7 +26,6 @@ FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2
                                     "color.method=none"])
 ORDER = 'processors.order=["face_swapper","age_modifier"]'
 GAN = "age_modifier.model=styleganex_age"
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -121,25 +121,13 @@ def test_a_preset_keeps_the_section() -> None:
 
 @pytest.mark.slow
 def test_a_farm_job_renders_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("ray")
-    from pipeline.jobs.farm import Farm
-
-    monkeypatch.setenv("PYTHONPATH", str(REPO))  # Ray's worker processes import facestation from here
-    monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", "100")
-    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", "1")
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    local_farm(monkeypatch, 1)
     clip = make_clip(tmp_path / "face.mp4", seconds=2, size=(320, 240), face_image=photos.astronaut())
     settings = apply_overrides(FAST, [ORDER, "execution.batch_size=1", "age_modifier.direction=40"])
     store = JobStore()
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip, out, settings)
-    farm = Farm.connect("local", slots=2)
-    try:
-        assert run(store, "test/ray", once=True, execute=farm.execute) == 1
-    finally:
-        farm.close()
-    done = store.get(job.id)
-    assert done.state == "done", (done.error, done.log)
+    done = render_on_farm(store, job)
     assert count_frames(out) == count_frames(clip) == 60
     record = done.resume
     assert [seg["start"] for seg in record["segments"]] == [0, 30]

@@ -21,6 +21,7 @@ from pipeline.render import render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.video import ffmpeg
 from tests import photos
+from tests.farmkit import local_farm, render_on_farm
 from tests.surrogates import install_surrogate
 from tests.timing import scaled
 
@@ -157,25 +158,11 @@ def test_the_farm_renders_a_transparent_webm(clip: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Ray's local runtime, two slots, segments of 10 frames: each task encodes its segment with the WebM's
     codec and alpha; the join keeps it in every frame."""
-    ray = pytest.importorskip("ray")
-    from pipeline.jobs.farm import Farm
-
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))  # Ray's workers import it
-    monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", "100")
-    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", str(10 / 30))
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    local_farm(monkeypatch, 10 / 30)
     install_surrogate("modnet", gain=4.0)
     store = JobStore()
     out = tmp_path / "farm.webm"
     job = store.add([photos.grace_hopper_path()], clip, out, _settings())
-    farm = Farm.connect("local", slots=2)
-    try:
-        assert run(store, "test/ray", once=True, execute=farm.execute) == 1
-    finally:
-        farm.close()
-        if ray.is_initialized():
-            ray.shutdown()
-    done = store.get(job.id)
-    assert done.state == "done", (done.error, done.log)
+    done = render_on_farm(store, job)
     assert done.resume is not None and [s["start"] for s in done.resume["segments"]] == [0, 10, 20]
     _assert_alpha_in_every_frame(_bgra(out))

@@ -33,6 +33,7 @@ from pipeline.paths import models_dir
 from pipeline.plan import ModelPlan
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
+from tests.farmkit import local_farm, render_on_farm
 from tests.surrogates import make_surrogate
 from tests.timing import scaled
 from tests.videos import count_frames, make_clip, stream_info
@@ -368,26 +369,12 @@ def test_the_farm_renders_the_scaled_segments(clip: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Ray's local runtime, two slots, segments of 10 frames: each task's sink opens at the scaled size and
     the join is the whole clip at ×2."""
-    ray = pytest.importorskip("ray")
-    from pipeline.jobs.farm import Farm
-
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))  # Ray's workers import this
-    monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", "100")
-    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", str(10 / 30))
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    local_farm(monkeypatch, 10 / 30)
     _install("real_esrgan_x2")
     store = JobStore()
     out = tmp_path / "farm.mp4"
     job = store.add([photos.grace_hopper_path()], clip, out,
                     _settings("processors.order=face_swapper,frame_enhancer", X2))
-    farm = Farm.connect("local", slots=2)
-    try:
-        assert run(store, "test/ray", once=True, execute=farm.execute) == 1
-    finally:
-        farm.close()
-        if ray.is_initialized():
-            ray.shutdown()
-    done = store.get(job.id)
-    assert done.state == "done", (done.error, done.log)
+    done = render_on_farm(store, job)
     assert _video_size(out) == (320, 240) and count_frames(out) == 30
     assert done.resume is not None and [s["start"] for s in done.resume["segments"]] == [0, 10, 20]

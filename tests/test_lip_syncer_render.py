@@ -19,6 +19,7 @@ from pipeline.processors import Media
 from pipeline.processors.lip_syncer import LipSyncerProcessor
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
+from tests.farmkit import local_farm, render_on_farm
 from tests.surrogates import install_surrogate
 from tests.videos import count_frames, make_clip, stream_info
 
@@ -135,31 +136,16 @@ def test_the_preview_hears_its_own_frame_of_the_new_voice(
 
 def test_farm_segments_carry_the_voice(face_clip: Path, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    ray = pytest.importorskip("ray")
-    from pipeline.jobs.farm import Farm
     from pipeline.jobs.store import JobStore
-    from pipeline.jobs.worker import run
 
-    repo = Path(__file__).resolve().parent.parent
-    monkeypatch.setenv("PYTHONPATH", str(repo))
-    monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", "100")
-    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", "0.5")
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    local_farm(monkeypatch, 0.5)
     install_surrogate("wav2lip_gan_96")
     settings = apply_overrides(Settings(), ["selector.mode=one", "detector.size=320", ORDER])
     store = JobStore()
     out = tmp_path / "farm.mp4"
     job = store.add([photos.grace_hopper_path()], face_clip, out, settings,
                     audio=voice(tmp_path / "voice.wav", hz=600))
-    farm = Farm.connect("local", slots=2)
-    try:
-        assert run(store, "test/ray", once=True, execute=farm.execute) == 1
-    finally:
-        farm.close()
-        if ray.is_initialized():
-            ray.shutdown()
-    done = store.get(job.id)
-    assert done.state == "done", (done.error, done.log)
+    render_on_farm(store, job)
     assert count_frames(out) == 30
     assert abs(float(_audio_stream(out)["duration"]) - 1.0) <= 0.05
     assert pitch(out) == pytest.approx(600, abs=5)

@@ -12,25 +12,19 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from pipeline.jobs.farm import Farm  # noqa: E402
 from pipeline.jobs.store import JobStore  # noqa: E402
-from pipeline.jobs.worker import run  # noqa: E402
 from pipeline.liveportrait.network import model_name  # noqa: E402
 from pipeline.settings import Settings, apply_overrides  # noqa: E402
 from tests import photos  # noqa: E402
+from tests.farmkit import local_farm, render_on_farm  # noqa: E402
 from tests.surrogates import default_motion, install_live_portrait  # noqa: E402
 from tests.videos import count_frames, make_clip  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
 def test_a_farm_job_renders_the_liveportrait_processors(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(REPO))  # Ray's worker processes import facestation from here
-    monkeypatch.setenv("FACESTATION_FARM_OBJECT_STORE_MB", "100")
-    monkeypatch.setenv("FACESTATION_FARM_SEGMENT_SECONDS", "1")
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    local_farm(monkeypatch, 1)
     install_live_portrait(motions=[default_motion(1), default_motion(2)])
     clip = make_clip(tmp_path / "face.mp4", seconds=2, size=(320, 240), face_image=photos.astronaut())
     settings = apply_overrides(Settings(), [
@@ -40,13 +34,7 @@ def test_a_farm_job_renders_the_liveportrait_processors(tmp_path: Path,
     store = JobStore()
     out = tmp_path / "out.mp4"
     job = store.add([photos.grace_hopper_path()], clip, out, settings)
-    farm = Farm.connect("local", slots=2)
-    try:
-        assert run(store, "test/ray", once=True, execute=farm.execute) == 1
-    finally:
-        farm.close()
-    done = store.get(job.id)
-    assert done.state == "done", (done.error, done.log)
+    done = render_on_farm(store, job)
     assert count_frames(out) == count_frames(clip) == 60
     record = done.resume  # what the farm rendered, segment by segment, and with which models
     assert [seg["start"] for seg in record["segments"]] == [0, 30]
