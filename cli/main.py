@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from cli import bench, models, presets, queue, swap, ui
+from cli import bench, live, models, presets, queue, swap, ui
 from pipeline import __version__, env
 from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
 
-COMMANDS = (swap, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
+COMMANDS = (swap, live, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
 
 
 class Parser(argparse.ArgumentParser):

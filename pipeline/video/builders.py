@@ -325,3 +325,27 @@ def muxer(suffix: str) -> str:
     """ffmpeg's ``-f`` name for a file suffix (``.mkv`` -> ``matroska``)."""
     known = CONTAINERS.get(suffix.lower())
     return known.muxer if known else suffix.lower().lstrip(".")
+
+
+# --- live mode: a camera in, a stream out --------------------------------------------------------
+
+def camera_cmd(ffmpeg: str, device: str, *, width: int, height: int, fps: float) -> list[str]:
+    """A v4l2 camera at ``width``×``height`` and ``fps`` (scaled there if the device gives another size) to
+    raw BGR24 on stdout."""
+    return [ffmpeg, *QUIET, "-f", "v4l2", "-framerate", f"{fps:g}", "-video_size", f"{width}x{height}",
+            "-i", device, "-an", "-vf", f"scale={width}:{height},format=bgr24", "-f", "rawvideo",
+            "-pix_fmt", "bgr24", "pipe:1"]
+
+
+def live_stream_cmd(ffmpeg: str, target: str, *, kind: str, width: int, height: int, fps: float) -> list[str]:
+    """Raw BGR24 frames on stdin to a live ``target``: ``kind`` "udp" (low-latency H.264 in MPEG-TS, one
+    keyframe a second, what OBS's media source opens) or "v4l2" (a v4l2loopback device, YUV 4:2:0)."""
+    cmd = [ffmpeg, *QUIET, "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
+           "-framerate", f"{fps:g}", "-i", "pipe:0"]
+    if kind == "udp":
+        gop = str(max(1, round(fps)))
+        return [*cmd, "-vf", "format=yuv420p", "-c:v", "libx264", "-preset", "ultrafast", "-tune",
+                "zerolatency", "-g", gop, "-f", "mpegts", f"{target}?pkt_size=1316"]
+    if kind == "v4l2":
+        return [*cmd, "-vf", "format=yuv420p", "-f", "v4l2", target]
+    raise ValueError(f"unknown live stream kind {kind!r}")

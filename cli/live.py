@@ -1,0 +1,82 @@
+"""``facestation live``: a camera (or a file standing in for one) swapped as it comes, to a file, a UDP
+stream, a virtual camera or a window; the delivered fps, latency and drops at the end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline import presets
+from pipeline.checks import require_models
+from pipeline.errors import UserError
+
+
+def register(sub: Any) -> None:
+    live = sub.add_parser("live", help="swap faces in a camera's frames as they come")
+    live.add_argument("--source", action="append", required=True, metavar="IMG",
+                      help="photo of the face to put in (repeat for several photos of one person)")
+    live.add_argument("--camera", required=True, metavar="DEVICE|FILE",
+                      help="a v4l2 camera (/dev/videoN), or a video file delivered at its own frame rate")
+    live.add_argument("--size", type=size_arg, metavar="WxH", help="the camera's frame size (default 640x480 "
+                      "for a device, a file's own)")
+    live.add_argument("--fps", type=positive, metavar="N", help="the camera's rate (default 30 for a device, "
+                      "a file's own)")
+    live.add_argument("--output", required=True, metavar="TARGET",
+                      help="a video file, udp://HOST:PORT (MPEG-TS, for OBS), v4l2:/dev/videoN (v4l2loopback) "
+                      "or window")
+    live.add_argument("--seconds", type=positive, metavar="N", help="stop after N seconds of camera frames "
+                      "(default: until the camera ends or Ctrl-C)")
+    live.add_argument("--preset", metavar="NAME|FILE")
+    live.add_argument("--set", action="append", metavar="section.key=value", help="override one setting")
+    live.add_argument("--json", action="store_true", help="print fps, latency and drops as JSON")
+    live.set_defaults(handler=cmd_live)
+
+
+def size_arg(text: str) -> tuple[int, int]:
+    w, _, h = text.lower().partition("x")
+    if not (w.isdigit() and h.isdigit()) or not (16 <= int(w) <= 7680 and 16 <= int(h) <= 4320):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a frame size WxH (e.g. 640x480)")
+    return int(w), int(h)
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    from pipeline.live.camera import open_camera
+    from pipeline.live.engine import LiveEngine
+    from pipeline.live.outputs import open_output
+    from pipeline.live.step import chain_builder, live_settings
+
+    sources = [Path(s) for s in args.source]
+    for source in sources:
+        if not source.is_file():
+            raise UserError(f"no source image {source}")
+    settings = presets.settings_from(args.preset, args.set)
+    require_models(live_settings(settings)[0])
+    camera = open_camera(args.camera, args.size, args.fps)
+    engine = LiveEngine(settings, chain_builder(sources, camera.fps))
+    step = engine.step
+    sink = open_output(args.output, camera.fps, getattr(step, "models", []), [*sources, Path(args.camera)])
+    limit = None if args.seconds is None else max(1, round(args.seconds * camera.fps))
+    stats = engine.run(camera, sink, limit)
+    for notice in getattr(step, "notices", []):
+        print(f"facestation: note: {notice}", file=sys.stderr)
+    summary = {"camera": camera.name, "output": args.output, **stats.summary()}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"live: {summary['frames_delivered']} frames to {args.output}, {summary['fps']} fps, latency "
+              f"p50 {summary['latency_p50_ms']} ms p95 {summary['latency_p95_ms']} ms, "
+              f"{summary['frames_dropped']} dropped of {summary['frames_captured']}")
+    return 0

@@ -1,0 +1,148 @@
+"""The live engine: a capture thread hands frames to the processing loop through a single-slot handoff.
+
+The camera's frames are stamped with their capture time as they arrive and put in :class:`~.handoff.Latest`
+(the newest wins, a replaced frame is counted as dropped); the loop takes the newest, processes it with the
+current step, writes it to the sink and measures its latency (delivered − captured). :meth:`LiveEngine.update`
+builds a new step from new settings and the loop switches to it between two frames, without a restart."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from pipeline.live.camera import Camera
+from pipeline.live.handoff import Latest
+from pipeline.settings import Settings
+from pipeline.types import Frame
+
+Step = Callable[[Frame], Frame]  # one captured frame -> the frame to deliver
+Build = Callable[[Settings], Step]
+
+
+class Sink(Protocol):
+    def write(self, frame: Frame) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Captured:
+    index: int  # its number in the camera's stream (0: the first)
+    at: float  # when it was captured (the engine's clock, seconds)
+    frame: Frame
+
+
+@dataclass
+class LiveStats:
+    """What a run delivered: each frame's capture number and latency, and the frames dropped."""
+
+    captured: int = 0
+    dropped: int = 0
+    indices: list[int] = field(default_factory=list)  # the capture numbers delivered, in order
+    latencies: list[float] = field(default_factory=list)  # seconds, per delivered frame
+    delivered_at: list[float] = field(default_factory=list)
+
+    def deliver(self, item: Captured, at: float) -> None:
+        self.indices.append(item.index)
+        self.latencies.append(at - item.at)
+        self.delivered_at.append(at)
+
+    @property
+    def fps(self) -> float:
+        """Frames delivered per second, between the first delivery and the last."""
+        span = self.delivered_at[-1] - self.delivered_at[0] if len(self.delivered_at) > 1 else 0.0
+        return (len(self.delivered_at) - 1) / span if span > 0 else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        ms = np.array(self.latencies) * 1000.0
+        p50, p95 = (float(np.percentile(ms, q)) for q in (50, 95)) if len(ms) else (0.0, 0.0)
+        return {"frames_captured": self.captured, "frames_delivered": len(self.indices),
+                "frames_dropped": self.dropped, "fps": round(self.fps, 2),
+                "latency_p50_ms": round(p50, 1), "latency_p95_ms": round(p95, 1)}
+
+
+class LiveEngine:
+    """Runs one camera into one sink with the step ``build`` makes from the settings."""
+
+    def __init__(self, settings: Settings, build: Build, clock: Callable[[], float] = time.monotonic) -> None:
+        self._build = build
+        self._step = build(settings)
+        self._next: Step | None = None  # the step of an update, taken between two frames
+        self._lock = threading.Lock()
+        self.clock = clock
+        self.handoff: Latest[Captured] = Latest()
+        self.stats = LiveStats()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+
+    def update(self, settings: Settings) -> None:
+        """Process the frames from the next one on with ``settings`` (the step is built here, the loop
+        switches to it between frames)."""
+        step = self._build(settings)
+        with self._lock:
+            self._next = step
+
+    def stop(self) -> None:
+        """End the run: the camera stops, the frame waiting is still delivered."""
+        self._stop.set()
+
+    def run(self, camera: Camera, sink: Sink, limit: int | None = None) -> LiveStats:
+        """Frames of ``camera`` (``limit``: that many at most) into ``sink`` until the camera ends or
+        :meth:`stop`; the sink is closed (aborted on an error)."""
+        capture = threading.Thread(target=self._capture, args=(camera, limit), name="live-capture",
+                                   daemon=True)
+        capture.start()
+        try:
+            self._loop(sink)
+        except KeyboardInterrupt:  # Ctrl-C ends a live run as the camera ending would: the recording kept
+            self._stop.set()
+        except BaseException:
+            self._stop.set()
+            capture.join()
+            sink.abort()
+            raise
+        capture.join()
+        self.stats.dropped = self.handoff.dropped
+        if self._error is not None:
+            sink.abort()
+            raise self._error
+        sink.close()
+        return self.stats
+
+    @property
+    def step(self) -> Step:
+        """The step frames go through now."""
+        return self._step
+
+    def _loop(self, sink: Sink) -> None:
+        while (item := self.handoff.take()) is not None:
+            with self._lock:
+                step, self._next = (self._next or self._step), None
+            self._step = step
+            sink.write(step(item.frame))
+            self.stats.deliver(item, self.clock())
+
+    def _capture(self, camera: Camera, limit: int | None) -> None:
+        frames = camera.frames(self._stop)
+        try:
+            for i, frame in enumerate(frames):
+                if self._stop.is_set():
+                    break
+                self.stats.captured += 1
+                self.handoff.put(Captured(i, self.clock(), frame))
+                if limit is not None and i + 1 >= limit:
+                    break
+        except BaseException as exc:  # the loop raises it: a camera that fails is the run's error
+            self._error = exc
+        finally:
+            close = getattr(frames, "close", None)
+            if close is not None:
+                close()
+            self.handoff.close()

@@ -1,0 +1,158 @@
+"""Where live frames go: a recording (the encoder, provenance tag included), MPEG-TS over UDP (what OBS's
+media source opens), a v4l2loopback virtual camera, or a window. Each opens at its first frame (a frame
+processor may change the size) and refuses a target it cannot reach before the run, in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pipeline.errors import UserError
+from pipeline.live.engine import Sink
+from pipeline.media import check_output, check_video_output
+from pipeline.types import Frame
+from pipeline.video import builders, ffmpeg
+from pipeline.video.encode import Encoder
+from pipeline.video.process import FFmpegProcess
+
+V4L2_HELP = "sudo modprobe v4l2loopback devices=1 video_nr={n} exclusive_caps=1, or give another target"
+
+
+@dataclass
+class Recording:
+    """A file, written by the encoder at the camera's rate, with the provenance tag of ``models``."""
+
+    path: Path
+    fps: float
+    models: list[str] = field(default_factory=list)
+    _encoder: Encoder | None = None
+
+    def write(self, frame: Frame) -> None:
+        if self._encoder is None:
+            h, w = frame.shape[:2]
+            self._encoder = Encoder(self.path, width=w, height=h, fps=self.fps, models=self.models,
+                                    preset="fastest")
+        self._encoder.write(frame)
+
+    def close(self) -> None:
+        if self._encoder is not None:
+            self._encoder.close()
+
+    def abort(self) -> None:
+        if self._encoder is not None:
+            self._encoder.abort()
+
+
+@dataclass
+class Stream:
+    """Raw frames piped to an ffmpeg that sends them on (``kind``: "udp" or "v4l2")."""
+
+    target: str
+    kind: str
+    fps: float
+    _process: FFmpegProcess | None = None
+
+    def write(self, frame: Frame) -> None:
+        if self._process is None:
+            h, w = frame.shape[:2]
+            cmd = builders.live_stream_cmd(ffmpeg.ffmpeg_exe(), self.target, kind=self.kind, width=w, height=h,
+                                           fps=self.fps)
+            self._process = FFmpegProcess(cmd, stdin=True)
+        try:
+            self._process.stdin.write(memoryview(frame.tobytes()))
+        except OSError:
+            self._process.wait()
+            raise UserError(f"--output {self.target} stopped taking frames: "
+                            f"{self._process.last_error()}") from None
+
+    def close(self) -> None:
+        if self._process is None:
+            return
+        with contextlib.suppress(OSError):
+            self._process.stdin.close()
+        self._process.wait()
+        self._process.close()
+
+    def abort(self) -> None:
+        if self._process is not None:
+            self._process.close()
+
+
+class Window:
+    """A desktop window (OpenCV's), refused where there is no display."""
+
+    name = "facestation live"
+
+    def __init__(self) -> None:
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise UserError("--output window needs a display (no DISPLAY or WAYLAND_DISPLAY here): record to a "
+                            "file or stream to udp://HOST:PORT instead")
+        import cv2
+
+        try:
+            cv2.namedWindow(self.name, cv2.WINDOW_NORMAL)
+        except cv2.error as exc:
+            raise UserError(f"--output window: this OpenCV cannot open a window ({exc.err}): record to a "
+                            "file or stream to udp://HOST:PORT instead") from None
+
+    def write(self, frame: Frame) -> None:
+        import cv2
+
+        cv2.imshow(self.name, frame)
+        cv2.waitKey(1)
+
+    def close(self) -> None:
+        import cv2
+
+        cv2.destroyWindow(self.name)
+
+    abort = close
+
+
+def udp_target(target: str) -> str:
+    """``udp://HOST:PORT`` checked: a port, a host that resolves."""
+    parts = urlsplit(target)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise UserError(f"--output {target}: a UDP target is udp://HOST:PORT (e.g. udp://127.0.0.1:5000)")
+    try:
+        socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_DGRAM)
+    except OSError as exc:
+        raise UserError(f"--output {target}: cannot reach host {parts.hostname} ({exc.strerror or exc})") from None
+    return f"udp://{parts.hostname}:{port}"
+
+
+def v4l2_target(target: str) -> str:
+    device = target.removeprefix("v4l2:")
+    if not device.startswith("/dev/video") or not device.removeprefix("/dev/video").isdigit():
+        raise UserError(f"--output {target}: a virtual camera is v4l2:/dev/videoN")
+    if not os.path.exists(device):
+        n = device.removeprefix("/dev/video")
+        raise UserError(f"no v4l2loopback device {device}: {V4L2_HELP.format(n=n)}")
+    if not os.access(device, os.W_OK):
+        raise UserError(f"--output {target}: {device} is not writable by this user (add yourself to the "
+                        "video group)")
+    return device
+
+
+def open_output(target: str, fps: float, models: list[str], inputs: list[Path]) -> Sink:
+    """The sink for ``--output TARGET``, checked before the run."""
+    if target == "window":
+        return Window()
+    if target.startswith("udp://"):
+        return Stream(udp_target(target), "udp", fps)
+    if target.startswith("v4l2:"):
+        return Stream(v4l2_target(target), "v4l2", fps)
+    if "://" in target:
+        raise UserError(f"--output {target}: use a file, udp://HOST:PORT, v4l2:/dev/videoN or window")
+    path = Path(target)
+    check_output(path, inputs)
+    check_video_output(path)
+    return Recording(path, fps, models)
