@@ -12,6 +12,7 @@ from typing import Any
 from pipeline import presets
 from pipeline.checks import require_models
 from pipeline.errors import UserError
+from pipeline.plan import ModelPlan
 
 
 def register(sub: Any) -> None:
@@ -63,11 +64,13 @@ def cmd_live(args: argparse.Namespace) -> int:
         if not source.is_file():
             raise UserError(f"no source image {source}")
     settings = presets.settings_from(args.preset, args.set)
-    require_models(live_settings(settings)[0])
+    live = live_settings(settings)[0]
+    require_models(live)
     camera = open_camera(args.camera, args.size, args.fps)
+    sink = open_output(args.output, camera.fps, ModelPlan.from_settings(live).names,
+                       [*sources, Path(args.camera)])
     engine = LiveEngine(settings, chain_builder(sources, camera.fps))
     step = engine.step
-    sink = open_output(args.output, camera.fps, getattr(step, "models", []), [*sources, Path(args.camera)])
     limit = None if args.seconds is None else max(1, round(args.seconds * camera.fps))
     stats = engine.run(camera, sink, limit)
     for notice in getattr(step, "notices", []):
