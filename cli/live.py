@@ -26,8 +26,8 @@ def register(sub: Any) -> None:
     live.add_argument("--fps", type=positive, metavar="N", help="the camera's rate (default 30 for a device, "
                       "a file's own)")
     live.add_argument("--output", required=True, metavar="TARGET",
-                      help="a video file, udp://HOST:PORT (MPEG-TS, for OBS), v4l2:/dev/videoN (v4l2loopback) "
-                      "or window")
+                      help="a video file, udp://HOST:PORT (MPEG-TS, for OBS), v4l2:/dev/videoN "
+                      "(v4l2loopback) or window")
     live.add_argument("--seconds", type=positive, metavar="N", help="stop after N seconds of camera frames "
                       "(default: until the camera ends or Ctrl-C)")
     live.add_argument("--preset", metavar="NAME|FILE")

@@ -208,7 +208,8 @@ def test_camera_and_stream_commands_as_lists() -> None:
     cam = builders.camera_cmd("ffmpeg", "/dev/video0", width=640, height=480, fps=30)
     assert cam[cam.index("-f") + 1] == "v4l2" and cam[cam.index("-i") + 1] == "/dev/video0"
     assert cam[-3:] == ["-pix_fmt", "bgr24", "pipe:1"] and "640x480" in cam
-    udp = builders.live_stream_cmd("ffmpeg", "udp://127.0.0.1:5000", kind="udp", width=640, height=480, fps=30)
+    udp = builders.live_stream_cmd("ffmpeg", "udp://127.0.0.1:5000", kind="udp", width=640, height=480,
+                                   fps=30)
     assert udp[-3:] == ["-f", "mpegts", "udp://127.0.0.1:5000?pkt_size=1316"]
     assert udp[udp.index("-tune") + 1] == "zerolatency" and udp[udp.index("-g") + 1] == "30"
     v4l2 = builders.live_stream_cmd("ffmpeg", "/dev/video9", kind="v4l2", width=640, height=480, fps=30)
@@ -239,7 +240,8 @@ def run_live(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
 @pytest.mark.parametrize(("args", "says"), [
     (["--camera", "missing.mp4", "--output", "out.mp4"], "no camera file"),
     (["--camera", "/dev/video97", "--output", "out.mp4"], "no camera /dev/video97"),
-    (["--camera", "CLIP", "--output", "v4l2:/dev/video98"], "no v4l2loopback device /dev/video98: sudo modprobe"),
+    (["--camera", "CLIP", "--output", "v4l2:/dev/video98"],
+     "no v4l2loopback device /dev/video98: sudo modprobe"),
     (["--camera", "CLIP", "--output", "udp://no-such-host.invalid:5000"], "cannot reach host"),
     (["--camera", "CLIP", "--output", "udp://127.0.0.1"], "udp://HOST:PORT"),
     (["--camera", "CLIP", "--output", "out.gif"], "cannot write video"),

@@ -70,7 +70,7 @@ class FileCamera:
     def _sized(self, frame: Frame) -> Frame:
         if self.size is None or (frame.shape[1], frame.shape[0]) == self.size:
             return frame
-        return cv2.resize(frame, self.size, interpolation=cv2.INTER_AREA)
+        return np.asarray(cv2.resize(frame, self.size, interpolation=cv2.INTER_AREA), np.uint8)
 
 
 @dataclass

@@ -59,8 +59,8 @@ class Stream:
     def write(self, frame: Frame) -> None:
         if self._process is None:
             h, w = frame.shape[:2]
-            cmd = builders.live_stream_cmd(ffmpeg.ffmpeg_exe(), self.target, kind=self.kind, width=w, height=h,
-                                           fps=self.fps)
+            cmd = builders.live_stream_cmd(ffmpeg.ffmpeg_exe(), self.target, kind=self.kind, width=w,
+                                           height=h, fps=self.fps)
             self._process = FFmpegProcess(cmd, stdin=True)
         try:
             self._process.stdin.write(memoryview(frame.tobytes()))
@@ -89,8 +89,8 @@ class Window:
 
     def __init__(self) -> None:
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-            raise UserError("--output window needs a display (no DISPLAY or WAYLAND_DISPLAY here): record to a "
-                            "file or stream to udp://HOST:PORT instead")
+            raise UserError("--output window needs a display (no DISPLAY or WAYLAND_DISPLAY here): record "
+                            "to a file or stream to udp://HOST:PORT instead")
         import cv2
 
         try:
@@ -125,7 +125,8 @@ def udp_target(target: str) -> str:
     try:
         socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_DGRAM)
     except OSError as exc:
-        raise UserError(f"--output {target}: cannot reach host {parts.hostname} ({exc.strerror or exc})") from None
+        raise UserError(f"--output {target}: cannot reach host {parts.hostname} "
+                        f"({exc.strerror or exc})") from None
     return f"udp://{parts.hostname}:{port}"
 
 
