@@ -95,7 +95,7 @@ def test_a_run_answers_only_its_user_and_session(shared: tuple[TestClient, Guard
         r = client.post("/facestation/live/offer", json={"token": run.token, "sdp": OFFER, "type": "offer"})
         assert r.status_code == 404 and "no live run of yours" in r.json()["detail"]
         with pytest.raises(UserError, match="no live run of yours"):
-            runs.stop(run.token, *{"bob-session": ("bob", session), "alice-other": ("alice", session)}[session])
+            runs.stop(run.token, "bob" if session == "bob-session" else "alice", session)
     client.cookies.set("access-token-x", "alice-session")
     stats = client.get(f"/facestation/live/stats/{run.token}")
     assert stats.status_code == 200 and stats.json()["frames_captured"] == 1
@@ -161,3 +161,20 @@ def test_an_update_applies_new_settings_to_the_running_stream() -> None:
     assert built[-1].color.strength == 0.4
     with pytest.raises(UserError, match="no live run of yours"):
         runs.update(run.token, "bob", "bob-session", Settings(), [photos.grace_hopper_path()])
+
+
+def test_the_app_starts_without_aiortc_and_the_tab_says_what_to_install(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = f"""
+import sys; sys.modules['aiortc'] = None  # as if not installed: `import aiortc` raises ImportError
+from pathlib import Path
+from webui.app import build
+from webui.common import UiConfig
+app = build(UiConfig(data=Path({str(tmp_path)!r}), outputs=Path({str(tmp_path)!r}) / 'o', worker=False))
+live = app.components['live']
+print(live['missing'].visible, live['start'].interactive, '|', live['missing'].value)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("True False |") and "pip install 'facestation[live]'" in out, out

@@ -46,6 +46,7 @@ class LiveRun:
     peer: Any = None  # aiortc's RTCPeerConnection, once the page has connected
     loop: asyncio.AbstractEventLoop | None = None  # the loop the peer lives on
     started: float = field(default_factory=time.monotonic)
+    recorded: Path | None = None  # the recording's file, once finished
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def offer(self, frame: Frame) -> None:
@@ -68,11 +69,12 @@ class LiveRun:
         return self.engine.stats.summary(last=SHOWN_LAST)
 
     def finish(self) -> Path | None:
-        """The camera has ended: the recording closed (its file, if any frame went into it)."""
+        """The camera has ended: the recording closed; its file, if any frame went into it (a second
+        call gives the same answer)."""
         self.engine.handoff.close()
         with self._lock:
             recording, self.recording = self.recording, None
-        if recording is None:
-            return None
-        recording.close()
-        return recording.path if recording.path.is_file() else None
+            if recording is not None:
+                recording.close()
+                self.recorded = recording.path if recording.path.is_file() else None
+            return self.recorded

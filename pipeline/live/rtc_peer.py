@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 from av import VideoFrame
@@ -42,7 +43,8 @@ class ProcessedTrack(MediaStreamTrack):
         try:
             while True:
                 frame = await self.source.recv()
-                self.run.offer(frame.to_ndarray(format="bgr24"))
+                if isinstance(frame, VideoFrame):
+                    self.run.offer(np.asarray(frame.to_ndarray(format="bgr24"), np.uint8))
         except MediaStreamError:
             pass  # the page's camera ended
         finally:
@@ -80,7 +82,7 @@ async def connect(run: LiveRun, sdp: str, kind: str, on_end: Callable[[], None])
         log.info("live run of %r: connection %s", run.user or "local", peer.connectionState)
         if peer.connectionState in ("failed", "closed"):
             await peer.close()
-            on_end()
+            await asyncio.to_thread(on_end)  # the recording's encoder finishes off the loop
 
     try:
         await peer.setRemoteDescription(RTCSessionDescription(sdp=sdp, type=kind))

@@ -124,9 +124,8 @@ class LiveRuns:
         return run.engine.stats.summary(), run.finish()
 
     def _ended(self, run: LiveRun) -> None:
-        """The page went away (closed, lost): the run is forgotten, its recording kept."""
-        with self._lock:
-            self._runs.pop(run.token, None)
+        """The connection ended (Stop, the page closed or lost): the recording is finished; the run is
+        kept for its owner's :meth:`stop` (its summary), or a new Start of theirs."""
         run.finish()
 
     def __len__(self) -> int:
