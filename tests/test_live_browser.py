@@ -59,6 +59,17 @@ def face_box(frame: np.ndarray) -> tuple[slice, slice]:
     return slice(h // 4, 3 * h // 4), slice(w // 3, 2 * w // 3)
 
 
+def swap_followed(received: np.ndarray, original: np.ndarray) -> float:
+    """How much the change from ``original`` to ``received`` in the face box follows the change the chain
+    makes to ``original`` (correlation of the two smoothed changes: 1 the same, 0 unrelated)."""
+    rows, cols = face_box(original)
+    swapped = ChainStep(Settings(), [grace_hopper_path()], 30.0)(original.copy())
+    base = original.astype(np.float32)
+    by_swap, by_stream = (cv2.GaussianBlur(image.astype(np.float32) - base, (0, 0), 3)[rows, cols].ravel()
+                          for image in (swapped, received))
+    return float(np.corrcoef(by_swap, by_stream)[0, 1])
+
+
 def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path) -> None:
     y4m, camera = fake_camera(tmp_path)
     args = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
@@ -90,12 +101,11 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path) -> N
         steps = [(b - a) % FRAMES for a, b in zip(indices, indices[1:], strict=False)]
         assert all(i < FRAMES for i in indices), indices  # each read back is a frame the camera sent
         assert sum(s for s in steps if s < FRAMES // 2) > 0 and sum(steps) > 0, indices  # it advances
-        for index, frame in seen[-3:]:  # the face is the swapped one (closer to it than to the camera's)
-            rows, cols = face_box(frame)
-            swapped = ChainStep(Settings(), [grace_hopper_path()], 30.0)(camera[index].copy())
-            to_swapped, to_camera = (float(np.abs(frame[rows, cols].astype(int) - other[rows, cols]).mean())
-                                     for other in (swapped.astype(int), camera[index].astype(int)))
-            assert to_swapped < to_camera, (index, to_swapped, to_camera)
+        # the face changed as the swap changes it: what the stream changed in the face box follows what the
+        # chain changes in the camera's frame (smoothed: the codec's own fine-grained changes do not)
+        follows = [swap_followed(frame, camera[index]) for index, frame in seen[-5:]]
+        print("the stream's change follows the swap's by", [round(f, 2) for f in follows])
+        assert float(np.median(follows)) > 0.3, follows
         print(f"page fps {fps:.1f}; {overlay}")
         page.locator("#live-stop").click()
         said = wait_until(lambda: "saved to your results" in page.inner_text("#live-status")
