@@ -27,6 +27,8 @@ from pipeline.jobs.service import retry as retry_job
 from pipeline.jobs.store import DB_NAME as QUEUE_FILE
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread as start_worker
+from pipeline.live.browser_run import BadOffer
+from pipeline.live.webrtc import LiveRuns, rtc_missing
 from pipeline.machine import encoder_failures, usable_encoders, usable_providers
 from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
 from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
@@ -93,6 +95,8 @@ __all__ = [
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
     # render farm: what a `facestation queue run --ray` driver last wrote (nodes, GPUs, segments running)
     "farm_status",
+    # live mode in the browser: the runs by owner, the offer's refusal, whether aiortc is installed
+    "LiveRuns", "BadOffer", "rtc_missing",
     # benchmark: the render stages it times, a run on its own thread
     "STAGES", "BackgroundBench",
 ]

@@ -41,7 +41,7 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
 
-extras=$extra
+extras=$extra,live  # live: aiortc, the Live tab's WebRTC
 [ "$dev" = 1 ] && extras="$extras,dev"
 
 stamp=".venv/.facestation-$(cat pyproject.toml | sha256sum | cut -c1-16)-$extras"

@@ -210,7 +210,8 @@ def test_every_route_answers_401_without_a_login(studio: tuple[str, Any]) -> Non
     assert "/gradio_api/startup-events" in loopback_only and gate_status(app, "/gradio_api/startup-events",
                                                                          "10.0.0.5") == 401
     assert {"/gradio_api/cancel", "/gradio_api/reset", "/config", "/gradio_api/upload",
-            "/facestation/result/{token}/{name}"} <= named
+            "/facestation/result/{token}/{name}", "/facestation/live/offer",
+            "/facestation/live/stats/{token}"} <= named
     assert len(checked) > 40
     # the login page itself still loads
     assert anon.get("/").status_code == 200

@@ -20,6 +20,8 @@ from webui import (
     controls,
     faces,
     files,
+    live_routes,
+    live_tab,
     models_tab,
     presets_tab,
     preview_panel,
@@ -59,7 +61,7 @@ CSS = """
 .fs-player { display: flex; gap: 12px; } .fs-pane { flex: 1; margin: 0; min-width: 0; }
 .fs-pane video, .fs-pane img { width: 100%; max-height: 360px; object-fit: contain; background: #000; }
 .fs-pane figcaption { font-size: 0.85em; opacity: 0.8; }
-/* the five tabs always fit: never an overflow menu */
+/* the six tabs always fit: never an overflow menu */
 #tabs > .tab-wrapper .tab-container { flex-wrap: wrap; overflow: visible; }
 """
 
@@ -101,7 +103,8 @@ def create_app(config: UiConfig | None = None) -> gr.Blocks:
 
 
 def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]:
-    """Five tabs: Swap (inputs, preview, main and advanced settings), Queue, Presets, Models, System;
+    """Six tabs: Swap (inputs, preview, main and advanced settings), Live (the camera swapped), Queue,
+    Presets, Models, System;
     returns each part's components and the form of every settings control."""
     base = api.Settings()
     parts: dict[str, dict[str, Any]] = {}
@@ -110,6 +113,8 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
     with gr.Tabs(elem_id="tabs"):
         with gr.Tab("Swap", id="Swap", elem_id="tab-swap") as parts["tabs"]["Swap"]:
             settings_controls |= _create_swap(base, parts)
+        with gr.Tab("Live", id="Live", elem_id="tab-live") as parts["tabs"]["Live"]:
+            parts["live"] = live_tab.create()
         with gr.Tab("Queue", id="Queue", elem_id="tab-queue") as parts["tabs"]["Queue"]:
             parts["queue"] = queue_tab.create(ctx)
         with gr.Tab("Presets", id="Presets", elem_id="tab-presets") as parts["tabs"]["Presets"]:
@@ -147,6 +152,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     processors_area.wire(parts["processors"])
     voice = parts["processors"]["voice"]  # the lip syncer's new voice, heard by the preview and the job
     preview_panel.wire(p, f, form, voice)
+    live_tab.wire(ctx, parts["live"], f, form)
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"])
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
@@ -183,7 +189,7 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "allowed_paths": [],  # outputs are handed out per user by link (webui/files.py), never by path
         "show_error": False,
         "theme": gr.themes.Soft(),
-        "css": CSS,
+        "css": CSS + live_tab.CSS,
         "footer_links": ["gradio"],
         "quiet": True,
         "inbrowser": cfg.open_browser,
@@ -192,7 +198,8 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "app_kwargs": {
             "middleware": [Middleware(Gate, guard=app.ctx.guard)],
             "routes": [files.route(app.ctx.links, lambda link: queue_tab.link_valid(app.ctx, link),
-                                   lambda link: queue_tab.downloaded(app.ctx, link))],
+                                   lambda link: queue_tab.downloaded(app.ctx, link)),
+                       *live_routes.routes(app.ctx.live)],
         },
         "ssl_certfile": str(cfg.ssl_certfile) if cfg.ssl_certfile else None,
         "ssl_keyfile": str(cfg.ssl_keyfile) if cfg.ssl_keyfile else None,

@@ -58,6 +58,7 @@ class Ctx:
     audit: AuditLog = field(default_factory=lambda: AuditLog(None))
     guard: Guard = field(default_factory=lambda: Guard(frozenset(), AuditLog(None)))  # who is signed in
     links: ResultLinks = field(default_factory=ResultLinks)  # results handed out by link
+    live: api.LiveRuns = field(default_factory=api.LiveRuns)  # the Live tab's runs, each its owner's
 
     def owner(self, request: gr.Request | None) -> str:
         return (getattr(request, "username", None) or "") if request is not None else ""

@@ -57,15 +57,22 @@ class LiveStats:
     @property
     def fps(self) -> float:
         """Frames delivered per second, between the first delivery and the last."""
-        span = self.delivered_at[-1] - self.delivered_at[0] if len(self.delivered_at) > 1 else 0.0
-        return (len(self.delivered_at) - 1) / span if span > 0 else 0.0
+        return _rate(self.delivered_at)
 
-    def summary(self) -> dict[str, Any]:
-        ms = np.array(self.latencies) * 1000.0
+    def summary(self, last: int | None = None) -> dict[str, Any]:
+        """Counts of the whole run; fps and latency of the whole run, or of its ``last`` deliveries (what
+        a running stream shows)."""
+        window = slice(-last, None) if last else slice(None)
+        ms = np.array(self.latencies[window]) * 1000.0
         p50, p95 = (float(np.percentile(ms, q)) for q in (50, 95)) if len(ms) else (0.0, 0.0)
         return {"frames_captured": self.captured, "frames_delivered": len(self.indices),
-                "frames_dropped": self.dropped, "fps": round(self.fps, 2),
+                "frames_dropped": self.dropped, "fps": round(_rate(self.delivered_at[window]), 2),
                 "latency_p50_ms": round(p50, 1), "latency_p95_ms": round(p95, 1)}
+
+
+def _rate(times: list[float]) -> float:
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    return (len(times) - 1) / span if span > 0 else 0.0
 
 
 class LiveEngine:
@@ -82,9 +89,10 @@ class LiveEngine:
         self._stop = threading.Event()
         self._error: BaseException | None = None
 
-    def update(self, settings: Settings) -> None:
-        """Process the frames from the next one on with ``settings`` (the step is built here, the loop
-        switches to it between frames)."""
+    def update(self, settings: Settings, build: Build | None = None) -> None:
+        """Process the frames from the next one on with ``settings`` (``build``: from now on, steps built
+        by it; the step is built here, the loop switches to it between frames)."""
+        self._build = build or self._build
         step = self._build(settings)
         with self._lock:
             self._next = step
@@ -121,13 +129,33 @@ class LiveEngine:
         """The step frames go through now."""
         return self._step
 
+    def offer(self, frame: Frame) -> Captured:
+        """Hand one camera frame to the loop, stamped now (it replaces one still waiting: a drop)."""
+        item = Captured(self.stats.captured, self.clock(), frame)
+        self.stats.captured += 1
+        self.handoff.put(item)
+        return item
+
+    def process_next(self) -> tuple[Captured, Frame] | None:
+        """The newest frame waiting (waits for one) through the current step (an update's step from this
+        frame on); None once the camera has ended and nothing waits. Call :meth:`delivered` once it is out."""
+        item = self.handoff.take()
+        if item is None:
+            return None
+        with self._lock:
+            step, self._next = (self._next or self._step), None
+        self._step = step
+        return item, step(item.frame)
+
+    def delivered(self, item: Captured) -> None:
+        """``item``'s frame has gone out: its latency counted from its capture until now."""
+        self.stats.deliver(item, self.clock())
+        self.stats.dropped = self.handoff.dropped
+
     def _loop(self, sink: Sink) -> None:
-        while (item := self.handoff.take()) is not None:
-            with self._lock:
-                step, self._next = (self._next or self._step), None
-            self._step = step
-            sink.write(step(item.frame))
-            self.stats.deliver(item, self.clock())
+        while (done := self.process_next()) is not None:
+            sink.write(done[1])
+            self.delivered(done[0])
 
     def _capture(self, camera: Camera, limit: int | None) -> None:
         frames = camera.frames(self._stop)
@@ -135,8 +163,7 @@ class LiveEngine:
             for i, frame in enumerate(frames):
                 if self._stop.is_set():
                     break
-                self.stats.captured += 1
-                self.handoff.put(Captured(i, self.clock(), frame))
+                self.offer(frame)
                 if limit is not None and i + 1 >= limit:
                     break
         except BaseException as exc:  # the loop raises it: a camera that fails is the run's error

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +58,14 @@ def running_app(**config: Any) -> Iterator[tuple[str, Any]]:
 
 
 @contextlib.contextmanager
-def chromium() -> Iterator[Any]:
+def chromium(extra_args: Sequence[str] = ()) -> Iterator[Any]:
+    """Debian's chromium, headless, with ``extra_args`` after the usual ones (a fake camera, say)."""
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="pip install playwright (no browser download needed)")
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args])
         try:
             yield _Scaled(browser)
         finally:

@@ -1,0 +1,189 @@
+"""The Live tab: the page's camera swapped in real time over WebRTC (webui/live_routes.py signals).
+
+Start checks the Swap tab's source photos and settings and opens a run for this user and login session
+(``api.LiveRuns``); the page then sends its camera (getUserMedia) and plays the processed video that comes
+back on the same connection, with the page's fps and the server's latency and drops over it. A change of
+a setting or a source photo applies to the running stream from its next frame; Mirror flips the camera;
+Record writes the stream to a file in the user's results.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import gradio as gr
+
+from pipeline import api
+from webui.common import Ctx, browser_message
+from webui.controls import SettingsForm
+from webui.live_routes import PREFIX
+
+log = logging.getLogger("webui.live")
+
+HELP = ("Your camera, swapped as it comes, with the **Swap** tab's source photos and settings; a change "
+        "there applies to the running stream at once. The browser gives the camera only to a secure page: "
+        "localhost, or this app over HTTPS (`--listen`).")
+
+LIVE_JS = """
+element.innerHTML = `<div class="fs-live">
+  <figure class="fs-pane"><video id="live-local" autoplay muted playsinline></video>
+    <figcaption>camera</figcaption></figure>
+  <figure class="fs-pane fs-live-out"><video id="live-remote" autoplay muted playsinline></video>
+    <div id="live-overlay" class="fs-live-overlay">stopped</div><figcaption>swapped</figcaption></figure>
+</div>`;
+window.fsLive = (() => {
+  const $ = (id) => document.getElementById(id);
+  const state = {pc: null, stream: null, timer: null, frames: 0, since: 0, fps: 0, server: null};
+  const say = (text) => { $('live-overlay').textContent = text; };
+  function count(now, meta) {
+    state.frames += 1;
+    const video = $('live-remote');
+    if (state.pc && video.requestVideoFrameCallback) video.requestVideoFrameCallback(count);
+  }
+  async function poll(token) {
+    const span = (performance.now() - state.since) / 1000;
+    state.fps = span > 0 ? state.frames / span : 0;
+    state.frames = 0; state.since = performance.now();
+    const r = await fetch(`PREFIX/stats/${token}`);
+    if (!r.ok) return;
+    const s = state.server = await r.json();
+    say(`${state.fps.toFixed(1)} fps in the page · latency ${s.latency_p50_ms} ms (p95 ${s.latency_p95_ms})` +
+        ` · ${s.frames_dropped} dropped of ${s.frames_captured}`);
+  }
+  function stop() {
+    clearInterval(state.timer);
+    if (state.pc) state.pc.close();
+    if (state.stream) state.stream.getTracks().forEach((t) => t.stop());
+    state.pc = state.stream = state.timer = null;
+    if ($('live-overlay')) say('stopped');
+  }
+  async function start(token) {
+    stop();
+    if (!token) return;
+    if (!window.isSecureContext || !navigator.mediaDevices) {
+      say('the browser gives the camera only to a secure page: open this app on localhost or over HTTPS');
+      return;
+    }
+    try {
+      const video = {width: 640, height: 480};
+      state.stream = await navigator.mediaDevices.getUserMedia({video, audio: false});
+    } catch (e) { say(`no camera: ${e.message}`); return; }
+    $('live-local').srcObject = state.stream;
+    const pc = state.pc = new RTCPeerConnection();
+    state.stream.getVideoTracks().forEach((t) => pc.addTrack(t, state.stream));
+    pc.ontrack = (e) => {
+      const video = $('live-remote');
+      video.srcObject = e.streams[0] || new MediaStream([e.track]);
+      if (video.requestVideoFrameCallback) video.requestVideoFrameCallback(count);
+    };
+    await pc.setLocalDescription(await pc.createOffer());
+    await new Promise((done) => {
+      if (pc.iceGatheringState === 'complete') return done();
+      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && done());
+    });
+    say('connecting…');
+    const r = await fetch('PREFIX/offer', {method: 'POST', headers: {'content-type': 'application/json'},
+      body: JSON.stringify({token, sdp: pc.localDescription.sdp, type: pc.localDescription.type})});
+    const answer = await r.json();
+    if (!r.ok) { stop(); say(answer.detail); return; }
+    await pc.setRemoteDescription(answer);
+    state.since = performance.now();
+    state.timer = setInterval(() => poll(token), 1000);
+  }
+  return {start, stop, state};
+})();
+""".replace("PREFIX", PREFIX)
+
+CSS = """
+.fs-live { display: flex; gap: 12px; } .fs-live-out { position: relative; }
+.fs-live video { width: 100%; max-height: 480px; background: #000; }
+.fs-live-overlay { position: absolute; left: 8px; top: 8px; padding: 2px 6px; font: 0.85em monospace;
+                   color: #fff; background: rgba(0, 0, 0, 0.6); border-radius: 4px; }
+"""
+
+
+def create() -> dict[str, Any]:
+    c: dict[str, Any] = {}
+    gr.Markdown(HELP, elem_id="live-help")
+    missing = api.rtc_missing()
+    c["missing"] = gr.Markdown(f"<span class='fs-problem'>{missing}</span>" if missing else "",
+                               elem_id="live-missing", visible=bool(missing))
+    with gr.Row():
+        c["start"] = gr.Button("Start", variant="primary", elem_id="live-start", scale=0, min_width=100,
+                               interactive=not missing)
+        c["stop"] = gr.Button("Stop", elem_id="live-stop", scale=0, min_width=100)
+        c["mirror"] = gr.Checkbox(False, label="Mirror", elem_id="live-mirror", scale=0, min_width=100)
+        c["record"] = gr.Checkbox(False, label="Record to my results", elem_id="live-record", scale=0,
+                                  min_width=180)
+    c["video"] = gr.HTML("", elem_id="live-video", js_on_load=LIVE_JS)
+    c["status"] = gr.Markdown("", elem_id="live-status")
+    # the run's token: the page's script sends it with its offer (never shown)
+    c["token"] = gr.Textbox("", elem_id="live-token", elem_classes=["fs-hidden"], show_label=False,
+                            container=False)
+    return c
+
+
+def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], form: SettingsForm) -> None:
+    """Start/Stop, Mirror, and every settings control (``form``) and source photo (``faces``) of the Swap
+    tab applied to the running stream."""
+    private: dict[str, Any] = {"api_visibility": "private"}
+
+    def on_start(request: gr.Request, old: str, sources: list[str] | None, mirror: bool, record: bool,
+                 *vals: Any) -> tuple[str, str]:
+        user, session = ctx.owner(request), ctx.session(request)
+        _quiet_stop(ctx, old, user, session)
+        try:
+            out = api.output_path(ctx.outputs, "live.mp4", user) if record else None
+            run = ctx.live.start(user, session, form.read(vals), sources or [], out, mirror)
+        except api.UserError as exc:
+            raise gr.Error(browser_message(str(exc)), print_exception=False) from None
+        ctx.audit.record(user, "live start", recording=out.name if out else "")
+        return run.token, "live: connecting the camera…" + (f" recording to {out.name}" if out else "")
+
+    def on_stop(request: gr.Request, token: str) -> tuple[str, str]:
+        if not token:
+            return "", ""
+        try:
+            summary, recording = ctx.live.stop(token, ctx.owner(request), ctx.session(request))
+        except api.UserError:
+            return "", "stopped"
+        said = (f"stopped: {summary['frames_delivered']} frames swapped, {summary['frames_dropped']} "
+                f"dropped of {summary['frames_captured']}")
+        return "", said + (f"; recording saved to your results as {recording.name}" if recording else "")
+
+    def on_mirror(request: gr.Request, token: str, mirror: bool) -> None:
+        if token:
+            _quietly(lambda: ctx.live.set_mirror(token, ctx.owner(request), ctx.session(request), mirror))
+
+    def on_change(request: gr.Request, token: str, sources: list[str] | None, *vals: Any) -> str:
+        if not token:
+            return gr.skip()
+        try:
+            ctx.live.update(token, ctx.owner(request), ctx.session(request), form.read(vals), sources)
+        except api.UserError as exc:
+            return f"<span class='fs-problem'>not applied: {browser_message(str(exc))}</span>"
+        return "live: the new settings apply to the running stream"
+
+    inputs = [c["token"], faces["sources"], c["mirror"], c["record"], *form.inputs]
+    c["start"].click(on_start, inputs, [c["token"], c["status"]], **private).success(
+        None, [c["token"]], None, js="(token) => { window.fsLive.start(token); }")
+    c["stop"].click(on_stop, [c["token"]], [c["token"], c["status"]],
+                    js="(token) => { window.fsLive.stop(); return token; }", **private)
+    c["mirror"].change(on_mirror, [c["token"], c["mirror"]], None, **private)
+    gr.on([faces["sources"].change, *[control.change for control in form.inputs]], on_change,
+          [c["token"], faces["sources"], *form.inputs], c["status"], trigger_mode="always_last", **private)
+
+
+def _quiet_stop(ctx: Ctx, token: str, user: str, session: str) -> None:
+    """This page's previous run ended before a new one starts (gone already: nothing to do)."""
+    if token:
+        _quietly(lambda: ctx.live.stop(token, user, session))
+
+
+def _quietly(action: Any) -> None:
+    try:
+        action()
+    except api.UserError as exc:  # the run is gone (stopped, the page's connection lost): nothing to act on
+        log.info("live: %s", exc)
+
