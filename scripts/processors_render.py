@@ -24,30 +24,12 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import psutil
-from scipy.io import wavfile
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 ORDER = ("face_swapper", "lip_syncer", "face_enhancer", "frame_enhancer")
-
-
-def voice(path: Path, seconds: float, hz: float = 1000.0) -> Path:
-    """A 48 kHz stereo tone at ``hz`` whose loudness swings 3 times a second (a mouth to follow)."""
-    t = np.arange(int(seconds * 48000)) / 48000
-    wave = (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)) * np.sin(2 * np.pi * hz * t)
-    wavfile.write(path, 48000, (np.stack([wave, wave], axis=1) * 15000).astype(np.int16))
-    return path
-
-
-def pitch(path: Path) -> float:
-    from pipeline.audio.decode import decode
-
-    mono = decode(path).astype(np.float64).mean(axis=1)
-    spectrum = np.abs(np.fft.rfft(mono))
-    return float(np.fft.rfftfreq(len(mono), 1 / 48000)[int(np.argmax(spectrum[1:])) + 1])
 
 
 class RssSampler:
@@ -111,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.render import render
     from pipeline.settings import Settings, apply_overrides
     from pipeline.video.probe import probe
+    from tests.sounds import pitch, voice
 
     width, height = (int(v) for v in args.size.split("x"))
     where = install_models(args.models, args.upscaler)

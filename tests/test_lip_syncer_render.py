@@ -10,16 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy.io import wavfile
 
 from cli.main import main
 from pipeline import preview
-from pipeline.audio.decode import decode
 from pipeline.processors import Media
 from pipeline.processors.lip_syncer import LipSyncerProcessor
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.farmkit import local_farm, render_on_farm
+from tests.sounds import pitch, voice
 from tests.surrogates import install_surrogate
 from tests.videos import count_frames, make_clip, stream_info
 
@@ -32,20 +31,6 @@ def face_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """1 s at 30 fps with the target's own 440 Hz sound."""
     return make_clip(tmp_path_factory.mktemp("clips") / "face.mp4", seconds=1.0, size=(320, 240),
                      face_image=photos.astronaut())
-
-
-def voice(path: Path, seconds: float = 2.0, hz: float = 1000.0) -> Path:
-    t = np.arange(int(seconds * 48000)) / 48000
-    wave = (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)) * np.sin(2 * np.pi * hz * t)
-    wavfile.write(path, 48000, (np.stack([wave, wave], axis=1) * 15000).astype(np.int16))
-    return path
-
-
-def pitch(path: Path) -> float:
-    """The loudest frequency of a file's sound (Hz)."""
-    mono = decode(path).astype(np.float64).mean(axis=1)
-    spectrum = np.abs(np.fft.rfft(mono))
-    return float(np.fft.rfftfreq(len(mono), 1 / 48000)[int(np.argmax(spectrum[1:])) + 1])
 
 
 def _audio_stream(out: Path) -> dict[str, Any]:

@@ -191,8 +191,8 @@ def test_presets_are_listed_on_every_page_load_and_overwrite_asks(tmp_path: Path
 
     built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
     tabs = built.components["tabs"]
-    assert [(name, tab.label) for name, tab in tabs.items()] == [(n, n) for n in ("Swap", "Live", "Queue",
-                                                                                 "Presets", "Models", "System")]
+    names = ("Swap", "Live", "Queue", "Presets", "Models", "System")
+    assert [(name, tab.label) for name, tab in tabs.items()] == [(n, n) for n in names]
     assert not any(isinstance(v, gr.Number) for v in built.components["queue"].values())
     ctx = built.ctx
     presets_tab.save(ctx, None, "mine", "my look", Settings())
