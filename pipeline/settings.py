@@ -54,8 +54,9 @@ class _Section(BaseModel):
 
 class ProcessorSettings(_Section):
     order: tuple[ProcessorName, ...] = Field(("face_swapper", "face_enhancer"), title="Processors, in order",
-                                             description="what is done to each chosen face, in this order "
-                                             "(an enhancer set to none does nothing)")
+                                             description="what is done, in this order: face processors work "
+                                             "on each chosen face, frame processors on the whole frame (an "
+                                             "enhancer set to none does nothing)")
 
     @field_validator("order")
     @classmethod

@@ -38,8 +38,8 @@ def create(base: api.Settings) -> tuple[dict[str, Any], dict[str, Any]]:
     with gr.Row(elem_id="processor-move-row"):
         pick = gr.Dropdown(choices=order, value=order[0] if order else None, label="Move", scale=3,
                            elem_id="processor-move", container=False)
-        up = gr.Button("↑", elem_id="processor-up", size="sm", scale=1, min_width=40)
-        down = gr.Button("↓", elem_id="processor-down", size="sm", scale=1, min_width=40)
+        up = gr.Button("↑ Move up", elem_id="processor-up", size="sm", scale=1, min_width=40)
+        down = gr.Button("↓ Move down", elem_id="processor-down", size="sm", scale=1, min_width=40)
     voice = None
     for section, where in controls.SECTION_TABS.items():
         if where == GROUP and section != "processors":
@@ -48,7 +48,7 @@ def create(base: api.Settings) -> tuple[dict[str, Any], dict[str, Any]]:
                 if section == "lip_syncer":
                     voice = gr.File(label="New voice (optional): the mouth follows it and the output carries "
                                     "it; without one, the target's own sound", file_count="single",
-                                    file_types=AUDIO_TYPES, type="filepath", elem_id="voice")
+                                    file_types=AUDIO_TYPES, type="filepath", elem_id="voice", height=110)
                 shown |= controls.create_section(section, base)
     return shown, {"order": shown["processors.order"], "pick": pick, "up": up, "down": down, "voice": voice}
 
