@@ -77,9 +77,10 @@ def cmd_live(args: argparse.Namespace) -> int:
         print(f"facestation: note: {notice}", file=sys.stderr)
     summary = {"camera": camera.name, "output": args.output, **stats.summary()}
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({**summary, "latency_p50_ms_per_second": stats.per_second()}, indent=2))
     else:
         print(f"live: {summary['frames_delivered']} frames to {args.output}, {summary['fps']} fps, latency "
-              f"p50 {summary['latency_p50_ms']} ms p95 {summary['latency_p95_ms']} ms, "
-              f"{summary['frames_dropped']} dropped of {summary['frames_captured']}")
+              f"p50 {summary['latency_p50_ms']} ms p95 {summary['latency_p95_ms']} ms (p50 "
+              f"{summary['latency_start_p50_ms']} ms at the start, {summary['latency_end_p50_ms']} ms at the "
+              f"end), {summary['frames_dropped']} dropped of {summary['frames_captured']}")
     return 0

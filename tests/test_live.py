@@ -4,6 +4,7 @@ file camera whose frames carry their index (a binary code of squares in a corner
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -16,15 +17,17 @@ import pytest
 
 from cli.main import main
 from pipeline.errors import UserError
-from pipeline.live.engine import LiveEngine
+from pipeline.live.engine import Captured, LiveEngine, LiveStats
 from pipeline.live.handoff import Latest
+from pipeline.live.outputs import Recording
 from pipeline.live.step import live_settings
 from pipeline.settings import Settings
 from pipeline.video import builders
 from pipeline.video.decode import read_frames
+from pipeline.video.probe import probe
 from tests import photos
 from tests.timing import scaled
-from tests.videos import _face_frames
+from tests.videos import _face_frames, count_frames
 
 BITS, SQUARE = 8, 14  # the index code: 8 squares of 14 px along the bottom-left edge
 
@@ -81,8 +84,8 @@ class PacedCamera:
 
     name, fps = "paced", 30.0
 
-    def __init__(self, frames: int) -> None:
-        self.total = frames
+    def __init__(self, frames: int, size: tuple[int, int] = (8, 8), step: int = 1) -> None:
+        self.total, self.size, self.step = frames, size, step  # frame i is all i * step
         self.permits = threading.Semaphore(1)
         self.put = 0
         self.cond = threading.Condition()
@@ -92,7 +95,7 @@ class PacedCamera:
             for i in range(self.total):
                 self._handed(i)
                 self.permits.acquire()
-                yield np.full((8, 8, 3), i, np.uint8)
+                yield np.full((self.size[1], self.size[0], 3), i * self.step, np.uint8)
         finally:  # the end, or the engine closing it (a limit): no more frames to wait for
             self._handed(self.total)
 
@@ -114,10 +117,12 @@ class PacedCamera:
 class Collect:
     def __init__(self) -> None:
         self.frames: list[np.ndarray] = []
+        self.indices: list[int | None] = []
         self.closed = self.aborted = False
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, index: int | None = None) -> None:
         self.frames.append(frame)
+        self.indices.append(index)
 
     def close(self) -> None:
         self.closed = True
@@ -143,13 +148,65 @@ def test_a_slow_step_drops_the_frames_it_cannot_take_and_counts_them_exactly() -
     engine = LiveEngine(Settings(), lambda s: slow_step(camera, clock), clock=clock)
     stats = engine.run(camera, sink)
     assert stats.indices == [0, 3, 6, 9]  # each frame that waited while another was processed is the newest
-    assert [int(f[1, 1, 0]) for f in sink.frames] == [0, 3, 6, 9]
+    assert [int(f[1, 1, 0]) for f in sink.frames] == [0, 3, 6, 9] and sink.indices == [0, 3, 6, 9]
     assert (stats.captured, stats.dropped) == (10, 6)  # 1, 2, 4, 5, 7, 8
     assert stats.captured == len(stats.indices) + stats.dropped
     # frame 0 captured at 0 s, delivered at 0.1; 3, 6 and 9 captured 0.05 s into the step before theirs
     assert np.allclose(stats.latencies, [0.1, 0.15, 0.15, 0.15])
     assert sink.closed and not sink.aborted
     assert stats.summary()["frames_dropped"] == 6 and stats.summary()["latency_p50_ms"] == 150.0
+
+
+def test_latency_at_the_start_and_end_of_a_run_and_per_second() -> None:
+    stats = LiveStats(captured=300)
+    for i in range(300):  # 10 s at 30 fps; latency 40 ms for the first 5 s, then 40 ms + 1 ms per frame
+        at = i / 30
+        stats.deliver(Captured(i, at, np.zeros((1, 1, 3), np.uint8)), at + 0.04 + 0.001 * max(0, i - 150))
+    start, end = stats.edges()
+    assert start == pytest.approx(40.0)
+    assert end == pytest.approx(40.0 + 74.5)  # frames 151-299 (the last 5 s): median 225, 75 ms more
+    summary = stats.summary()
+    assert (summary["latency_start_p50_ms"], summary["latency_end_p50_ms"]) == (40.0, 114.5)
+    assert summary["latency_growth_ms"] == 74.5
+    series = stats.per_second()
+    assert len(series) == 10 and series[:5] == [40.0] * 5 and series[5] == pytest.approx(40.0 + 15.0, abs=1)
+    assert series == sorted(series)  # growing from the 6th second on
+    assert LiveStats().summary()["latency_growth_ms"] == 0.0 and LiveStats().per_second() == []
+
+
+def test_a_second_without_deliveries_is_a_gap_in_the_series() -> None:
+    stats = LiveStats(captured=2)
+    for i, at in enumerate((0.0, 2.5)):
+        stats.deliver(Captured(i, at, np.zeros((1, 1, 3), np.uint8)), at + 0.1)
+    assert stats.per_second() == [100.0, None, 100.0]
+
+
+def test_a_recording_with_drops_plays_at_the_cameras_pace(tmp_path: Path) -> None:
+    camera, clock = PacedCamera(10, size=(64, 48), step=20), Clock()
+    recording = Recording(tmp_path / "live.mp4", camera.fps, ["yunet", "classic"])
+    stats = LiveEngine(Settings(), lambda s: slow_step(camera, clock), clock=clock).run(camera, recording)
+    assert (stats.captured, stats.dropped, stats.indices) == (10, 6, [0, 3, 6, 9])
+    assert recording.repeated == 6
+    info = probe(recording.path)
+    assert count_frames(recording.path) == stats.captured  # 4 delivered + 6 repeats: the captured span
+    assert abs(info.duration - stats.captured / camera.fps) <= 1 / camera.fps
+    shown = [round(int(f[20, 30, 1]) / 20) for f in read_frames(recording.path)]
+    assert shown == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9]  # a dropped frame's place shows the frame before it
+    assert "synthetic media: face swapped with facestation" in probe_comment(recording.path)
+    assert "yunet, classic" in probe_comment(recording.path)
+
+
+def test_a_recording_given_no_capture_numbers_writes_frames_as_they_come(tmp_path: Path) -> None:
+    recording = Recording(tmp_path / "plain.mp4", 30.0)
+    for value in (0, 60, 120):
+        recording.write(np.full((48, 64, 3), value, np.uint8))
+    recording.close()
+    assert count_frames(recording.path) == 3 and recording.repeated == 0
+
+
+def probe_comment(path: Path) -> str:
+    return subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format_tags=comment", "-of",
+                           "default=nw=1:nk=1", str(path)], capture_output=True, text=True, check=True).stdout
 
 
 def test_a_limit_stops_the_camera_after_that_many_frames() -> None:
@@ -219,16 +276,32 @@ def test_camera_and_stream_commands_as_lists() -> None:
 # --- the command ----------------------------------------------------------------------------------
 
 def index_clip(path: Path, seconds: float = 2.0, fps: int = 30, size: tuple[int, int] = (320, 240)) -> Path:
-    """A face clip whose frames carry their index in the bottom-left corner."""
+    """A face clip whose frames carry their index (modulo 256: past that, its first 256 frames over again)
+    in the bottom-left corner; a long one is cheap (256 frames made, the rest piped again)."""
     w, h = size
-    frames = _face_frames(photos.astronaut(), round(seconds * fps), w, h)
+    n = round(seconds * fps)
+    frames = _face_frames(photos.astronaut(), min(n, 1 << BITS), w, h)
     for i, frame in enumerate(frames):
         stamp(frame, i)
     cmd = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt",
            "bgr24", "-s", f"{w}x{h}", "-framerate", str(fps), "-i", "pipe:0", "-c:v", "libx264", "-preset",
            "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", str(path)]
-    subprocess.run(cmd, input=frames.tobytes(), check=True, capture_output=True)
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as encode:
+        assert encode.stdin is not None
+        for i in range(n):
+            encode.stdin.write(frames[i % len(frames)].tobytes())
+        _, err = encode.communicate()
+    assert encode.returncode == 0, err.decode(errors="replace")
     return path
+
+
+def unwrap(codes: list[int]) -> list[int]:
+    """Indices read modulo 256 back to the camera's frame numbers (each the next one above the last with
+    that code; a code read twice in a row stays equal: a repeat, not a frame 256 later)."""
+    out: list[int] = []
+    for code in codes:
+        out.append(code if not out else out[-1] + (code - out[-1]) % (1 << BITS))
+    return out
 
 
 def run_live(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -274,21 +347,20 @@ def test_live_from_a_file_camera_to_a_recording_keeps_the_frames_in_order(
     assert summary["frames_captured"] == 45  # 1.5 s of a 30 fps camera, counted, never timed
     assert summary["frames_captured"] == summary["frames_delivered"] + summary["frames_dropped"]
     indices = [read_index(f) for f in read_frames(out)]
-    assert len(indices) == summary["frames_delivered"]
-    assert indices == sorted(set(indices)) and indices[-1] <= 44
-    from pipeline.video.probe import probe
+    delivered = sorted(set(indices))
+    assert len(delivered) == summary["frames_delivered"] and delivered[-1] == 44  # the last one goes out
+    # one frame per captured frame from the first delivered on: a dropped one's place repeats the one before
+    assert indices == [max(d for d in delivered if d <= k) for k in range(delivered[0], 45)]
     assert probe(out).width == 320
 
 
-@pytest.mark.slow
-def test_live_to_udp_is_received_in_order_with_drops_counted(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    clip = index_clip(tmp_path / "clip.mp4", seconds=2.0)
+@contextlib.contextmanager
+def udp_receiver(received: Path) -> Iterator[int]:
+    """A UDP socket (its port given) whose datagrams a thread writes to ``received`` until the block
+    ends; bound before the stream starts, so nothing is sent into the void."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    listener.bind(("127.0.0.1", 0))  # bound before the stream starts: nothing is sent into the void
-    port = listener.getsockname()[1]
-    received = tmp_path / "received.ts"
+    listener.bind(("127.0.0.1", 0))
     done = threading.Event()
 
     def receive() -> None:
@@ -304,12 +376,21 @@ def test_live_to_udp_is_received_in_order_with_drops_counted(tmp_path: Path,
     thread = threading.Thread(target=receive)
     thread.start()
     try:
-        code, stdout, err = run_live(capsys, "--camera", str(clip), "--output", f"udp://127.0.0.1:{port}",
-                                     "--json")
+        yield listener.getsockname()[1]
     finally:
         done.set()
         thread.join()
         listener.close()
+
+
+@pytest.mark.slow
+def test_live_to_udp_is_received_in_order_with_drops_counted(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    clip = index_clip(tmp_path / "clip.mp4", seconds=2.0)
+    received = tmp_path / "received.ts"
+    with udp_receiver(received) as port:
+        code, stdout, err = run_live(capsys, "--camera", str(clip), "--output", f"udp://127.0.0.1:{port}",
+                                     "--json")
     assert code == 0, err
     summary = json.loads(stdout)
     assert summary["frames_captured"] == 60
@@ -317,3 +398,27 @@ def test_live_to_udp_is_received_in_order_with_drops_counted(tmp_path: Path,
     indices = [read_index(f) for f in read_frames(received)]
     assert len(indices) == summary["frames_delivered"]
     assert indices == sorted(set(indices))
+
+
+@pytest.mark.slow
+def test_a_minute_to_udp_keeps_its_order_counts_its_drops_and_its_latency_does_not_grow(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The acceptance run: 60 s of a 320×240 camera (built-in models) to UDP, received and read back."""
+    clip = index_clip(tmp_path / "clip.mp4", seconds=60.0)
+    received = tmp_path / "received.ts"
+    with udp_receiver(received) as port:
+        code, stdout, err = run_live(capsys, "--camera", str(clip), "--output", f"udp://127.0.0.1:{port}",
+                                     "--seconds", "60", "--json")
+    assert code == 0, err
+    summary = json.loads(stdout)
+    captured, delivered = summary["frames_captured"], summary["frames_delivered"]
+    assert captured == 1800 and captured == delivered + summary["frames_dropped"]
+    indices = unwrap([read_index(f) for f in read_frames(received)])
+    assert len(indices) == delivered  # every delivered frame received, none twice
+    assert indices == sorted(set(indices)) and indices[-1] == captured - 1  # in order; the last one out
+    assert len(set(range(captured)) - set(indices)) == summary["frames_dropped"]  # the gaps are the drops
+    # latency from per-frame capture and delivery times: the end's p50 within 100 ms of the start's
+    assert summary["latency_growth_ms"] <= 100.0, summary
+    assert summary["latency_end_p50_ms"] - summary["latency_start_p50_ms"] == pytest.approx(
+        summary["latency_growth_ms"], abs=0.15)
+    assert 59 <= len(summary["latency_p50_ms_per_second"]) <= 61  # a late last frame may open second 61

@@ -25,7 +25,10 @@ Build = Callable[[Settings], Step]
 
 
 class Sink(Protocol):
-    def write(self, frame: Frame) -> None: ...
+    def write(self, frame: Frame, index: int | None = None) -> None:
+        """``frame`` out; ``index``: its number in the camera's stream (a recording fills the numbers
+        dropped before it, so that it plays at the camera's pace)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -41,18 +44,21 @@ class Captured:
 
 @dataclass
 class LiveStats:
-    """What a run delivered: each frame's capture number and latency, and the frames dropped."""
+    """What a run delivered: each frame's capture number, capture and delivery times and latency, and the
+    frames dropped."""
 
     captured: int = 0
     dropped: int = 0
     indices: list[int] = field(default_factory=list)  # the capture numbers delivered, in order
     latencies: list[float] = field(default_factory=list)  # seconds, per delivered frame
     delivered_at: list[float] = field(default_factory=list)
+    captured_at: list[float] = field(default_factory=list)  # when each delivered frame was captured
 
     def deliver(self, item: Captured, at: float) -> None:
         self.indices.append(item.index)
         self.latencies.append(at - item.at)
         self.delivered_at.append(at)
+        self.captured_at.append(item.at)
 
     @property
     def fps(self) -> float:
@@ -61,13 +67,44 @@ class LiveStats:
 
     def summary(self, last: int | None = None) -> dict[str, Any]:
         """Counts of the whole run; fps and latency of the whole run, or of its ``last`` deliveries (what
-        a running stream shows)."""
+        a running stream shows); the latency p50 of the frames captured in the run's first and last
+        :data:`EDGE_S` seconds and its growth between them (of the whole run)."""
         window = slice(-last, None) if last else slice(None)
-        ms = np.array(self.latencies[window]) * 1000.0
-        p50, p95 = (float(np.percentile(ms, q)) for q in (50, 95)) if len(ms) else (0.0, 0.0)
+        p50, p95 = _percentiles(self.latencies[window], 50, 95)
+        start, end = self.edges()
         return {"frames_captured": self.captured, "frames_delivered": len(self.indices),
                 "frames_dropped": self.dropped, "fps": round(_rate(self.delivered_at[window]), 2),
-                "latency_p50_ms": round(p50, 1), "latency_p95_ms": round(p95, 1)}
+                "latency_p50_ms": round(p50, 1), "latency_p95_ms": round(p95, 1),
+                "latency_start_p50_ms": round(start, 1), "latency_end_p50_ms": round(end, 1),
+                "latency_growth_ms": round(end - start, 1)}
+
+    def edges(self, seconds: float | None = None) -> tuple[float, float]:
+        """Latency p50 (ms) of the frames captured in the first and in the last ``seconds`` (default
+        :data:`EDGE_S`) of the run, by their capture times: a latency that grows over a run shows here."""
+        if not self.captured_at:
+            return 0.0, 0.0
+        span = EDGE_S if seconds is None else seconds
+        at = np.array(self.captured_at)
+        lat = np.array(self.latencies)
+        return (_percentiles(lat[at < at[0] + span], 50)[0], _percentiles(lat[at > at[-1] - span], 50)[0])
+
+    def per_second(self) -> list[float | None]:
+        """Latency p50 (ms) of the frames captured in each second of the run, from its first capture
+        (None: a second none of whose frames was delivered)."""
+        if not self.captured_at:
+            return []
+        second = np.floor(np.array(self.captured_at) - self.captured_at[0]).astype(int)
+        lat = np.array(self.latencies)
+        return [round(_percentiles(lat[second == s], 50)[0], 1) if (second == s).any() else None
+                for s in range(int(second[-1]) + 1)]
+
+
+EDGE_S = 5.0  # the start and the end of a run, for :meth:`LiveStats.edges`
+
+
+def _percentiles(seconds: Any, *qs: float) -> list[float]:
+    ms = np.asarray(seconds, float) * 1000.0
+    return [float(np.percentile(ms, q)) for q in qs] if len(ms) else [0.0] * len(qs)
 
 
 def _rate(times: list[float]) -> float:
@@ -154,7 +191,7 @@ class LiveEngine:
 
     def _loop(self, sink: Sink) -> None:
         while (done := self.process_next()) is not None:
-            sink.write(done[1])
+            sink.write(done[1], done[0].index)
             self.delivered(done[0])
 
     def _capture(self, camera: Camera, limit: int | None) -> None:

@@ -24,19 +24,33 @@ V4L2_HELP = "sudo modprobe v4l2loopback devices=1 video_nr={n} exclusive_caps=1,
 
 @dataclass
 class Recording:
-    """A file, written by the encoder at the camera's rate, with the provenance tag of ``models``."""
+    """A file, written by the encoder at the camera's rate, with the provenance tag of ``models``.
+
+    Frames given with their capture number are placed at it: the numbers dropped since the last frame
+    are filled by repeating that frame (what a viewer saw meanwhile), so that a recording with drops plays
+    at real time, its length the span captured. Repeats rather than variable-rate timestamps: the encoder
+    takes raw frames on a pipe, numbered by count (no timestamps to give), and a constant-rate file is
+    what every player and editor handles (a repeated frame costs the encoder little)."""
 
     path: Path
     fps: float
     models: list[str] = field(default_factory=list)
+    repeated: int = 0  # frames written again in place of dropped ones
     _encoder: Encoder | None = None
+    _last: tuple[int, Frame] | None = None  # the last frame written with its capture number
 
-    def write(self, frame: Frame) -> None:
+    def write(self, frame: Frame, index: int | None = None) -> None:
         if self._encoder is None:
             h, w = frame.shape[:2]
             self._encoder = Encoder(self.path, width=w, height=h, fps=self.fps, models=self.models,
                                     preset="fastest")
+        if index is not None and self._last is not None and index > self._last[0] + 1:
+            for _ in range(index - self._last[0] - 1):
+                self._encoder.write(self._last[1])
+            self.repeated += index - self._last[0] - 1
         self._encoder.write(frame)
+        if index is not None:
+            self._last = (index, frame)
 
     def close(self) -> None:
         if self._encoder is not None:
@@ -56,7 +70,8 @@ class Stream:
     fps: float
     _process: FFmpegProcess | None = None
 
-    def write(self, frame: Frame) -> None:
+    def write(self, frame: Frame, index: int | None = None) -> None:
+        """``frame`` sent on now (``index`` unused: a stream shows frames as they come)."""
         if self._process is None:
             h, w = frame.shape[:2]
             cmd = builders.live_stream_cmd(ffmpeg.ffmpeg_exe(), self.target, kind=self.kind, width=w,
@@ -99,7 +114,7 @@ class Window:
             raise UserError(f"--output window: this OpenCV cannot open a window ({exc.err}): record to a "
                             "file or stream to udp://HOST:PORT instead") from None
 
-    def write(self, frame: Frame) -> None:
+    def write(self, frame: Frame, index: int | None = None) -> None:
         import cv2
 
         cv2.imshow(self.name, frame)
