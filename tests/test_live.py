@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import socket
 import subprocess
 import threading
@@ -17,9 +18,10 @@ import pytest
 
 from cli.main import main
 from pipeline.errors import UserError
+from pipeline.live import outputs
 from pipeline.live.engine import Captured, LiveEngine, LiveStats
 from pipeline.live.handoff import Latest
-from pipeline.live.outputs import Recording
+from pipeline.live.outputs import Host, Recording
 from pipeline.live.step import live_settings
 from pipeline.settings import Settings
 from pipeline.video import builders
@@ -270,7 +272,9 @@ def test_camera_and_stream_commands_as_lists() -> None:
     assert udp[-3:] == ["-f", "mpegts", "udp://127.0.0.1:5000?pkt_size=1316"]
     assert udp[udp.index("-tune") + 1] == "zerolatency" and udp[udp.index("-g") + 1] == "30"
     v4l2 = builders.live_stream_cmd("ffmpeg", "/dev/video9", kind="v4l2", width=640, height=480, fps=30)
-    assert v4l2[-3:] == ["-f", "v4l2", "/dev/video9"]
+    assert v4l2 == ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt",
+                    "bgr24", "-s", "640x480", "-framerate", "30", "-i", "pipe:0", "-vf", "format=yuv420p",
+                    "-f", "v4l2", "/dev/video9"]  # what v4l2loopback's readers (Zoom, OBS, Meet) take: 4:2:0
 
 
 # --- the command ----------------------------------------------------------------------------------
@@ -314,7 +318,8 @@ def run_live(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     (["--camera", "missing.mp4", "--output", "out.mp4"], "no camera file"),
     (["--camera", "/dev/video97", "--output", "out.mp4"], "no camera /dev/video97"),
     (["--camera", "CLIP", "--output", "v4l2:/dev/video98"],
-     "no v4l2loopback device /dev/video98: sudo modprobe"),
+     "v4l2loopback is not loaded: sudo modprobe v4l2loopback devices=1 video_nr=98"),
+    (["--camera", "CLIP", "--output", "v4l2:/dev/videoX"], "a virtual camera is v4l2:/dev/videoN"),
     (["--camera", "CLIP", "--output", "udp://no-such-host.invalid:5000"], "cannot reach host"),
     (["--camera", "CLIP", "--output", "udp://127.0.0.1"], "udp://HOST:PORT"),
     (["--camera", "CLIP", "--output", "out.gif"], "cannot write video"),
@@ -327,6 +332,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr(outputs, "HOST", fake_host(tmp_path))  # no v4l2loopback, whatever this machine has
     if "CLIP" in args:
         args = [str(index_clip(tmp_path / "clip.mp4", seconds=0.2)) if a == "CLIP" else a for a in args]
     code, out, err = run_live(capsys, *args)
@@ -422,3 +428,98 @@ def test_a_minute_to_udp_keeps_its_order_counts_its_drops_and_its_latency_does_n
     assert summary["latency_end_p50_ms"] - summary["latency_start_p50_ms"] == pytest.approx(
         summary["latency_growth_ms"], abs=0.15)
     assert 59 <= len(summary["latency_p50_ms_per_second"]) <= 61  # a late last frame may open second 61
+
+
+# --- v4l2 and window outputs, on a machine without them --------------------------------------------
+
+def fake_host(root: Path, *, module: bool = False, node: bool = False, loopback: bool = False) -> Host:
+    """Folders standing in for /dev and /sys: v4l2loopback loaded or not, /dev/video98 there or not, and
+    one of v4l2loopback's virtual devices or a camera."""
+    host = Host(root / "dev", root / "sys")
+    host.dev.mkdir(parents=True, exist_ok=True)
+    (host.sys / "devices" / "virtual" / "video4linux").mkdir(parents=True, exist_ok=True)
+    if module:
+        (host.sys / "module" / "v4l2loopback").mkdir(parents=True)
+    if node:
+        (host.dev / "video98").touch()
+    if loopback:
+        (host.sys / "devices" / "virtual" / "video4linux" / "video98").mkdir()
+    return host
+
+
+@pytest.mark.parametrize(("state", "says"), [
+    ({}, "v4l2loopback is not loaded: sudo modprobe v4l2loopback devices=1 video_nr=98 exclusive_caps=1"),
+    ({"module": True}, "no v4l2loopback device /dev/video98: v4l2loopback made others"),
+    ({"module": True, "node": True}, "/dev/video98 is a camera, not a v4l2loopback device"),
+])
+def test_a_v4l2_output_this_machine_cannot_serve_exits_2_saying_what_to_do(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        state: dict[str, bool], says: str) -> None:
+    monkeypatch.setattr(outputs, "HOST", fake_host(tmp_path, **state))
+    clip = index_clip(tmp_path / "clip.mp4", seconds=0.2)
+    code, _, err = run_live(capsys, "--camera", str(clip), "--output", "v4l2:/dev/video98")
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_v4l2loopback_device_is_written_where_the_host_has_it(tmp_path: Path) -> None:
+    host = fake_host(tmp_path, module=True, node=True, loopback=True)
+    assert outputs.v4l2_target("v4l2:/dev/video98", host) == str(host.dev / "video98")
+
+
+def ffmpeg_stub(folder: Path, says: str) -> Path:
+    """An ffmpeg that fails, saying ``says``, when asked for v4l2 (the real one does everything else)."""
+    real = shutil.which("ffmpeg")
+    probe_exe = shutil.which("ffprobe")
+    assert real and probe_exe
+    folder.mkdir()
+    stub = folder / "ffmpeg"
+    stub.write_text("#!/bin/sh\n"
+                    f'for a in "$@"; do [ "$a" = v4l2 ] && {{ echo "{says}" >&2; exit 1; }}; done\n'
+                    f'exec {real} "$@"\n')
+    stub.chmod(0o755)
+    (folder / "ffprobe").symlink_to(probe_exe)
+    return stub
+
+
+@pytest.mark.parametrize(("ffmpeg_says", "says"), [
+    ("[NULL @ 0x1] Requested output format 'v4l2' is not a suitable output format\n/dev/video98: Invalid "
+     "argument", "this ffmpeg cannot write to a v4l2 device: install one that can"),
+    ("[video4linux2,v4l2 @ 0x1] ioctl(VIDIOC_G_FMT): Invalid argument\nCould not write header for output "
+     "file #0", "ffmpeg could not write to it (Could not write header for output file #0): is it a "
+     "v4l2loopback device? sudo modprobe v4l2loopback"),
+])
+def test_an_ffmpeg_that_cannot_feed_the_virtual_camera_exits_2_saying_what_to_do(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        ffmpeg_says: str, says: str) -> None:
+    host = fake_host(tmp_path, module=True, node=True, loopback=True)
+    monkeypatch.setattr(outputs, "HOST", host)
+    clip = index_clip(tmp_path / "clip.mp4", seconds=0.2)
+    monkeypatch.setenv("FACESTATION_FFMPEG", str(ffmpeg_stub(tmp_path / "bin", ffmpeg_says)))
+    code, _, err = run_live(capsys, "--camera", str(clip), "--output", "v4l2:/dev/video98")
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+
+
+def test_a_stream_that_stops_names_its_last_line() -> None:
+    error = outputs.stream_error("udp", "udp://127.0.0.1:5000", ["a", "Connection refused"])
+    assert str(error) == "--output udp://127.0.0.1:5000 stopped taking frames: Connection refused"
+    assert "exited" in str(outputs.stream_error("udp", "udp://h:1", []))
+
+
+def test_a_headless_opencv_is_told_apart_from_one_with_windows() -> None:
+    assert not outputs.opencv_has_windows("General configuration\n  GUI:                           NONE\n")
+    assert outputs.opencv_has_windows("  GUI:                           GTK3\n    GTK+:   YES (ver 3.24)\n")
+    assert outputs.opencv_has_windows("no such line")  # unknown: the window is tried
+
+
+def test_a_window_without_a_windowing_opencv_exits_2_saying_what_to_do(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import cv2
+
+    if outputs.opencv_has_windows(cv2.getBuildInformation()):
+        pytest.skip("this OpenCV has windows (the headless build is what this checks)")
+    monkeypatch.setenv("DISPLAY", ":97")  # a display named: the OpenCV is what lacks
+    clip = index_clip(tmp_path / "clip.mp4", seconds=0.2)
+    code, _, err = run_live(capsys, "--camera", str(clip), "--output", "window")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "this OpenCV is built without windows (a headless build): record to a file" in err

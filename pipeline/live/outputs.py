@@ -81,16 +81,18 @@ class Stream:
             self._process.stdin.write(memoryview(frame.tobytes()))
         except OSError:
             self._process.wait()
-            raise UserError(f"--output {self.target} stopped taking frames: "
-                            f"{self._process.last_error()}") from None
+            raise stream_error(self.kind, self.target, self._process.error_lines()) from None
 
     def close(self) -> None:
+        """The stream ended: ffmpeg finishes (its failure, if it failed, is the run's error)."""
         if self._process is None:
             return
         with contextlib.suppress(OSError):
             self._process.stdin.close()
-        self._process.wait()
+        code = self._process.wait()
         self._process.close()
+        if code != 0:
+            raise stream_error(self.kind, self.target, self._process.error_lines())
 
     def abort(self) -> None:
         if self._process is not None:
@@ -108,6 +110,9 @@ class Window:
                             "to a file or stream to udp://HOST:PORT instead")
         import cv2
 
+        if not opencv_has_windows(cv2.getBuildInformation()):
+            raise UserError("--output window: this OpenCV is built without windows (a headless build): "
+                            "record to a file or stream to udp://HOST:PORT instead")
         try:
             cv2.namedWindow(self.name, cv2.WINDOW_NORMAL)
         except cv2.error as exc:
@@ -128,6 +133,16 @@ class Window:
     abort = close
 
 
+def opencv_has_windows(build_information: str) -> bool:
+    """Whether OpenCV's build information names a GUI backend (a headless build says ``GUI: NONE``; asking
+    such a build for a window fails); True when it does not say (the window is tried)."""
+    for line in build_information.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "GUI":
+            return value.strip().upper() not in ("", "NONE")
+    return True
+
+
 def udp_target(target: str) -> str:
     """``udp://HOST:PORT`` checked: a port, a host that resolves."""
     parts = urlsplit(target)
@@ -145,17 +160,53 @@ def udp_target(target: str) -> str:
     return f"udp://{parts.hostname}:{port}"
 
 
-def v4l2_target(target: str) -> str:
+@dataclass(frozen=True)
+class Host:
+    """Where this machine shows its device nodes and its kernel's modules and virtual devices (a test gives
+    folders standing in for them)."""
+
+    dev: Path = Path("/dev")
+    sys: Path = Path("/sys")
+
+
+HOST = Host()
+
+
+def v4l2_target(target: str, host: Host | None = None) -> str:
+    """``v4l2:/dev/videoN`` checked: v4l2loopback loaded, the device there, one of its (virtual, not a
+    camera), writable; the device node's path."""
+    host = host or HOST
     device = target.removeprefix("v4l2:")
-    if not device.startswith("/dev/video") or not device.removeprefix("/dev/video").isdigit():
+    n = device.removeprefix("/dev/video")
+    if not device.startswith("/dev/video") or not n.isdigit():
         raise UserError(f"--output {target}: a virtual camera is v4l2:/dev/videoN")
-    if not os.path.exists(device):
-        n = device.removeprefix("/dev/video")
-        raise UserError(f"no v4l2loopback device {device}: {V4L2_HELP.format(n=n)}")
-    if not os.access(device, os.W_OK):
+    if not (host.sys / "module" / "v4l2loopback").is_dir():
+        raise UserError(f"--output {target}: v4l2loopback is not loaded: {V4L2_HELP.format(n=n)}")
+    node = host.dev / f"video{n}"
+    if not node.exists():
+        raise UserError(f"no v4l2loopback device {device}: v4l2loopback made others (ls "
+                        f"/sys/devices/virtual/video4linux), or reload it: sudo modprobe -r v4l2loopback; "
+                        f"{V4L2_HELP.format(n=n)}")
+    if not (host.sys / "devices" / "virtual" / "video4linux" / f"video{n}").exists():
+        raise UserError(f"--output {target}: {device} is a camera, not a v4l2loopback device: give one of "
+                        "v4l2loopback's (ls /sys/devices/virtual/video4linux)")
+    if not os.access(node, os.W_OK):
         raise UserError(f"--output {target}: {device} is not writable by this user (add yourself to the "
                         "video group)")
-    return device
+    return str(node)
+
+
+def stream_error(kind: str, target: str, lines: list[str]) -> UserError:
+    """What stopped a stream's ffmpeg (its stderr ``lines``), in one line the user can act on."""
+    said = lines[-1] if lines else "ffmpeg exited"
+    if kind != "v4l2":
+        return UserError(f"--output {target} stopped taking frames: {said}")
+    text = " ".join(lines)
+    if "'v4l2'" in text and ("not a suitable output format" in text or "not known" in text):
+        return UserError(f"--output v4l2:{target}: this ffmpeg cannot write to a v4l2 device: install one "
+                         f"that can (sudo apt-get install ffmpeg) or name it in {ffmpeg.ENV_VAR}")
+    return UserError(f"--output v4l2:{target}: ffmpeg could not write to it ({said}): is it a v4l2loopback "
+                     f"device? {V4L2_HELP.format(n=target.rpartition('video')[2])}")
 
 
 def open_output(target: str, fps: float, models: list[str], inputs: list[Path]) -> Sink:
