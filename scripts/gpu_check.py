@@ -1,12 +1,14 @@
 #!/usr/bin/env python
 """The GPU check at real cost, for a lent NVIDIA machine: the cost twins on CUDA and TensorRT (fp16) at
-batch 1/2/4/8, IO binding for the swapper, and a 1080p render with the inswapper + GFPGAN twins with NVENC
-on and off. Prints the tables for BENCHMARKS.md, then the whole report as JSON.
+batch 1/2/4/8, IO binding for the swapper, a 1080p render with the inswapper + GFPGAN twins with NVENC
+on and off, and live mode at 720p and 1080p with the same twins. Prints the tables for BENCHMARKS.md, then
+the whole report as JSON.
 
 Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works), then
     .venv/bin/python scripts/gpu_check.py                 # everything, full-size twins (built once, cached)
-    .venv/bin/python scripts/gpu_check.py --providers cpu --width 0.0625 --seconds 0.2 --size 320x240
-the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py runs it).
+    .venv/bin/python scripts/gpu_check.py --providers cpu --width 0.0625 --seconds 0.2 --size 320x240 \
+        --live-sizes 160x120 --live-seconds 1
+the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py runs its parts).
 
 - twins: scripts/make_twins.py's (the fp16 swapper converted from the fp32 one), built into ``--twins``
   (default: the cache's ``twins`` folder) or, with ``--width`` < 1, scaled-down twins into a temporary
@@ -19,11 +21,17 @@ the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py run
   session's device against plain runs, same feeds, same outputs.
 - render: ``pipeline.render.render`` of a generated 1080p clip with the inswapper and GFPGAN twins on the
   first provider, output.encoder h264_nvenc and libx264.
+- live: ``facestation live`` from a generated clip standing in for a 30 fps camera (delivered at its own
+  rate) at each of ``--live-sizes`` (default 1280x720 and 1920x1080), inswapper + GFPGAN twins on the first
+  provider, into a recording: delivered fps (the goal: the camera's 30), latency p50/p95 and its p50 at the
+  start and the end of the run, frames dropped of those captured.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -124,6 +132,37 @@ def render_row(provider: str, encoder: str, seconds: float, size: tuple[int, int
             "peak_rss_mb": result.peak_rss_mb}
 
 
+LIVE_SETTINGS = ("swapper.model=inswapper_128", "enhancer.model=gfpgan_1.4", "selector.mode=one")
+
+
+def live_args(face: Path, clip: Path, output: Path, provider: str, seconds: float) -> list[str]:
+    """``facestation live``'s arguments for one live row: ``clip`` as the camera, the inswapper + GFPGAN
+    twins on ``provider`` (CPU as the fallback, as a render asks), a recording, JSON out."""
+    providers = provider if provider == "cpu" else f"{provider},cpu"
+    sets = [*LIVE_SETTINGS, f"execution.providers={providers}"]
+    return ["live", "--source", str(face), "--camera", str(clip), "--output", str(output),
+            "--seconds", f"{seconds:g}", "--json", *(a for s in sets for a in ("--set", s))]
+
+
+def live_row(provider: str, size: tuple[int, int], seconds: float, work: Path) -> dict[str, Any]:
+    """One live run (:func:`live_args`) of a ``size`` camera at 30 fps for ``seconds``: its summary."""
+    from cli.main import main as facestation
+    from pipeline.bench import default_face, make_test_clip
+
+    clip = work / f"camera-{size[0]}x{size[1]}-{seconds}.mp4"
+    if not clip.exists():
+        make_test_clip(clip, default_face(), seconds=seconds + 1, size=size, fps=30)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = facestation(live_args(default_face(), clip, work / f"live-{size[0]}.mp4", provider, seconds))
+    if code != 0:
+        raise SystemExit(f"facestation live at {size[0]}x{size[1]} failed ({code})")
+    summary = json.loads(out.getvalue())
+    keep = ("frames_captured", "frames_delivered", "frames_dropped", "fps", "latency_p50_ms",
+            "latency_p95_ms", "latency_start_p50_ms", "latency_end_p50_ms")
+    return {"provider": provider, "size": f"{size[0]}x{size[1]}", **{k: summary[k] for k in keep}}
+
+
 def table(report: dict[str, Any]) -> str:
     """The BENCHMARKS.md tables of a report."""
     batches = report["batches_asked"]
@@ -150,6 +189,15 @@ def table(report: dict[str, Any]) -> str:
             lines.append(f"| {row['provider']} | {row['requested']} → {row['encoder']} | {row['fps']} | "
                          f"{row['batch']} | {row['startup_s']} | {ms.get('swap')} / {ms.get('enhance')} / "
                          f"{ms.get('encode')} | {row['peak_rss_mb']} |")
+    if report.get("live"):
+        lines += ["", "| live (inswapper + gfpgan twins, 30 fps camera) | size | delivered fps "
+                  "| latency p50 / p95 ms | p50 start → end ms | dropped / captured |",
+                  "|---|---|---|---|---|---|"]
+        for row in report["live"]:
+            lines.append(f"| {row['provider']} | {row['size']} | {row['fps']} | {row['latency_p50_ms']} / "
+                         f"{row['latency_p95_ms']} | {row['latency_start_p50_ms']} → "
+                         f"{row['latency_end_p50_ms']} | {row['frames_dropped']} / "
+                         f"{row['frames_captured']} |")
     return "\n".join(lines)
 
 
@@ -173,7 +221,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     os.environ["FACESTATION_MODELS"] = str(folder)  # the twins are the models folder from here on
     available = ort().get_available_providers()
     report: dict[str, Any] = {"onnxruntime": ort().__version__, "available": available, "device": _device(),
-                              "batches_asked": batches, "batches": {}, "io_binding": [], "render": []}
+                              "batches_asked": batches, "batches": {}, "io_binding": [], "render": [],
+                              "live": []}
     for name, path in twins.items():
         report["batches"][name] = {p: time_batches(path, p, batches, args.items) for p in providers
                                    if PROVIDERS[p] in available}
@@ -185,7 +234,21 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         first = next(p for p in providers if PROVIDERS[p] in available)
         report["render"] = [render_row(first, enc, args.seconds, (size[0], size[1]), work)
                             for enc in ("h264_nvenc", "libx264")]
+    if args.live_sizes and {"inswapper_128", "arcface_w600k_r50", "gfpgan_1.4"} <= set(twins):
+        first = next(p for p in providers if PROVIDERS[p] in available)
+        report["live"] = [live_row(first, size, args.live_seconds, work) for size in args.live_sizes]
     return report
+
+
+def live_sizes(text: str) -> list[tuple[int, int]]:
+    """``--live-sizes``: a comma list of WxH ("" for none)."""
+    sizes = []
+    for item in filter(None, text.split(",")):
+        w, _, h = item.partition("x")
+        if not (w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of WxH (e.g. 1280x720,1920x1080)")
+        sizes.append((int(w), int(h)))
+    return sizes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="length of the render clip")
     parser.add_argument("--size", default="1920x1080", help="render clip size WxH")
     parser.add_argument("--skip-render", action="store_true")
+    parser.add_argument("--live-sizes", type=live_sizes, default="1280x720,1920x1080",
+                        help="camera sizes of the live runs, comma list of WxH (\"\": no live run)")
+    parser.add_argument("--live-seconds", type=float, default=20.0, help="length of each live run")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         report = run(args, Path(tmp))
