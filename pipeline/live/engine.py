@@ -84,8 +84,7 @@ class LiveStats:
         if not self.captured_at:
             return 0.0, 0.0
         span = EDGE_S if seconds is None else seconds
-        at = np.array(self.captured_at)
-        lat = np.array(self.latencies)
+        at, lat = self._timeline()
         return (_percentiles(lat[at < at[0] + span], 50)[0], _percentiles(lat[at > at[-1] - span], 50)[0])
 
     def per_second(self) -> list[float | None]:
@@ -93,10 +92,16 @@ class LiveStats:
         (None: a second none of whose frames was delivered)."""
         if not self.captured_at:
             return []
-        second = np.floor(np.array(self.captured_at) - self.captured_at[0]).astype(int)
-        lat = np.array(self.latencies)
+        at, lat = self._timeline()
+        second = np.floor(at - at[0]).astype(int)
         return [round(_percentiles(lat[second == s], 50)[0], 1) if (second == s).any() else None
                 for s in range(int(second[-1]) + 1)]
+
+    def _timeline(self) -> tuple[np.ndarray, np.ndarray]:
+        """Capture times and latencies of the frames delivered so far (read while the loop may append:
+        ``captured_at`` is appended last, so its length is that of both)."""
+        n = len(self.captured_at)
+        return np.array(self.captured_at[:n]), np.array(self.latencies[:n])
 
 
 EDGE_S = 5.0  # the start and the end of a run, for :meth:`LiveStats.edges`
