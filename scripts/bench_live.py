@@ -43,21 +43,25 @@ def one(face: Path, folder: Path, size: tuple[int, int], seconds: float, overrid
             **json.loads(out.getvalue())}
 
 
+def sizes_arg(text: str) -> list[tuple[int, int]]:
+    return [size_arg(s) for s in text.split(",")]
+
+
 def run() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--sizes", default="640x480,1280x720", help="comma list of camera sizes WxH")
+    parser.add_argument("--sizes", type=sizes_arg, default="640x480,1280x720",
+                        help="comma list of camera sizes WxH")
     parser.add_argument("--twins", metavar="NAME[,NAME…]",
                         help="cost twins to run on (e.g. inswapper_128), as facestation bench --twins")
     parser.add_argument("--set", action="append", default=[], metavar="section.key=value")
     args = parser.parse_args()
-    sizes = [size_arg(s) for s in args.sizes.split(",")]
     face = default_face()
     with tempfile.TemporaryDirectory() as tmp:
         models = Path(tmp) / "models"
         overrides = (install_twins(args.twins.split(","), models) if args.twins else []) + args.set
         with env.MODELS.set_to(models) if args.twins else contextlib.nullcontext():
-            for size in sizes:
+            for size in args.sizes:
                 row = one(face, Path(tmp), size, args.seconds, overrides)
                 print(json.dumps({"twins": args.twins or "", **{k: v for k, v in row.items()
                                                                  if k not in ("camera", "output")}}),
