@@ -202,7 +202,8 @@ def stream_error(kind: str, target: str, lines: list[str]) -> UserError:
     if kind != "v4l2":
         return UserError(f"--output {target} stopped taking frames: {said}")
     text = " ".join(lines)
-    if "'v4l2'" in text and ("not a suitable output format" in text or "not known" in text):
+    if "'v4l2'" in text and any(m in text for m in ("not a suitable output format", "not known",
+                                                     "Unknown output format")):
         return UserError(f"--output v4l2:{target}: this ffmpeg cannot write to a v4l2 device: install one "
                          f"that can (sudo apt-get install ffmpeg) or name it in {ffmpeg.ENV_VAR}")
     return UserError(f"--output v4l2:{target}: ffmpeg could not write to it ({said}): is it a v4l2loopback "
