@@ -271,6 +271,9 @@ def test_camera_and_stream_commands_as_lists() -> None:
                                    fps=30)
     assert udp[-3:] == ["-f", "mpegts", "udp://127.0.0.1:5000?pkt_size=1316"]
     assert udp[udp.index("-tune") + 1] == "zerolatency" and udp[udp.index("-g") + 1] == "30"
+    # each frame stamped when it arrives (before the input), kept as stamped: drops do not slow the stream
+    assert udp.index("-use_wallclock_as_timestamps") < udp.index("-i")
+    assert udp[udp.index("-fps_mode") + 1] == "passthrough"
     v4l2 = builders.live_stream_cmd("ffmpeg", "/dev/video9", kind="v4l2", width=640, height=480, fps=30)
     assert v4l2 == ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt",
                     "bgr24", "-s", "640x480", "-framerate", "30", "-i", "pipe:0", "-vf", "format=yuv420p",

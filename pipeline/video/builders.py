@@ -339,13 +339,17 @@ def camera_cmd(ffmpeg: str, device: str, *, width: int, height: int, fps: float)
 
 def live_stream_cmd(ffmpeg: str, target: str, *, kind: str, width: int, height: int, fps: float) -> list[str]:
     """Raw BGR24 frames on stdin to a live ``target``: ``kind`` "udp" (low-latency H.264 in MPEG-TS, one
-    keyframe a second, what OBS's media source opens) or "v4l2" (a v4l2loopback device, YUV 4:2:0)."""
-    cmd = [ffmpeg, *QUIET, "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
-           "-framerate", f"{fps:g}", "-i", "pipe:0"]
+    keyframe a second, what OBS's media source opens; each frame stamped with the time it arrived, so a
+    stream with dropped frames plays at real time, not slower) or "v4l2" (a v4l2loopback device, YUV 4:2:0,
+    shown as it comes)."""
+    raw = ["-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-framerate", f"{fps:g}",
+           "-i", "pipe:0"]
     if kind == "udp":
         gop = str(max(1, round(fps)))
-        return [*cmd, "-vf", "format=yuv420p", "-c:v", "libx264", "-preset", "ultrafast", "-tune",
-                "zerolatency", "-g", gop, "-f", "mpegts", f"{target}?pkt_size=1316"]
+        return [ffmpeg, *QUIET, "-use_wallclock_as_timestamps", "1", *raw, "-vf", "format=yuv420p",
+                "-fps_mode", "passthrough", "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
+                "-g", gop, "-f", "mpegts", f"{target}?pkt_size=1316"]
+    cmd = [ffmpeg, *QUIET, *raw]
     if kind == "v4l2":
         return [*cmd, "-vf", "format=yuv420p", "-f", "v4l2", target]
     raise ValueError(f"unknown live stream kind {kind!r}")
