@@ -5,6 +5,7 @@ players play, pause and seek together. Screenshots go to test-artifacts/screensh
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,15 @@ def _in_view(page: Any, selector: str) -> dict[str, float]:
     return dict(box)
 
 
+def _shown_width(page: Any) -> float:
+    """The width of the picture drawn in the preview box (scaled to fit it, its proportions kept)."""
+    return float(page.evaluate("""() => {
+      const i = document.querySelector('#preview img');
+      const r = i.getBoundingClientRect();
+      return Math.min(r.width / i.naturalWidth, r.height / i.naturalHeight) * i.naturalWidth;
+    }"""))
+
+
 def _open(page: Any, elem_id: str, title: str) -> None:
     page.locator(f"#{elem_id}").get_by_text(title, exact=True).first.click()
 
@@ -94,8 +104,9 @@ def test_the_preview_stays_in_view_while_a_far_setting_changes(clip: Path) -> No
             _open(page, elem_id, title)
         page.locator("#set-color-strength").wait_for()
         assert page.evaluate("document.documentElement.scrollHeight") > 2 * SIZES[0]["height"]
-        # big: the preview column is half the page, its image more than the 480 px of the first layout
-        assert page.locator("#preview img").bounding_box()["width"] > 480
+        # big: the preview column is half the page, and the 320×240 clip is drawn larger than the 480 px of
+        # the first layout
+        assert _shown_width(page) > 480
         _change_far_setting(page, "set-color-strength", "Home")  # colour matching strength 1 → 0
         _viewport_shot(page, "preview-1-sticky-1280")
         screenshot(page, "preview-1-sticky-1280-page")
@@ -103,7 +114,7 @@ def test_the_preview_stays_in_view_while_a_far_setting_changes(clip: Path) -> No
         page.set_viewport_size(SIZES[1])
         page.evaluate("window.scrollTo(0, 0)")
         _change_far_setting(page, "set-mask-blur", "End")  # the mask's edge softness 0.3 → 1
-        assert page.locator("#preview img").bounding_box()["width"] > 560
+        assert _shown_width(page) > 560
         _viewport_shot(page, "preview-2-sticky-1440")
 
 
@@ -156,11 +167,25 @@ def _check_wipe(page: Any, truth: np.ndarray, box: tuple[int, int, int, int]) ->
     original, swapped = _pixels(page, pair[0]), _pixels(page, pair[1])
     _same(original, truth, box)
     _swapped(swapped, original, box)
-    # the swapped image is cut at the line, half way, until the line is dragged
-    assert "50%" in str(page.locator("#preview-wipe img").nth(1).get_attribute("style"))
+    # the swapped image is cut at the line (half way at first), and the line follows a drag
+    cut = page.locator("#preview-wipe img").nth(1)
+
+    def line() -> float:
+        found = re.search(r"inset\(0px 0px 0px ([\d.]+)%\)", str(cut.get_attribute("style")))
+        assert found, cut.get_attribute("style")
+        return float(found.group(1))
+
+    area = page.locator("#preview-wipe img").first.bounding_box()
+    start = line()
+    goal = 75.0 if start < 50 else 25.0
+    page.mouse.move(area["x"] + area["width"] * start / 100, area["y"] + area["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(area["x"] + area["width"] * goal / 100, area["y"] + area["height"] / 2, steps=5)
+    page.mouse.up()
+    wait_until(lambda: abs(line() - goal) < 5, 10, what=f"the line dragged from {start:.0f} to {goal:.0f} %")
 
 
-def _check_hold(page: Any, truth: np.ndarray, box: tuple[int, int, int, int]) -> None:
+def _check_hold(page: Any, truth: np.ndarray, box: tuple[int, int, int, int], shot: str) -> None:
     _mode(page, "hold for the original")
     wait_until(lambda: _src(page, "#preview-original"), 60, what="the original, held back")
     assert page.locator("#preview").is_visible() and not page.locator("#preview-original").is_visible()
@@ -173,6 +198,7 @@ def _check_hold(page: Any, truth: np.ndarray, box: tuple[int, int, int, int]) ->
         assert not page.locator("#preview").is_visible()
         _in_view(page, "#preview-original img")
         original = _pixels(page, _src(page, "#preview-original"))
+        screenshot(page, shot)
     finally:
         page.mouse.up()
     wait_until(lambda: page.locator("#preview").is_visible(), 10, what="the preview again, let go")
@@ -196,7 +222,7 @@ def test_compare_modes_on_a_still_and_on_a_scrubbed_video_frame(clip: Path, tmp_
         screenshot(page, "preview-3-side-by-side-1280")
         _check_wipe(page, truth, box)
         screenshot(page, "preview-4-wipe-1280")
-        _check_hold(page, truth, box)
+        _check_hold(page, truth, box, "preview-4-held-1280")
 
         # the video, moved to frame 5: the original shown is that frame
         page.set_viewport_size(SIZES[1])
@@ -209,7 +235,7 @@ def test_compare_modes_on_a_still_and_on_a_scrubbed_video_frame(clip: Path, tmp_
         truth, box = engine.read_frame(clip, 5), engine.faces_in(clip, 5)[0].box
         first = engine.read_frame(clip, 0)
         assert _off(truth, first) > 3  # the face moves: frame 5 is not frame 0
-        _check_hold(page, truth, box)
+        _check_hold(page, truth, box, "preview-5-held-video-1440")
         _check_wipe(page, truth, box)
         screenshot(page, "preview-5-wipe-video-1440")
         original = _check_side(page, truth, box)

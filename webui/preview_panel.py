@@ -45,6 +45,11 @@ CSS = """
 #preview-column.fs-holding:has(#compare input[value=hold]:checked) #preview-original {
   display: flex !important; }
 #preview-column.fs-holding:has(#compare input[value=hold]:checked) #preview { display: none !important; }
+/* a small frame is shown as large as the panel, not at its own size */
+#preview-stack img { object-fit: contain !important; }
+#preview-wipe .image-container, #preview-wipe .slider-wrap,
+#preview-wipe .slider-wrap > .wrap { width: 100%; }
+#preview-wipe .slider-wrap img { width: 100%; height: 100%; object-fit: contain; }
 #preview-stack img, #preview-wipe img { user-select: none; -webkit-user-drag: none; }
 #preview-stack { touch-action: none; }
 """
