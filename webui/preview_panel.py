@@ -51,7 +51,8 @@ CSS = """
 #preview-wipe .slider-wrap > .wrap { width: 100%; }
 #preview-wipe .slider-wrap img { width: 100%; height: 100%; object-fit: contain; }
 #preview-stack img, #preview-wipe img { user-select: none; -webkit-user-drag: none; }
-#preview-stack { touch-action: none; }
+/* a finger held on the preview shows the original rather than scrolling the page */
+#preview-column:has(#compare input[value=hold]:checked) #preview-stack { touch-action: none; }
 """
 # while a mouse button (or a finger) is down on the preview in "hold" mode, the column is .fs-holding and
 # the CSS above shows the original in the preview's place; listened for on the document, so that the
@@ -62,7 +63,8 @@ if (!window.fsHold) {
   const column = () => document.getElementById('preview-column');
   const holding = () => document.querySelector('#compare input[value=hold]:checked') !== null;
   document.addEventListener('pointerdown', (e) => {
-    if (!holding() || !e.target.closest || !e.target.closest('#preview-stack')) return;
+    const on = e.target.closest ? e.target.closest('#preview-stack') : null;
+    if (!holding() || !on || e.target.closest('button')) return;  // not the fullscreen button
     e.preventDefault();
     column().classList.add('fs-holding');
   });
