@@ -64,7 +64,7 @@ if (!window.fsHold) {
   const holding = () => document.querySelector('#compare input[value=hold]:checked') !== null;
   document.addEventListener('pointerdown', (e) => {
     const on = e.target.closest ? e.target.closest('#preview-stack') : null;
-    if (!holding() || !on || e.target.closest('button')) return;  // not the fullscreen button
+    if (!holding() || !on || e.target.closest('.icon-button-wrapper')) return;  // not on fullscreen
     e.preventDefault();
     column().classList.add('fs-holding');
   });
@@ -75,7 +75,7 @@ if (!window.fsHold) {
 
 
 # the preview's height: the whole panel (image, compare, Add to queue, status, a notice) fits the window
-HEIGHT = "clamp(240px, calc(100vh - 330px), 720px)"
+HEIGHT = "clamp(240px, calc(100vh - 370px), 720px)"
 
 
 def create() -> dict[str, Any]:
