@@ -226,9 +226,14 @@ def test_compare_modes_on_a_still_and_on_a_scrubbed_video_frame(clip: Path, tmp_
 
         # the video, moved to frame 5: the original shown is that frame
         page.set_viewport_size(SIZES[1])
+        still_shown = _src(page)
         upload(page, "target", clip)
-        wait_until(lambda: "Preview of frame 0" in _status(page), 120, what="the preview of the video")
-        page.locator("#frame input[type=range]").first.focus()
+        wait_until(lambda: _src(page) not in ("", still_shown) and "Preview of frame 0" in _status(page), 120,
+                   what="the preview of the video")
+        slider = page.locator("#frame input[type=range]").first
+        wait_until(lambda: slider.is_enabled() and slider.get_attribute("max") == "29", 60,
+                   what="the frame slider of the 30-frame video")
+        slider.focus()
         for _ in range(5):
             page.keyboard.press("ArrowRight")
         wait_until(lambda: "Preview of frame 5" in _status(page), 60, what="the preview of frame 5")
