@@ -127,22 +127,23 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
 
 
 def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Source and target on the left, the preview on the right, the main settings under them and the
-    advanced ones grouped in a closed accordion; returns the settings controls."""
-    with gr.Row():
-        with gr.Column(scale=3):
+    """Source and target, the main settings, the processors and the advanced settings (grouped in closed
+    accordions) on the left, scrolling beside the preview, which stays in view on the right (a sticky
+    column, preview_panel.CSS); returns the settings controls."""
+    with gr.Row(elem_id="swap-layout"):
+        with gr.Column(scale=1, elem_id="swap-settings"):
             parts["faces"] = faces.create(base)
-        with gr.Column(scale=2):
-            parts["preview"] = preview_panel.create()
             main = controls.create_main(base)
-    shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
-    with gr.Accordion("Processors", open=False, elem_id="processors"):
-        made, parts["processors"] = processors_area.create(base)
-        shown |= made
-    with gr.Accordion("Advanced settings", open=False, elem_id="advanced"):
-        for group in ADVANCED:
-            with gr.Accordion(group, open=False, elem_id="adv-" + group.split()[0].lower()):
-                shown |= controls.create_tab(group, base)
+            shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
+            with gr.Accordion("Processors", open=False, elem_id="processors"):
+                made, parts["processors"] = processors_area.create(base)
+                shown |= made
+            with gr.Accordion("Advanced settings", open=False, elem_id="advanced"):
+                for group in ADVANCED:
+                    with gr.Accordion(group, open=False, elem_id="adv-" + group.split()[0].lower()):
+                        shown |= controls.create_tab(group, base)
+        with gr.Column(scale=1, elem_id="preview-column"):
+            parts["preview"] = preview_panel.create()
     return shown
 
 
@@ -189,7 +190,7 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "allowed_paths": [],  # outputs are handed out per user by link (webui/files.py), never by path
         "show_error": False,
         "theme": gr.themes.Soft(),
-        "css": CSS + live_tab.CSS,
+        "css": CSS + live_tab.CSS + preview_panel.CSS,
         "footer_links": ["gradio"],
         "quiet": True,
         "inbrowser": cfg.open_browser,

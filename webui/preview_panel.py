@@ -1,4 +1,6 @@
-"""The preview panel: the chosen frame processed with the current settings, with a face-debugger overlay.
+"""The preview panel: the chosen frame processed with the current settings, with a face-debugger overlay,
+and compared with the same frame unprocessed: side by side, a wipe slider, or the original while the mouse
+(or a finger) is held on the preview.
 
 The preview is rendered again on any change of the sources, the target, the frame, the overlay or a
 setting; only the last pending request runs. Before it renders, the same check as "Add to queue" runs
@@ -19,11 +21,76 @@ from pipeline import api
 from webui.common import browser_message, user_errors
 from webui.controls import MODEL_KEYS, SettingsForm, model_choice_updates
 
+# (label, value) of the compare modes; CSS shows the images each needs (CSS below, keyed on the checked value)
+COMPARE = [("off", "off"), ("side by side", "side"), ("wipe", "wipe"), ("hold for the original", "hold")]
+# the layout (webui/app.py) keeps the panel in view: a sticky column beside the settings, which scroll
+CSS = """
+/* Gradio's container hides its overflow, which would make it the scroller a sticky column sticks in: clip
+   instead (the same clipping, no scroll container) */
+.gradio-container { overflow: clip !important; }
+/* never taller than the window less Gradio's footer: at the page's end the row's bottom would push it up */
+#preview-column { position: sticky; top: 0; align-self: flex-start; max-height: calc(100vh - 60px);
+                  flex-wrap: nowrap !important;
+                  overflow-y: auto; overflow-x: hidden; }
+#preview-column > * { flex-shrink: 0; }
+/* the compare modes on one line, after their label */
+#compare { display: flex; flex-flow: row wrap; align-items: center; gap: 4px 12px; }
+#compare > [data-testid=block-info] { margin: 0; }
+#compare .wrap { gap: 6px; } #compare .wrap label { padding: 4px 10px; }
+#preview-wipe, #preview-original, #preview-hold { display: none !important; }
+#preview-column:has(#compare input[value=side]:checked) #preview-original { display: flex !important; }
+#preview-column:has(#compare input[value=wipe]:checked) #preview-wipe { display: flex !important; }
+#preview-column:has(#compare input[value=wipe]:checked) #preview { display: none !important; }
+#preview-column:has(#compare input[value=hold]:checked) #preview-hold { display: block !important; }
+#preview-column.fs-holding:has(#compare input[value=hold]:checked) #preview-original {
+  display: flex !important; }
+#preview-column.fs-holding:has(#compare input[value=hold]:checked) #preview { display: none !important; }
+/* a small frame is shown as large as the panel, not at its own size */
+#preview-stack img { object-fit: contain !important; }
+#preview-wipe .image-container, #preview-wipe .slider-wrap,
+#preview-wipe .slider-wrap > .wrap { width: 100%; }
+#preview-wipe .slider-wrap img { width: 100%; height: 100%; object-fit: contain; }
+#preview-stack img, #preview-wipe img { user-select: none; -webkit-user-drag: none; }
+/* a finger held on the preview shows the original rather than scrolling the page */
+#preview-column:has(#compare input[value=hold]:checked) #preview-stack { touch-action: none; }
+"""
+# while a mouse button (or a finger) is down on the preview in "hold" mode, the column is .fs-holding and
+# the CSS above shows the original in the preview's place; listened for on the document, so that the
+# images Gradio swaps on each new preview need no listeners of their own
+HOLD_JS = """
+if (!window.fsHold) {
+  window.fsHold = true;
+  const column = () => document.getElementById('preview-column');
+  const holding = () => document.querySelector('#compare input[value=hold]:checked') !== null;
+  document.addEventListener('pointerdown', (e) => {
+    const on = e.target.closest ? e.target.closest('#preview-stack') : null;
+    if (!holding() || !on || e.target.closest('.icon-button-wrapper')) return;  // not on fullscreen
+    e.preventDefault();
+    column().classList.add('fs-holding');
+  });
+  const release = () => { const c = column(); if (c) c.classList.remove('fs-holding'); };
+  for (const kind of ['pointerup', 'pointercancel', 'blur']) window.addEventListener(kind, release);
+}
+"""
+
+
+# the preview's height: the whole panel (image, compare, Add to queue, status, a notice) fits the window
+HEIGHT = "clamp(240px, calc(100vh - 370px), 720px)"
+
 
 def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
-    c["image"] = gr.Image(label="Preview", type="numpy", format="jpeg", interactive=False, elem_id="preview",
-                          buttons=["fullscreen"])
+    with gr.Row(elem_id="preview-stack"):
+        c["original"] = gr.Image(label="Original", type="numpy", format="jpeg", interactive=False,
+                                 elem_id="preview-original", buttons=["fullscreen"], height=HEIGHT)
+        c["image"] = gr.Image(label="Preview", type="numpy", format="jpeg", interactive=False,
+                              elem_id="preview", buttons=["fullscreen"], height=HEIGHT)
+    c["wipe"] = gr.ImageSlider(label="Original | preview (drag the line)", type="numpy", format="jpeg",
+                               interactive=False, elem_id="preview-wipe", buttons=["fullscreen"],
+                               height=HEIGHT, max_height=720)
+    c["hold"] = gr.HTML("Press and hold the mouse (or a finger) on the preview to see the original.",
+                        elem_id="preview-hold", js_on_load=HOLD_JS)
+    c["compare"] = gr.Radio(COMPARE, value="off", label="Compare", elem_id="compare")
     with gr.Row():
         c["overlay"] = gr.Checkbox(value=False, label="Face debugger (boxes, scores, landmarks, mask)",
                                    elem_id="overlay")
@@ -43,22 +110,26 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     setting."""
 
     def on_preview(sources: list[str] | None, target: str | None, frame: int, overlay: bool,
-                   audio: str | None, *vals: Any) -> tuple[Any, ...]:
-        """render()'s outputs, and the import button shown when models are missing (in the same reply)."""
+                   audio: str | None, mode: str, *vals: Any) -> tuple[Any, ...]:
+        """The original and the wipe pair (compared()), render()'s outputs, and the import button shown
+        when models are missing (in the same reply)."""
         try:
             settings = form.read(vals)
         except api.UserError as exc:
-            return None, problem(str(exc)), "", gr.update(visible=False), [], gr.update(visible=False)
+            return (None, None, None, problem(str(exc)), "", gr.update(visible=False), [],
+                    gr.update(visible=False))
         shown = render(settings, sources, target, frame, overlay, audio)
-        return (*shown, gr.update(visible=bool(shown[4])))
+        return (*compared(mode, target, frame, shown[0]), *shown, gr.update(visible=bool(shown[4])))
 
     # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
     # only render that frame again)
     triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, c["overlay"].change,
-                voice.change]
+                voice.change, c["compare"].change]
     triggers += [control.change for control in form.inputs]
-    inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, *form.inputs]
-    outputs = [c["image"], c["status"], c["notice"], c["fetch"], c["missing"], c["import"]]
+    inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"],
+              *form.inputs]
+    outputs = [c["original"], c["wipe"], c["image"], c["status"], c["notice"], c["fetch"], c["missing"],
+               c["import"]]
     one_at_a_time: dict[str, Any] = {"concurrency_limit": 1, "concurrency_id": "preview",
                                      "api_visibility": "private"}
     gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
@@ -77,6 +148,15 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                                api_visibility="private")
     fetched = fetched.then(on_preview, inputs, outputs, **one_at_a_time)
     fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
+
+
+def compared(mode: str, target: str | None, frame: int, image: Any) -> tuple[Any, Any]:
+    """(original, wipe pair) for the compare ``mode``: the same frame unprocessed, read only when a mode
+    shows it; None where nothing is compared (no preview, or compare off)."""
+    if mode == "off" or image is None or not target:
+        return None, None
+    original = api.read_frame(target, int(frame))[:, :, ::-1]
+    return (original, None) if mode in ("side", "hold") else (None, (original, image))
 
 
 def problem(message: str) -> str:

@@ -40,6 +40,35 @@ element.addEventListener('click', (e) => {
 """
 
 
+# the before and after videos play as one: playing, pausing, seeking or changing the speed of one does the
+# same to the other. Media events do not bubble: they are caught on the way down (capture) on the player's
+# container, which stays while its videos are replaced. A seek made here marks the video it moves, whose
+# own "seeked" is then not sent back (while playing, the two times differ by the time the seek took).
+SYNC_PLAYERS_JS = """
+const other = (video) => {
+  const both = [...element.querySelectorAll('.fs-player video')];
+  return both.length === 2 && both.includes(video) ? both.find((v) => v !== video) : null;
+};
+const follow = (kind, act) => element.addEventListener(kind, (e) => {
+  const o = other(e.target);
+  if (o) act(e.target, o);
+}, true);
+const seek = (v, o, slack) => {
+  if (Math.abs(o.currentTime - v.currentTime) > slack) {
+    o.dataset.fsFollowing = '1';
+    o.currentTime = v.currentTime;
+  }
+};
+follow('play', (v, o) => { if (o.paused) { seek(v, o, 0.04); o.play().catch(() => {}); } });
+follow('pause', (v, o) => { if (!o.paused) o.pause(); });
+follow('ratechange', (v, o) => { o.playbackRate = v.playbackRate; });
+follow('seeked', (v, o) => {
+  if (v.dataset.fsFollowing) { delete v.dataset.fsFollowing; return; }
+  seek(v, o, 0.001);
+});
+"""
+
+
 def create(ctx: Ctx) -> dict[str, Any]:
     c: dict[str, Any] = {}
     gr.Markdown("Click a job to select it; the buttons act on the selected job.", elem_id="queue-help")
@@ -54,7 +83,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
                                   min_width=80)
     c["message"] = gr.Markdown("", elem_id="queue-message")
     # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
-    c["player"] = gr.HTML("", elem_id="job-player")
+    c["player"] = gr.HTML("", elem_id="job-player", js_on_load=SYNC_PLAYERS_JS)  # the two in step
     c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
                           visible=False, height=240, buttons=["fullscreen"])  # no share button
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
@@ -201,12 +230,15 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
 
 
 def player(before: str, after: str) -> str:
-    """Before and after side by side: two videos, or two images, each from its own private link."""
+    """Before and after side by side: two videos (played in step, SYNC_PLAYERS_JS), or two images, each
+    from its own private link."""
     video = Path(after).suffix.lower() in api.VIDEO_SUFFIXES
 
     def pane(which: str, title: str, link: str) -> str:
         src = html.escape(link)
-        shown = (f'<video controls preload="metadata" src="{src}"></video>' if video
+        # the before side is muted: the two play together, and its sound would echo the result's
+        muted = " muted" if which == "before" else ""
+        shown = (f'<video controls{muted} preload="metadata" src="{src}"></video>' if video
                  else f'<img src="{src}" alt="{title}">')
         return f'<figure id="job-{which}" class="fs-pane"><figcaption>{title}</figcaption>{shown}</figure>'
 
