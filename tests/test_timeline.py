@@ -115,3 +115,48 @@ def test_the_thumbnail_command() -> None:
     assert cmd[cmd.index("-vf") + 1] == "format=bgr24,scale=96:54:flags=area"
     assert cmd[cmd.index("-frames:v") + 1] == "1" and cmd[-1] == "pipe:1"
     assert "-ss" not in strip.thumb_cmd("ffmpeg", "a.mp4", time=0.0, filters="f", size=(2, 2))
+
+
+# ---------------------------------------------------------------- the UI's side, without a browser
+
+
+def test_a_range_in_words() -> None:
+    from webui.timeline import clock, range_text, seconds
+
+    assert clock(1.2) == "0:01.20" and clock(61.0) == "1:01.00" and clock(0.333) == "0:00.33"
+    assert range_text(1.2, 4.0) == "0:01.20 – 0:04.00"
+    assert range_text(None, 4.0) == "0:00.00 – 0:04.00" and range_text(2.5, None) == "0:02.50 – end"
+    assert range_text(None, None) == ""
+    assert seconds(1.0) == "1" and seconds(2.96) == "2.96" and seconds(1 / 30) == "0.033"
+
+
+def test_dragged_handles_become_the_settings_text(tmp_path: Path) -> None:
+    from webui.timeline import dragged
+
+    clip = str(grey_clip(tmp_path / "grey.mp4"))  # 2 s at 25 fps
+    assert dragged("1.0000,1.6000", clip) == ("1", "1.6")
+    assert dragged("0.0000,2.0000", clip) == ("", "")  # the clip's ends: no trim at all
+    skipped = dragged("1.5,1.0", clip)  # out before in cannot come from the handles: nothing is set
+    assert all(not isinstance(v, str) for v in skipped)
+
+
+def test_the_scrubber_keeps_to_the_trim_and_a_bad_trim_is_one_line(tmp_path: Path) -> None:
+    from webui.timeline import frame_slider, range_changed, trim_problem, within
+
+    clip = str(grey_clip(tmp_path / "grey.mp4"))
+    info = api.check_media(clip)
+    slider = frame_slider(info, 0.4, 1.2, 0)
+    assert (slider["minimum"], slider["maximum"], slider["value"]) == (10, 29, 10)
+    assert "0:00.40 – 0:01.20" in slider["label"]
+    full = frame_slider(info, None, None, 33)
+    assert (full["minimum"], full["maximum"], full["value"]) == (0, 49, 33)
+    one = frame_slider(info, 1.96, None, 0)  # only the last frame kept: a slider that cannot move
+    assert one["value"] == 49 and one["interactive"] is False and one["minimum"] < one["maximum"]
+    settings = api.apply_overrides(api.Settings(), {"video.start": 0.4, "video.end": 1.2})
+    assert [within(settings, clip, f) for f in (0, 20, 40)] == [10, 20, 29]  # the preview's frame
+    assert trim_problem(3.0, None, 2.0).startswith("Start at 3 s is past the end of the clip (2.00 s)")
+    assert trim_problem(1.0, 0.5, 2.0).startswith("End at 0.5 s is not after the start (1 s)")
+    assert trim_problem(0.4, 1.2, 2.0) == ""
+    _, note = range_changed(clip, "5", "", 0)
+    assert "past the end of the clip" in note and "\n" not in note
+    assert range_changed(clip, "0.4", "1.2", 0)[1] == ""
