@@ -158,5 +158,5 @@ def test_the_scrubber_keeps_to_the_trim_and_a_bad_trim_is_one_line(tmp_path: Pat
     assert trim_problem(1.0, 0.5, 2.0).startswith("End at 0.5 s is not after the start (1 s)")
     assert trim_problem(0.4, 1.2, 2.0) == ""
     _, note = range_changed(clip, "5", "", 0)
-    assert "past the end of the clip" in note and "\n" not in note
-    assert range_changed(clip, "0.4", "1.2", 0)[1] == ""
+    assert "past the end of the clip" in note["value"] and "\n" not in note["value"] and note["visible"]
+    assert range_changed(clip, "0.4", "1.2", 0)[1] == {"__type__": "update", "value": "", "visible": False}

@@ -68,7 +68,7 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
             return info, slider, gallery(target, 0, settings), strip, note
         except api.UserError as exc:  # shown in place of the description: no error badge left behind
             shown = f'<span class="fs-problem">⚠ {browser_message(str(exc))}</span>'
-            return shown, gr.update(visible=False), [], "", ""
+            return shown, gr.update(visible=False), [], "", timeline.note()
 
     c["target"].change(on_target, [c["target"], c["frame"], *form.inputs],
                        [c["target_info"], c["frame"], c["faces"], c["strip"], c["trim_note"]],

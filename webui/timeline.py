@@ -42,7 +42,7 @@ CSS = """
 # the handles: placed from the settings controls (fsTimeline.show, and the strip's data-start/-end when the
 # strip is drawn again), moved by pointer or keys, committed through the hidden #timeline-range box
 TIMELINE_JS = """
-let drag = null, timer = null;
+let drag = null, timer = null, sent = [];  // sent: the ranges last committed, whose echoes are ignored
 const strip = () => element.querySelector('.fs-strip');
 const clock = (t) => {
   const cs = Math.round(t * 100), m = Math.floor(cs / 6000), s = (cs % 6000) / 100;
@@ -82,6 +82,7 @@ function move(handle, t) {
 function commit() {
   const s = strip(), box = document.querySelector('#timeline-range textarea, #timeline-range input');
   if (!s || !box) return;
+  sent = [...sent.slice(-4), [+s.dataset.start, +s.dataset.end]];
   box.value = (+s.dataset.start).toFixed(4) + ',' + (+s.dataset.end).toFixed(4);
   box.dispatchEvent(new Event('input', {bubbles: true}));
   box.dispatchEvent(new KeyboardEvent('keypress', {key: 'Enter', bubbles: true}));
@@ -118,7 +119,18 @@ element.addEventListener('keydown', (e) => {
 });
 const parse = (v) => (v === null || v === undefined || String(v).trim() === '') ? NaN : Number(v);
 const fromData = () => { const s = strip(); if (s) place(parse(s.dataset.start), parse(s.dataset.end)); };
-window.fsTimeline = { show: (start, end) => place(parse(start), parse(end)) };
+// the controls changed: move the handles, unless this is the echo of a range the handles sent (a newer
+// move of theirs may be on its way)
+function show(start, end) {
+  const s = strip();
+  if (!s) return;
+  const a = parse(start), b = parse(end), d = +s.dataset.duration;
+  const na = Number.isFinite(a) ? a : 0, nb = Number.isFinite(b) ? b : d;
+  if (sent.some(([x, y]) => Math.abs(x - na) < 1e-3 && Math.abs(y - nb) < 1e-3)) return;
+  sent = [];
+  place(a, b);
+}
+window.fsTimeline = { show };
 fromData();
 watch('value', fromData);
 """
@@ -129,7 +141,7 @@ def create() -> dict[str, Any]:
     c["strip"] = gr.HTML("", elem_id="timeline", js_on_load=TIMELINE_JS, css_template=CSS)
     c["range"] = gr.Textbox("", elem_id="timeline-range", elem_classes=["fs-hidden"], show_label=False,
                             container=False)
-    c["note"] = gr.HTML("", elem_id="timeline-note")
+    c["note"] = gr.HTML("", elem_id="timeline-note", visible=False)  # shown only to say a trim is wrong
     return c
 
 
@@ -256,20 +268,24 @@ def frame_slider(info: Any, start: float | None, end: float | None, value: float
                      label=label)  # a one-frame trim: a slider of two that cannot be moved (Gradio needs two)
 
 
-def range_changed(target: str | None, start_text: str, end_text: str, value: float) -> tuple[Any, str]:
-    """(frame-scrubber update, note) after the trim changed."""
+def note(problem: str = "") -> dict[str, Any]:
+    """The line under the strip: shown only with a problem."""
+    shown = f'<span class="fs-problem">⚠ {html.escape(browser_message(problem))}</span>' if problem else ""
+    return gr.update(value=shown, visible=bool(problem))
+
+
+def range_changed(target: str | None, start_text: str, end_text: str, value: float) -> tuple[Any, Any]:
+    """(frame-scrubber update, note update) after the trim changed."""
     if not target:
-        return gr.skip(), ""
+        return gr.skip(), note()
     try:
         info = api.check_media(target)
     except api.UserError:
-        return gr.skip(), ""  # the target's own line says what is wrong with it
+        return gr.skip(), note()  # the target's own line says what is wrong with it
     start, end = _number(start_text), _number(end_text)
     if info.kind == "image":
-        return gr.skip(), ""
-    problem = trim_problem(start, end, info.frames / info.fps)
-    note = f'<span class="fs-problem">⚠ {html.escape(browser_message(problem))}</span>' if problem else ""
-    return frame_slider(info, start, end, value), note
+        return gr.skip(), note()
+    return frame_slider(info, start, end, value), note(trim_problem(start, end, info.frames / info.fps))
 
 
 def within(settings: api.Settings, target: str | None, frame: int) -> int:
