@@ -154,6 +154,9 @@ def test_the_scrubber_keeps_to_the_trim_and_a_bad_trim_is_one_line(tmp_path: Pat
     assert one["value"] == 49 and one["interactive"] is False and one["minimum"] < one["maximum"]
     settings = api.apply_overrides(api.Settings(), {"video.start": 0.4, "video.end": 1.2})
     assert [within(settings, clip, f) for f in (0, 20, 40)] == [10, 20, 29]  # the preview's frame
+    still = tmp_path / "still.png"
+    cv2.imwrite(str(still), np.zeros((20, 20, 3), np.uint8))
+    assert within(settings, str(still), 40) == 0
     assert trim_problem(3.0, None, 2.0).startswith("Start at 3 s is past the end of the clip (2.00 s)")
     assert trim_problem(1.0, 0.5, 2.0).startswith("End at 0.5 s is not after the start (1 s)")
     assert trim_problem(0.4, 1.2, 2.0) == ""

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
 
 from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
@@ -166,3 +168,13 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
         wait_until(lambda: page.locator("#timeline .fs-in").get_attribute("style") == "left: 25%;", 30,
                    what="the in-handle moved by the preset")
         assert float(_value(page, "start")) == 1.0 and _slider(page)[:2] == ("25", "74")
+
+        # a still image: its picture beside its name, no strip, no scrubber
+        still = clip.with_name("still.png")
+        cv2.imwrite(str(still), np.full((180, 320, 3), 200, np.uint8))
+        upload(page, "target", still)
+        wait_until(lambda: "still.png" in page.inner_text("#target-info"), 60, what="the still's line")
+        assert page.locator("#target-info img").count() == 1
+        wait_until(lambda: page.locator("#timeline .fs-strip").count() == 0, 30, what="the strip gone")
+        assert not page.locator("#frame").is_visible()
+        screenshot(page, f"timeline-5-still-{width}")

@@ -61,18 +61,13 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
         try:
             settings = form.read(vals)
             info, slider = describe_target(target, settings)
-            start, end = settings.video.start, settings.video.end
-            strip = timeline.strip_html(target, start, end)
-            note = timeline.range_changed(target, *(timeline.seconds(v) if v is not None else ""
-                                                    for v in (start, end)), 0)[1]
-            return info, slider, gallery(target, 0, settings), strip, note
+            return info, slider, gallery(target, 0, settings)
         except api.UserError as exc:  # shown in place of the description: no error badge left behind
             shown = f'<span class="fs-problem">⚠ {browser_message(str(exc))}</span>'
-            return shown, gr.update(visible=False), [], "", timeline.note()
+            return shown, gr.update(visible=False), []
 
     c["target"].change(on_target, [c["target"], c["frame"], *form.inputs],
-                       [c["target_info"], c["frame"], c["faces"], c["strip"], c["trim_note"]],
-                       api_visibility="private")
+                       [c["target_info"], c["frame"], c["faces"]], api_visibility="private")
     timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
                   c["frame"], form["video.start"], form["video.end"])
 

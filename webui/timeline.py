@@ -149,6 +149,17 @@ def wire(c: dict[str, Any], target: Any, frame: Any, start: Any, end: Any) -> No
     """The handles set ``start`` / ``end`` (the video.start / video.end controls); those controls, however
     changed, move the handles, limit the ``frame`` scrubber and say when a value is outside the clip."""
 
+    def on_target(target_path: str | None, start_text: str, end_text: str) -> tuple[str, Any]:
+        try:
+            shown = strip_html(target_path, _number(start_text), _number(end_text))
+        except api.UserError:
+            return "", note()  # the target's own line says what is wrong with it
+        return shown, range_changed(target_path, start_text, end_text, 0)[1]
+
+    # its own event: the faces gallery and the target's line do not wait for the strip
+    target.change(on_target, [target, start, end], [c["strip"], c["note"]], api_visibility="private",
+                  show_progress="hidden")
+
     def on_drag(text: str, target_path: str | None) -> tuple[Any, Any]:
         return dragged(text, target_path)
 
@@ -297,7 +308,9 @@ def within(settings: api.Settings, target: str | None, frame: int) -> int:
     except api.UserError:
         return frame
     start, end = settings.video.start, settings.video.end
-    if info.kind == "image" or not _keeps_frames(start, end, info.frames / info.fps):
+    if info.kind == "image":
+        return 0  # its only frame (the scrubber's last value may still be a video's)
+    if not _keeps_frames(start, end, info.frames / info.fps):
         return frame
     kept = trim_frames(info.frames, info.fps, start, end)
     return frame if kept is None else min(max(int(frame), kept[0]), kept[1])
