@@ -163,3 +163,18 @@ def test_the_scrubber_keeps_to_the_trim_and_a_bad_trim_is_one_line(tmp_path: Pat
     _, note = range_changed(clip, "5", "", 0)
     assert "past the end of the clip" in note["value"] and "\n" not in note["value"] and note["visible"]
     assert range_changed(clip, "0.4", "1.2", 0)[1] == {"__type__": "update", "value": "", "visible": False}
+
+
+def test_a_trim_that_keeps_no_frame_is_refused_before_a_job(tmp_path: Path) -> None:
+    from pipeline.checks import check_trim
+
+    clip = grey_clip(tmp_path / "grey.mp4")  # 2 s
+    for start, end, words in ((3.0, None, "video.start 3 s is past the end of grey.mp4 (2.00 s)"),
+                              (1.0, 0.5, "video.end 0.5 s is not after video.start (1 s)")):
+        settings = api.apply_overrides(api.Settings(), {"video.start": start, "video.end": end})
+        with pytest.raises(api.UserError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            check_trim(settings, clip)
+    check_trim(api.apply_overrides(api.Settings(), {"video.start": 0.4, "video.end": 9.0}), clip)  # the end
+    still = tmp_path / "still.png"
+    cv2.imwrite(str(still), np.zeros((20, 20, 3), np.uint8))
+    check_trim(api.apply_overrides(api.Settings(), {"video.start": 3.0}), still)  # a still has no trim

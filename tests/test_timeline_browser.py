@@ -135,6 +135,10 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
                    30, what="the line for a start outside the clip")
         assert problem.inner_text().count("\n") == 0
         screenshot(page, f"timeline-3-outside-{width}")
+        page.click("#add-job")  # such a trim is no job: refused in one line
+        _wait_status(page, "not queued: video.start 12 s is past the end of street.mp4 (4.00 s)", 60,
+                     "the job refused")
+        assert app.ctx.store.list() == []
         start_box.fill("1")
         wait_until(lambda: problem.count() == 0, 30, what="the line gone")
         wait_until(lambda: _slider(page)[:2] == ("25", "74"), 60, what="the scrubber back at the trim")
