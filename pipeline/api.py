@@ -54,6 +54,7 @@ from pipeline.preview import faces_in, preview, read_frame, save_reference
 from pipeline.render import STAGES
 from pipeline.settings import Settings, apply_overrides
 from pipeline.settings import keys as settings_keys
+from pipeline.strip import FrameStrip, first_frame, frame_strip
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
@@ -72,6 +73,8 @@ __all__ = [
     "check_swap", "ModelsMissing", "choice_label",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
+    # timeline: a video's frame strip (thumbnails across it, to trim on), the target's first frame (JPEG)
+    "FrameStrip", "frame_strip", "first_frame",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
     "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
     # transparency: whether the settings make a transparent output (its file then keeps alpha)

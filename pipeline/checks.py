@@ -151,12 +151,26 @@ def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target:
             raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
                               "the face is clearly visible")
     check_output_size(settings, target)
+    check_trim(settings, target)
     if audio is not None:
         check_audio(audio)
     check_lip_sync_sound(settings, target, audio)
     if outputs is not None:
         check_output_folder(outputs)
     return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if plan.classic else [])
+
+
+def check_trim(settings: Settings, target: str | Path) -> None:
+    """Refuse a trim (video.start / video.end) that keeps no frame of the video ``target``."""
+    start, end = settings.video.start, settings.video.end
+    info = media.check_media(target)
+    if info.kind == "image" or (start is None and end is None):
+        return
+    duration = info.frames / info.fps
+    if start is not None and start >= duration:
+        raise UserError(f"video.start {start:g} s is past the end of {Path(target).name} ({duration:.2f} s)")
+    if end is not None and end <= (start or 0.0):
+        raise UserError(f"video.end {end:g} s is not after video.start ({start or 0:g} s): nothing to render")
 
 
 def check_output_size(settings: Settings, target: str | Path) -> None:

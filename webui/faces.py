@@ -7,16 +7,22 @@ face saves it as a reference and fills the selector's ``reference`` (or appends 
 
 from __future__ import annotations
 
+import base64
+import html
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from pipeline import api
-from webui import controls
+from webui import controls, timeline
 from webui.common import browser_message, user_errors
 
 PICK_ONLY = "replace only this person"
 PICK_MAP = "map the next source photo to this person"
+# the target's line: its first frame beside its name and size
+TARGET_CSS = ".fs-target { display: flex; align-items: center; gap: 10px; } " \
+    ".fs-target img { height: 72px; border-radius: 4px; }"
 
 
 def create(settings: api.Settings) -> dict[str, Any]:
@@ -27,7 +33,9 @@ def create(settings: api.Settings) -> dict[str, Any]:
         target_types = sorted(api.IMAGE_SUFFIXES) + list(api.VIDEO_SUFFIXES)
         c["target"] = gr.File(label="Target image or video", file_count="single", file_types=target_types,
                               type="filepath", elem_id="target")
-    c["target_info"] = gr.Markdown("No target yet.", elem_id="target-info")
+    c["target_info"] = gr.HTML("No target yet.", elem_id="target-info", css_template=TARGET_CSS)
+    trim = timeline.create()  # a video's frame strip: drag the in- and out-points (video.start / .end)
+    c["strip"], c["trim_range"], c["trim_note"] = trim["strip"], trim["range"], trim["note"]
     c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame (drag, or arrow keys)", elem_id="frame",
                            interactive=False, visible=False)
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6,
@@ -51,14 +59,17 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
 
     def on_target(target: str | None, frame: int, *vals: Any) -> tuple[Any, ...]:
         try:
-            info, slider = describe_target(target)
-            return info, slider, gallery(target, 0, form.read(vals))
+            settings = form.read(vals)
+            info, slider = describe_target(target, settings)
+            return info, slider, gallery(target, 0, settings)
         except api.UserError as exc:  # shown in place of the description: no error badge left behind
             shown = f'<span class="fs-problem">⚠ {browser_message(str(exc))}</span>'
             return shown, gr.update(visible=False), []
 
     c["target"].change(on_target, [c["target"], c["frame"], *form.inputs],
                        [c["target_info"], c["frame"], c["faces"]], api_visibility="private")
+    timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
+                  c["frame"], form["video.start"], form["video.end"])
 
     def on_frame(target: str | None, frame: int, *vals: Any) -> Any:
         return gallery(target, frame, form.read(vals))
@@ -85,14 +96,18 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     c["clear_reference"].click(lambda: ("", "many", ""), None, chosen, api_visibility="private")
 
 
-def describe_target(target: str | None) -> tuple[str, dict[str, Any]]:
-    """Markdown line and frame-slider update for a newly chosen target."""
+def describe_target(target: str | None, settings: api.Settings | None = None) -> tuple[str, dict[str, Any]]:
+    """The target's line (its first frame, name and size) and the frame-slider update for a newly chosen
+    target (limited to the trim of ``settings``)."""
     if not target:
         return "No target yet.", gr.update(maximum=1, value=0, interactive=False, visible=False)
     info = api.check_media(target)
-    last = max(0, info.frames - 1)  # a still image has no frame slider
-    return f"Target: {info.describe()}", gr.update(maximum=max(1, last), value=0, interactive=last > 0,
-                                                   visible=last > 0)
+    video = (settings or api.Settings()).video
+    slider = timeline.frame_slider(info, video.start, video.end, 0)  # a still image has no frame slider
+    picture = base64.b64encode(api.first_frame(target)).decode()
+    name = html.escape(Path(target).name)
+    return (f'<div class="fs-target"><img alt="the first frame" src="data:image/jpeg;base64,{picture}">'
+            f"<span>Target: <b>{name}</b>, {info.describe()}</span></div>", slider)
 
 
 def gallery(target: str | None, frame: int, settings: api.Settings) -> list[tuple[Any, str]]:

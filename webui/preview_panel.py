@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
+from webui import timeline
 from webui.common import browser_message, user_errors
 from webui.controls import MODEL_KEYS, SettingsForm, model_choice_updates
 
@@ -118,6 +119,7 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
         except api.UserError as exc:
             return (None, None, None, problem(str(exc)), "", gr.update(visible=False), [],
                     gr.update(visible=False))
+        frame = timeline.within(settings, target, frame)  # never a frame the trim leaves out
         shown = render(settings, sources, target, frame, overlay, audio)
         return (*compared(mode, target, frame, shown[0]), *shown, gr.update(visible=bool(shown[4])))
 

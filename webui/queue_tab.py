@@ -8,6 +8,7 @@ A user sees their own jobs; an admin (or everyone, when no login is configured) 
 from __future__ import annotations
 
 import html
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui import workers
+from webui import timeline, workers
 from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 from webui.files import Link
@@ -213,6 +214,8 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
         return ["No job selected.", "", ""]
     job = _own_job(ctx, job_id, request)
     name = html.escape(Path(job.target).name.split("-", 1)[-1])
+    if trim_of(job):
+        name += f", {trim_of(job)}"
     if job.state == "failed":
         reason = html.escape(browser_message(job.error or "no reason recorded"))
         return [f'**Job #{job.label}** ({name}): <span class="fs-error">failed: {reason}</span>', "", ""]
@@ -400,7 +403,7 @@ def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
     return [
         str(job.label),
         *([html.escape(job.owner or "local")] if show_owner else []),
-        html.escape(Path(job.target).name.split("-", 1)[-1]),
+        html.escape(Path(job.target).name.split("-", 1)[-1]) + _trim_cell(job),
         f'<span class="fs-state fs-{job.state}">{job.state}</span>',
         _bar(job.state, fraction),
         frames,
@@ -409,3 +412,15 @@ def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
         _memory(p.stage) if job.state == "running" else "",
         link,
     ]
+
+
+def trim_of(job: api.Job) -> str:
+    """The part of the target the job renders, in words ("trimmed 0:01.20 – 0:04.00"); "" for all of it."""
+    video = json.loads(job.settings_json).get("video") or {}  # no validation per row and tick
+    kept = timeline.range_text(video.get("start"), video.get("end"))
+    return f"trimmed {kept}" if kept else ""
+
+
+def _trim_cell(job: api.Job) -> str:
+    kept = trim_of(job)
+    return f'<br><span class="fs-trim">{html.escape(kept)}</span>' if kept else ""
