@@ -63,6 +63,11 @@ CSS = """
 .fs-pane figcaption { font-size: 0.85em; opacity: 0.8; }
 /* the six tabs always fit: never an overflow menu */
 #tabs > .tab-wrapper .tab-container { flex-wrap: wrap; overflow: visible; }
+/* thumbnails: source photos with the face boxed, the chosen people, a queue row's frame */
+#source-thumbs .grid-container, #chosen .grid-container {
+  grid-template-columns: repeat(auto-fill, minmax(150px, 220px)) !important; }
+#source-thumbs .caption-label, #chosen .caption-label { white-space: normal; max-width: 95%; }
+.fs-row-thumb { height: 40px; max-width: 72px; object-fit: contain; display: block; background: #000; }
 """
 
 
