@@ -34,7 +34,7 @@ def create(settings: api.Settings) -> dict[str, Any]:
         c["target"] = gr.File(label="Target image or video", file_count="single", file_types=target_types,
                               type="filepath", elem_id="target")
     c["source_thumbs"] = gr.Gallery(label="Source photos: the face found (green box)", columns=6,
-                                    height="auto", object_fit="contain", allow_preview=False, preview=False,
+                                    height=200, object_fit="contain", allow_preview=False, preview=False,
                                     interactive=False, visible=False, elem_id="source-thumbs",
                                     buttons=[])
     c["target_info"] = gr.Markdown("No target yet.", elem_id="target-info")
@@ -45,7 +45,7 @@ def create(settings: api.Settings) -> dict[str, Any]:
                             elem_id="faces", interactive=False)
     c["pick"] = gr.Radio([PICK_ONLY, PICK_MAP], value=PICK_ONLY, label="Clicking a face will", elem_id="pick")
     c["chosen"] = gr.Gallery(label="Chosen people (source photo → the face it replaces)", columns=4,
-                             height="auto", object_fit="contain", allow_preview=False, preview=False,
+                             height=190, object_fit="contain", allow_preview=False, preview=False,
                              interactive=False, visible=False, elem_id="chosen", buttons=[])
     with gr.Accordion("Which faces to replace", open=False, elem_id="which-faces"):
         c["selector"] = controls.create_section("selector", settings)
