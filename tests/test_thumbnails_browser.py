@@ -157,6 +157,10 @@ def test_a_done_jobs_row_shows_its_frame_to_its_owner_only(tmp_path: Path) -> No
         upload(alice, "target", target)
         wait_until(lambda: alice.locator("#preview img").count()
                    and "ms" in alice.inner_text("#preview-status"), 120, what="alice's preview")
+        wait_until(lambda: len(_images(alice, "source-thumbs")) == 1, 60, what="alice's source thumbnail")
+        source_thumb = _absolute(url, _images(alice, "source-thumbs")[0])
+        assert alice.request.get(source_thumb).status == 200
+        assert bob.request.get(source_thumb).status == 403  # Gradio's file, handed to alice only (the gate)
         alice.click("#add-job")
         open_tab(alice, "Queue")
         row = alice.locator("#jobs tr[data-job]")
