@@ -55,6 +55,14 @@ from pipeline.render import STAGES
 from pipeline.settings import Settings, apply_overrides
 from pipeline.settings import keys as settings_keys
 from pipeline.strip import FrameStrip, first_frame, frame_strip
+from pipeline.thumbnails import (
+    SourceThumb,
+    face_image,
+    is_job_thumbnail,
+    job_thumbnail,
+    pair_image,
+    source_thumbnails,
+)
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
@@ -102,6 +110,9 @@ __all__ = [
     "LiveRuns", "BadOffer", "rtc_missing",
     # benchmark: the render stages it times, a run on its own thread
     "STAGES", "BackgroundBench",
+    # thumbnails: source photos with their faces boxed, a chosen face, source -> face pairs, a job's frame
+    # for its Queue row (a cached JPEG; is_job_thumbnail tells a link's file is one)
+    "SourceThumb", "source_thumbnails", "face_image", "pair_image", "job_thumbnail", "is_job_thumbnail",
 ]
 
 

@@ -109,6 +109,11 @@ def _detector(settings: Settings) -> Any:
     return _detectors.get_or(key, lambda: families.build(detector.model, settings, "detector"))
 
 
+def detect_faces(frame: Frame, settings: Settings | None = None) -> list[Any]:
+    """The faces (``types.Face``) the warm detector finds on ``frame``, largest first."""
+    return sorted(_detector(settings or Settings()).detect([frame])[0], key=lambda f: -f.area)
+
+
 def faces_in(target: str | Path, frame_index: int = 0, settings: Settings | None = None) -> list[FoundFace]:
     """The faces the detector finds on one frame, largest first, as RGB crops with margin and boxes."""
     settings = settings or Settings()

@@ -57,7 +57,7 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         upload(page, "target", clip)
         wait_until(lambda: "ms" in _status(page) and _src(page), 120, what="the preview")
         assert "classic swapper is in use" in page.inner_text("#preview-notice")
-        assert page.locator("#frame").is_visible()  # a video has a frame slider
+        wait_until(lambda: page.locator("#frame").is_visible(), 30, what="the frame slider (a video has one)")
         screenshot(page, "creator-2-preview")
 
         # the frame scrubber follows the arrow keys

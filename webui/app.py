@@ -63,6 +63,13 @@ CSS = """
 .fs-pane figcaption { font-size: 0.85em; opacity: 0.8; }
 /* the six tabs always fit: never an overflow menu */
 #tabs > .tab-wrapper .tab-container { flex-wrap: wrap; overflow: visible; }
+/* thumbnails: source photos with the face boxed, the chosen people, a queue row's frame */
+#source-thumbs .grid-container { grid-template-columns: repeat(auto-fill, minmax(140px, 170px)) !important; }
+#chosen .grid-container { grid-template-columns: repeat(auto-fill, minmax(240px, 300px)) !important; }
+#chosen .thumbnail-item { aspect-ratio: 2 / 1 !important; }
+#source-thumbs .caption-label, #chosen .caption-label {
+  white-space: normal; max-width: 95%; font-size: 0.8em; }
+.fs-row-thumb { height: 40px; max-width: 72px; object-fit: contain; display: block; background: #000; }
 """
 
 

@@ -3,11 +3,15 @@
 Choosing a target describes it and fills the gallery; moving the frame slider (drag or arrow keys)
 refills it; clicking a
 face saves it as a reference and fills the selector's ``reference`` (or appends to ``mapping``).
+Source photos show as thumbnails with the face found boxed; the chosen person and the mapping show as
+faces (source photo -> the face it replaces, numbered), never as the server paths the settings hold (those
+two text controls stay, hidden, as the settings' state).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ PICK_MAP = "map the next source photo to this person"
 # the target's line: its first frame beside its name and size
 TARGET_CSS = ".fs-target { display: flex; align-items: center; gap: 10px; } " \
     ".fs-target img { height: 72px; border-radius: 4px; }"
+HIDDEN_PATHS = ("selector.reference", "selector.mapping")  # server paths: state, never shown
 
 
 def create(settings: api.Settings) -> dict[str, Any]:
@@ -33,6 +38,10 @@ def create(settings: api.Settings) -> dict[str, Any]:
         target_types = sorted(api.IMAGE_SUFFIXES) + list(api.VIDEO_SUFFIXES)
         c["target"] = gr.File(label="Target image or video", file_count="single", file_types=target_types,
                               type="filepath", elem_id="target")
+    c["source_thumbs"] = gr.Gallery(label="Source photos: the face found (green box)", columns=6,
+                                    height=200, object_fit="contain", allow_preview=False, preview=False,
+                                    interactive=False, visible=False, elem_id="source-thumbs",
+                                    buttons=[])
     c["target_info"] = gr.HTML("No target yet.", elem_id="target-info", css_template=TARGET_CSS)
     trim = timeline.create()  # a video's frame strip: drag the in- and out-points (video.start / .end)
     c["strip"], c["trim_range"], c["trim_note"] = trim["strip"], trim["range"], trim["note"]
@@ -42,8 +51,14 @@ def create(settings: api.Settings) -> dict[str, Any]:
                             preview=False, object_fit="contain", height=180, allow_preview=False,
                             elem_id="faces", interactive=False)
     c["pick"] = gr.Radio([PICK_ONLY, PICK_MAP], value=PICK_ONLY, label="Clicking a face will", elem_id="pick")
+    c["chosen"] = gr.Gallery(label="Chosen people (source photo → the face it replaces)", columns=4,
+                             height=190, object_fit="contain", allow_preview=False, preview=False,
+                             interactive=False, visible=False, elem_id="chosen", buttons=[])
     with gr.Accordion("Which faces to replace", open=False, elem_id="which-faces"):
         c["selector"] = controls.create_section("selector", settings)
+        for key in HIDDEN_PATHS:  # the settings read them; the page shows the faces (c["chosen"]) instead
+            hidden = c["selector"][key]
+            hidden.elem_classes = [*(hidden.elem_classes or []), "fs-hidden"]
         c["clear_reference"] = gr.Button("Forget the chosen people", size="sm", elem_id="clear-reference")
         c["mapping"] = gr.Markdown(
             "**Source → target:** with no mapping, the source photos describe one person, put on the faces "
@@ -94,6 +109,20 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     c["faces"].select(user_errors(on_pick), [c["pick"], c["target"], c["frame"], *form.inputs], chosen,
                       api_visibility="private")
     c["clear_reference"].click(lambda: ("", "many", ""), None, chosen, api_visibility="private")
+    wire_thumbnails(c, form)
+
+
+def wire_thumbnails(c: dict[str, Any], form: controls.SettingsForm) -> None:
+    """Source photos -> their thumbnails with the face boxed; the chosen people -> their faces."""
+
+    def on_sources(sources: list[str] | None, *vals: Any) -> Any:
+        return source_gallery(sources, form.read(vals))
+
+    c["sources"].change(user_errors(on_sources), [c["sources"], *form.inputs], c["source_thumbs"],
+                        api_visibility="private", show_progress="hidden")
+    people = [c["sources"], form["selector.mode"], form["selector.reference"], form["selector.mapping"]]
+    for changed in people:
+        changed.change(chosen_gallery, people, c["chosen"], api_visibility="private", show_progress="hidden")
 
 
 def describe_target(target: str | None, settings: api.Settings | None = None) -> tuple[str, dict[str, Any]]:
@@ -118,3 +147,35 @@ def gallery(target: str | None, frame: int, settings: api.Settings) -> list[tupl
     except api.ModelMissing:
         return []  # the preview says which models are missing, once
     return [(f.crop, f"face {i + 1} ({f.score:.2f})") for i, f in enumerate(found)]
+
+
+def source_gallery(sources: list[str] | None, settings: api.Settings) -> Any:
+    """The source photos as thumbnails with the face found boxed, each captioned (a photo with no face
+    says so); hidden when there are none."""
+    if not sources:
+        return gr.update(value=[], visible=False)
+    try:
+        thumbs = api.source_thumbnails(sources, settings)
+    except api.ModelMissing:
+        return gr.update(value=[], visible=False)  # the preview says which models are missing, once
+    return gr.update(value=[(t.image, t.caption) for t in thumbs], visible=True)
+
+
+def chosen_gallery(sources: list[str] | None, mode: str, reference: str | None, mapping: str | None) -> Any:
+    """The chosen person as a face, and each mapped pair as source photo -> face, numbered in order;
+    hidden when nobody is chosen. A face file that is gone is left out."""
+    items: list[tuple[Any, str]] = []
+    if reference and mode == "reference":
+        with contextlib.suppress(api.UserError):  # a face file gone since it was picked is left out
+            items.append((api.face_image(reference), "chosen person: only this face is replaced"))
+    sources = list(sources or [])
+    for i, face in enumerate(p.strip() for p in (mapping or "").split(",") if p.strip()):
+        source = sources[i] if i < len(sources) else None
+        try:
+            if source is None:
+                items.append((api.face_image(face), f"{i + 1}: (add source photo {i + 1}) → this face"))
+            else:
+                items.append((api.pair_image(source, face), f"{i + 1}: {Path(source).name} → this face"))
+        except api.UserError:
+            continue
+    return gr.update(value=items, visible=bool(items))

@@ -6,7 +6,9 @@ mints a token (:meth:`ResultLinks.issue`) bound to the signed-in user, the login
 ``GET /facestation/result/<token>/<name>`` (:func:`route`) answers the file only when the same user in
 the same session asks, the link has not expired and the job is still there, done, with that output (or
 target). Deleting a job revokes its links. Every other case gets the same 404, so a link tells nothing to
-anyone else. A download is audited when it is served, not when its link is handed out.
+anyone else. A download is audited when it is served, not when its link is handed out. A Queue row's
+thumbnail (:meth:`ResultLinks.thumbnail`) keeps its link while the picture is the same, served cacheable,
+so the table drawn every second does not fetch it again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Link:
     path: Path
     expires: float
     inline: bool = False  # shown in the page (the before / after player), not saved as a download
+    cacheable: bool = False  # a Queue row's thumbnail: its file is named after what it shows
 
 
 class ResultLinks:
@@ -46,9 +49,11 @@ class ResultLinks:
         self.ttl_s = ttl_s
         self._clock = clock
         self._links: dict[str, Link] = {}
+        self._thumbs: dict[tuple[str, str, int, Path], str] = {}  # (user, session, job, file) -> token
         self._lock = threading.Lock()
 
-    def issue(self, user: str, session: str, job_id: int, path: Path, inline: bool = False) -> str:
+    def issue(self, user: str, session: str, job_id: int, path: Path, inline: bool = False,
+              cacheable: bool = False) -> str:
         """A fresh link (a path on this server) to ``path`` for this user and session; ``inline`` links
         are served for playing in the page, the others as a download."""
         token = secrets.token_urlsafe(24)
@@ -56,8 +61,24 @@ class ResultLinks:
             now = self._clock()
             for old in [t for t, link in self._links.items() if link.expires < now]:
                 del self._links[old]
-            self._links[token] = Link(user, session, job_id, Path(path), now + self.ttl_s, inline)
+            self._links[token] = Link(user, session, job_id, Path(path), now + self.ttl_s, inline, cacheable)
         return f"{PREFIX}/{token}/{quote(Path(path).name)}"
+
+    def thumbnail(self, user: str, session: str, job_id: int, path: Path) -> str:
+        """An inline link to a job's thumbnail that stays the same while it has half its time left, so a
+        table drawn again every second shows the picture the browser already has (served cacheable: a
+        thumbnail's name changes with what it shows)."""
+        key = (user, session, job_id, Path(path))
+        with self._lock:
+            token = self._thumbs.get(key)
+            link = self._links.get(token or "")
+            if token and link is not None and link.expires - self._clock() > self.ttl_s / 2:
+                return f"{PREFIX}/{token}/{quote(Path(path).name)}"
+        url = self.issue(user, session, job_id, path, inline=True, cacheable=True)
+        with self._lock:
+            self._thumbs = {k: t for k, t in self._thumbs.items() if t in self._links}
+            self._thumbs[key] = url.split("/")[-2]
+        return url
 
     def resolve(self, token: str, user: str, session: str) -> Link | None:
         with self._lock:
@@ -91,7 +112,8 @@ def route(links: ResultLinks, still_valid: Callable[[Link], bool],
         disposition = "inline" if link.inline else "attachment"
         if downloaded is not None and not link.inline and request.method == "GET":
             downloaded(link)
+        cache = "private, max-age=3600" if link.cacheable else "private, no-store"
         return FileResponse(link.path, filename=link.path.name, content_disposition_type=disposition,
-                            headers={"cache-control": "private, no-store"})
+                            headers={"cache-control": cache})
 
     return Route(PREFIX + "/{token}/{name}", result, methods=["GET", "HEAD"])

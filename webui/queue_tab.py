@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +173,20 @@ def follow(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, panel: str,
 def table(ctx: Ctx, jobs: Sequence[api.Job], job_id: str, request: gr.Request | None) -> str:
     show_owner = bool(ctx.config.users) and ctx.is_admin(request)
     return render_jobs(jobs, show_owner=show_owner, selected=_number(job_id), outputs=ctx.outputs,
-                       full_paths=not ctx.config.users)
+                       full_paths=not ctx.config.users, thumbs=row_thumbnails(ctx, jobs, request))
+
+
+def row_thumbnails(ctx: Ctx, jobs: Sequence[api.Job], request: gr.Request | None) -> dict[int, str]:
+    """job id -> a link to its row's thumbnail (the output's frame once done, the newest frame while it
+    runs), for this user and session only; the same link while the picture is the same (cached files:
+    a tick costs a stat per done job, no decode)."""
+    user, session = ctx.owner(request), ctx.session(request)
+    out: dict[int, str] = {}
+    for job in jobs:
+        path = api.job_thumbnail(job)
+        if path is not None:
+            out[job.id] = ctx.links.thumbnail(user, session, job.id, path)
+    return out
 
 
 def folder_of(output: Path, outputs: Path | None, full_paths: bool) -> str:
@@ -319,6 +332,8 @@ def link_valid(ctx: Ctx, link: Link) -> bool:
         job = ctx.store.get(link.job_id)
     except api.UserError:
         return False
+    if api.is_job_thumbnail(link.path, job.id):  # a row's thumbnail: while the job is in the queue
+        return True
     return job.state == "done" and link.path in (Path(job.output), Path(job.target))
 
 
@@ -360,24 +375,33 @@ def _eta(seconds: float | None) -> str:
 
 
 def render_jobs(jobs: Sequence[api.Job], show_owner: bool = False, selected: int | None = None,
-                outputs: Path | None = None, full_paths: bool = True) -> str:
+                outputs: Path | None = None, full_paths: bool = True,
+                thumbs: Mapping[int, str] | None = None) -> str:
     """The jobs as an HTML table with a progress bar per job, each one's output folder, and once done its
     render time and average fps (``outputs`` and ``full_paths``: how folders are shown, :func:`folder_of`).
-    Jobs are numbered per owner (``Job.label``); the row carries the queue's id for the actions."""
+    Jobs are numbered per owner (``Job.label``); the row carries the queue's id for the actions.
+    ``thumbs``: job id -> the link to its frame (:func:`row_thumbnails`), shown in the "frame" column."""
     if not jobs:
         return '<p class="fs-empty">No jobs yet: set up a swap and press "Add to queue".</p>'
-    columns = ("#", *(["user"] if show_owner else []), "target", "state", "progress", "frames", "fps",
-               "ETA / took", "memory", "output")
+    columns = ("#", "frame", *(["user"] if show_owner else []), "target", "state", "progress", "frames",
+               "fps", "ETA / took", "memory", "output")
     head = "".join(f"<th>{h}</th>" for h in columns)
     rows = []
     for job in jobs:
         cells = _cells(job, show_owner, folder_of(Path(job.output), outputs, full_paths))
+        cells.insert(1, _thumb_cell((thumbs or {}).get(job.id)))
         row = "".join(f"<td>{x}</td>" for x in cells)
         mark = ' class="fs-selected"' if job.id == selected else ""
         rows.append(f'<tr data-job="{job.id}" data-state="{job.state}"{mark}>{row}</tr>')
     stamp = time.strftime("%H:%M:%S")
     return (f'<table class="fs-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<p class="fs-updated">updated {stamp}</p>')
+
+
+def _thumb_cell(link: str | None) -> str:
+    if not link:
+        return ""
+    return f'<img class="fs-row-thumb" src="{html.escape(link)}" alt="frame" loading="lazy">'
 
 
 def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
