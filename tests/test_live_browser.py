@@ -19,7 +19,7 @@ from pipeline.video.decode import read_frames
 from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
 from tests.photos import grace_hopper_path
 from tests.test_live import index_clip, read_index
-from tests.timing import wait_until
+from tests.timing import scaled_ms, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,6 +45,12 @@ def fake_camera(tmp_path: Path) -> tuple[Path, list[np.ndarray]]:
     return y4m, list(read_frames(clip))
 
 
+def camera_args(y4m: Path) -> list[str]:
+    """chromium's fake camera playing ``y4m`` (looped), given without asking; host ICE candidates as is."""
+    return ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-video-capture={y4m}", "--disable-features=WebRtcHideLocalIpsWithMdns"]
+
+
 def grab(page: Any, selector: str) -> np.ndarray | None:
     url = page.evaluate(GRAB, selector)
     if not url:
@@ -67,8 +73,14 @@ def check_measure(measured: dict[str, Any]) -> None:
     assert 0 < p50 <= p95 and fps > 0, measured
     indices = measured["indices"]
     assert len(indices) >= SAMPLES and all(0 <= i < FRAMES for i in indices), indices
-    steps = [(b - a) % FRAMES for a, b in zip(indices, indices[1:], strict=False)]
-    assert all(0 < s < FRAMES // 2 for s in steps), indices  # in order, the camera's loop wrapping
+    # in the camera's order: each index back showed in the camera no earlier than the one before (its
+    # latency taken from the camera's latest loop, not one 3 s older; two frames of one busy display
+    # refresh share its time), a new frame each time
+    shown = measured["shown_ms"]
+    pairs = list(zip(indices, shown, strict=True))
+    backwards = [(a, b) for a, b in zip(pairs, pairs[1:], strict=False) if a[1] > b[1]]
+    assert not backwards, (backwards, pairs)
+    assert all((b - a) % FRAMES for a, b in zip(indices, indices[1:], strict=False)), indices
 
 
 def describe(measured: dict[str, Any]) -> str:
@@ -98,10 +110,8 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
         return out
 
     monkeypatch.setattr(live_step.ChainStep, "__call__", watched)  # the app runs in this process
-    args = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-            f"--use-file-for-fake-video-capture={y4m}", "--disable-features=WebRtcHideLocalIpsWithMdns"]
     with running_app(worker=False, data=tmp_path / "data", outputs=tmp_path / "outputs") as (url, app), \
-            chromium(args) as browser:
+            chromium(camera_args(y4m)) as browser:
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         page.goto(url)
         page.wait_for_selector("#sources")
@@ -144,3 +154,63 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
     tags = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format_tags=comment", "-of",
                            "default=nw=1:nk=1", str(recordings[0])], capture_output=True, text=True).stdout
     assert "synthetic media: face swapped with facestation" in tags
+
+
+USERS = (("alice", "alice-pw"), ("bob", "bob-pw"))
+
+
+def sign_in(browser: Any, url: str, user: str, password: str) -> Any:
+    """A page of ``user``'s own, signed in through the login page (the certificate is self-signed)."""
+    page = browser.new_context(viewport={"width": 1280, "height": 800}, ignore_https_errors=True).new_page()
+    page.goto(url)
+    page.fill("input[data-testid=textbox]", user)
+    page.fill("input[type=password]", password)
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_selector("#sources", timeout=scaled_ms(60))
+    return page
+
+
+def test_live_over_https_with_two_accounts(tmp_path: Path) -> None:
+    """As a colleague's laptop would: the UI over HTTPS (``--listen``'s self-signed certificate), alice
+    live and receiving swapped frames, bob signed in beside her seeing nothing of hers; alice's page
+    closed without Stop ends her run on the server, her recording kept in her results only."""
+    y4m, _ = fake_camera(tmp_path)
+    outputs = tmp_path / "outputs"
+    with running_app(users=USERS, self_signed=True, worker=False, data=tmp_path / "data",
+                     outputs=outputs) as (url, app), chromium(camera_args(y4m)) as browser:
+        url = url.replace("http://", "https://")
+        alice, bob = (sign_in(browser, url, *account) for account in USERS)
+        anon = browser.new_context(ignore_https_errors=True)
+        upload(alice, "sources", grace_hopper_path())
+        wait_until(lambda: alice.locator("#sources").inner_text().count("grace"), 60, "alice's source upload")
+        open_tab(alice, "Live")
+        alice.locator("#live-record input").check()
+        alice.locator("#live-start").click()
+        assert alice.evaluate("window.isSecureContext")  # the camera is given to the HTTPS page
+        measured = wait_until(lambda: enough(alice.evaluate("window.fsLive.measure()")), 120,
+                              f"{SAMPLES} swapped frames back in alice's page over HTTPS")
+        check_measure(measured)
+        print(f"over HTTPS: {describe(measured)}")
+        token = alice.evaluate("window.fsLive.state.token")
+        assert token and len(app.ctx.live) == 1
+        screenshot(alice, "live-https-alice")
+
+        open_tab(bob, "Live")  # bob's page shows no stream of hers
+        assert bob.evaluate("document.querySelector('#live-remote').srcObject") is None
+        assert bob.inner_text("#live-overlay") == "stopped"
+        assert bob.evaluate("window.fsLive.state.token") == ""
+        offer = {"token": token, "sdp": "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n", "type": "offer"}
+        for who, status in ((bob.request, 404), (anon.request, 401)):  # her run, as another, as nobody
+            assert who.get(f"{url}/facestation/live/stats/{token}").status == status
+            assert who.post(f"{url}/facestation/live/offer", data=offer).status == status
+            assert who.post(f"{url}/facestation/live/stop/{token}").status == status
+        assert len(app.ctx.live) == 1  # still running for alice
+        screenshot(bob, "live-https-bob")
+
+        alice.close(run_before_unload=True)  # gone without Stop: the page's beacon ends her run
+        wait_until(lambda: len(app.ctx.live) == 0, 60, "the server to end the run of alice's closed page")
+        recordings = list(outputs.rglob("live-swap-*.mp4"))  # finished and kept, in her results only
+        assert [r.relative_to(outputs).parts[0] for r in recordings] == ["alice"], recordings
+        open_tab(bob, "Queue")  # bob's results
+        assert recordings[0].name not in bob.inner_text("body")
+    assert len(list(read_frames(recordings[0]))) >= SAMPLES // 2

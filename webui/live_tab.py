@@ -71,16 +71,27 @@ window.fsLive = (() => {
     return index;
   }
   // glass to glass: when each index first showed in the page's camera, and when it first came back
-  // (the last KEPT of them); a looping camera shows an index again, its newer time replacing the older
-  const KEPT = 300;
+  // (the last KEPT of them). The camera loops (a file): an index shows again each loop, its newer time
+  // replacing the older; the indices the busy page's video skipped lose theirs (no sample for them),
+  // and an index back that the camera's video has not shown in this loop yet (it lags) is not measured.
+  // Times are the page's rendering steps that first painted a frame (rVFC's `now`: monotonic)
+  const KEPT = 300, CODES = 1 << BITS;
   let meter = null;
-  const newMeter = () => ({shown: new Map(), local: -1, remote: -1, samples: [], count: 0});
+  const newMeter = () => ({shown: new Map(), local: -1, top: 0, loop: CODES, remote: -1, samples: [],
+                           count: 0});
   function onLocal(now, meta) {
     const video = $('live-local');
     if (!state.stream || !video) return;
     const index = readIndex(video, video.videoWidth, video.videoHeight);
-    if (index >= 0 && index !== meter.local) meter.shown.set(index, meta.expectedDisplayTime);
-    meter.local = index;
+    const wrapped = index < meter.local - meter.top / 2;  // back to the start (a step back: a late frame)
+    if (index >= 0 && (index > meter.local || wrapped)) {
+      if (meter.local >= 0) {
+        if (wrapped) meter.loop = meter.top + 1;  // the camera's loop is this long
+        for (let k = (meter.local + 1) % CODES; k !== index; k = (k + 1) % CODES) meter.shown.delete(k);
+      }
+      meter.shown.set(index, now);
+      meter.local = index; meter.top = Math.max(meter.top, index);
+    }
     video.requestVideoFrameCallback(onLocal);
   }
   function onRemote(now, meta) {
@@ -88,8 +99,9 @@ window.fsLive = (() => {
     if (!state.pc || !video) return;
     state.frames += 1;
     const index = readIndex(video, camera.videoWidth, camera.videoHeight);
-    if (index >= 0 && index !== meter.remote && meter.shown.has(index)) {
-      const t = meta.expectedDisplayTime, latency = t - meter.shown.get(index);
+    const behind = (meter.local - index + meter.loop) % meter.loop;  // how far the camera is past it
+    if (index >= 0 && index !== meter.remote && meter.shown.has(index) && behind < meter.loop / 2) {
+      const t = now, latency = t - meter.shown.get(index);
       if (latency >= 0) {
         meter.samples.push({t, latency, index}); meter.count += 1;
         if (meter.samples.length > KEPT) meter.samples.shift();
@@ -99,7 +111,8 @@ window.fsLive = (() => {
     video.requestVideoFrameCallback(onRemote);
   }
   // {fps: distinct indices back per second over the last 5 s, latency p50/p95 (ms) of the last KEPT,
-  //  samples: how many came back, indices: the last KEPT indices back, in order}
+  //  samples: how many came back, indices: the last KEPT indices back, in order, and shown_ms: when each
+  //  of them showed in the camera (page time, ms)}
   function measure() {
     const all = meter ? meter.samples : [];
     const sorted = all.map((s) => s.latency).sort((a, b) => a - b);
@@ -107,7 +120,8 @@ window.fsLive = (() => {
     const last = all.length ? all[all.length - 1].t : 0, recent = all.filter((s) => s.t >= last - 5000);
     const span = recent.length > 1 ? recent[recent.length - 1].t - recent[0].t : 0;
     return {fps: span > 0 ? (recent.length - 1) * 1000 / span : 0, latency_p50_ms: rank(0.5),
-            latency_p95_ms: rank(0.95), samples: meter ? meter.count : 0, indices: all.map((s) => s.index)};
+            latency_p95_ms: rank(0.95), samples: meter ? meter.count : 0, indices: all.map((s) => s.index),
+            shown_ms: all.map((s) => s.t - s.latency)};
   }
   async function poll(token) {
     const span = (performance.now() - state.since) / 1000;

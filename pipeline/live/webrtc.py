@@ -79,6 +79,7 @@ class LiveRuns:
     def __init__(self, build: Callable[[Sequence[Path | str], float], Build] = chain_builder) -> None:
         self._build = build
         self._runs: dict[str, LiveRun] = {}
+        self._closing: dict[str, LiveRun] = {}  # runs being stopped: gone once their recording is finished
         self._over: dict[str, Ended] = {}  # runs whose connection ended without Stop
         self._lock = threading.Lock()
 
@@ -140,11 +141,17 @@ class LiveRuns:
                 return ended.summary, ended.recording
         run = self.get(token, user, session)
         with self._lock:
-            self._runs.pop(token, None)
-        if run.peer is not None and run.loop is not None and not run.loop.is_closed():
-            closing = asyncio.run_coroutine_threadsafe(run.peer.close(), run.loop)
-            closing.result(CLOSE_WAIT_S)
-        return run.engine.stats.summary(), run.finish()
+            if self._runs.pop(token, None) is None:
+                raise UserError("no live run of yours: press Start again")  # stopped at this moment
+            self._closing[token] = run
+        try:
+            if run.peer is not None and run.loop is not None and not run.loop.is_closed():
+                closing = asyncio.run_coroutine_threadsafe(run.peer.close(), run.loop)
+                closing.result(CLOSE_WAIT_S)
+            return run.engine.stats.summary(), run.finish()
+        finally:
+            with self._lock:
+                self._closing.pop(token, None)
 
     def _ended(self, run: LiveRun) -> None:
         """The connection ended (Stop, the page closed or lost): the recording finished and the run gone
@@ -159,5 +166,6 @@ class LiveRuns:
         log.info("live run of %r ended without Stop (its connection closed)", run.user or "local")
 
     def __len__(self) -> int:
+        """How many runs are live or being stopped (a run counts until its recording is finished)."""
         with self._lock:
-            return len(self._runs)
+            return len(self._runs) + len(self._closing)
