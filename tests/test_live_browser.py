@@ -37,12 +37,18 @@ GRAB = """(selector) => {
 }"""
 
 
-def fake_camera(tmp_path: Path) -> tuple[Path, list[np.ndarray]]:
-    clip = index_clip(tmp_path / "camera.mp4", seconds=FRAMES / 30, size=SIZE)
+def fake_camera(tmp_path: Path, size: tuple[int, int] = SIZE) -> tuple[Path, list[np.ndarray]]:
+    """A y4m for chromium's fake camera: the face clip of FRAMES frames, each stamped with its index."""
+    clip = index_clip(tmp_path / "camera.mp4", seconds=FRAMES / 30, size=size)
     y4m = tmp_path / "camera.y4m"
     subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", str(clip), "-pix_fmt",
                     "yuv420p", "-f", "yuv4mpegpipe", str(y4m)], check=True, capture_output=True)
     return y4m, list(read_frames(clip))
+
+
+PAGE_STATE = """() => [window.fsLive.state.pc && window.fsLive.state.pc.connectionState,
+  ...['#live-overlay', '#live-status'].map((id) => document.querySelector(id).innerText),
+  ...['#live-local', '#live-remote'].map((id) => document.querySelector(id).videoWidth)]"""
 
 
 def camera_args(y4m: Path) -> list[str]:
@@ -71,6 +77,7 @@ def check_measure(measured: dict[str, Any]) -> None:
     p50, p95, fps = measured["latency_p50_ms"], measured["latency_p95_ms"], measured["fps"]
     assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in (p50, p95, fps)), measured
     assert 0 < p50 <= p95 and fps > 0, measured
+    assert measured["received"] >= measured["samples"], measured  # each measured frame came back
     indices = measured["indices"]
     assert len(indices) >= SAMPLES and all(0 <= i < FRAMES for i in indices), indices
     # in the camera's order: each index back showed in the camera no earlier than the one before (its
@@ -128,7 +135,10 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
                 seen.append((read_index(frame), frame))
             return len({i for i, _ in seen}) >= 5
 
-        wait_until(received, 120, "five different frames back from the server")
+        try:
+            wait_until(received, 120, "five different frames back from the server")
+        except AssertionError as exc:  # say where it stopped: the connection, the overlay, the status
+            raise AssertionError(f"{exc}; the page: {page.evaluate(PAGE_STATE)}") from None
         measured = wait_until(lambda: enough(page.evaluate("window.fsLive.measure()")), 60,
                               f"{SAMPLES} frames back measured in the page, the camera's loop wrapping")
         overlay = wait_until(lambda: "glass to glass" in page.inner_text("#live-overlay")

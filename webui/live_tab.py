@@ -78,7 +78,7 @@ window.fsLive = (() => {
   const KEPT = 300, CODES = 1 << BITS;
   let meter = null;
   const newMeter = () => ({shown: new Map(), local: -1, top: 0, loop: CODES, remote: -1, samples: [],
-                           count: 0});
+                           count: 0, back: [], received: 0});
   function onLocal(now, meta) {
     const video = $('live-local');
     if (!state.stream || !video) return;
@@ -107,20 +107,26 @@ window.fsLive = (() => {
         if (meter.samples.length > KEPT) meter.samples.shift();
       }
     }
+    if (index >= 0 && index !== meter.remote) {  // a new frame back: counted for the fps
+      meter.back.push(now); meter.received += 1;
+      if (meter.back.length > KEPT) meter.back.shift();
+    }
     if (index >= 0) meter.remote = index;
     video.requestVideoFrameCallback(onRemote);
   }
-  // {fps: distinct indices back per second over the last 5 s, latency p50/p95 (ms) of the last KEPT,
-  //  samples: how many came back, indices: the last KEPT indices back, in order, and shown_ms: when each
-  //  of them showed in the camera (page time, ms)}
+  // {fps: distinct indices back per second over the last 5 s, received: how many came back, latency
+  //  p50/p95 (ms) of the last KEPT measured, samples: how many were measured, indices: the last KEPT
+  //  measured in order, and shown_ms: when each of them showed in the camera (page time, ms)}
   function measure() {
     const all = meter ? meter.samples : [];
     const sorted = all.map((s) => s.latency).sort((a, b) => a - b);
     const rank = (p) => sorted.length ? sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] : null;
-    const last = all.length ? all[all.length - 1].t : 0, recent = all.filter((s) => s.t >= last - 5000);
-    const span = recent.length > 1 ? recent[recent.length - 1].t - recent[0].t : 0;
+    const back = meter ? meter.back : [], last = back.length ? back[back.length - 1] : 0;
+    const recent = back.filter((t) => t >= last - 5000);
+    const span = recent.length > 1 ? recent[recent.length - 1] - recent[0] : 0;
     return {fps: span > 0 ? (recent.length - 1) * 1000 / span : 0, latency_p50_ms: rank(0.5),
-            latency_p95_ms: rank(0.95), samples: meter ? meter.count : 0, indices: all.map((s) => s.index),
+            latency_p95_ms: rank(0.95), samples: meter ? meter.count : 0,
+            received: meter ? meter.received : 0, indices: all.map((s) => s.index),
             shown_ms: all.map((s) => s.t - s.latency)};
   }
   async function poll(token) {
