@@ -282,3 +282,15 @@ def test_a_run_whose_page_leaves_without_stop_is_ended_by_the_server(tmp_path: P
     assert summary["frames_delivered"] >= 5 and recording == tmp_path / "live.mp4"
     with pytest.raises(UserError, match="no live run of yours"):
         runs.stop(run.token, "alice", "alice-session")  # once
+
+
+def test_the_apps_end_stops_its_live_runs_and_finishes_their_recordings(tmp_path: Path) -> None:
+    runs = LiveRuns(build=marking)
+    live = start(runs, record_to=tmp_path / "live.mp4")
+    start(runs, "bob", "bob-session")
+    live.offer(frame(7))
+    live.engine.delivered(live.process_next()[0])  # type: ignore[index]
+    assert runs.stop_all() == 2 and len(runs) == 0
+    assert len(list(read_frames(tmp_path / "live.mp4"))) == 1
+    with pytest.raises(UserError, match="no live run of yours"):
+        runs.get(live.token, "alice", "alice-session")

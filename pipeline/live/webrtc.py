@@ -145,13 +145,25 @@ class LiveRuns:
                 raise UserError("no live run of yours: press Start again")  # stopped at this moment
             self._closing[token] = run
         try:
-            if run.peer is not None and run.loop is not None and not run.loop.is_closed():
+            if run.peer is not None and run.loop is not None and run.loop.is_running():
                 closing = asyncio.run_coroutine_threadsafe(run.peer.close(), run.loop)
                 closing.result(CLOSE_WAIT_S)
             return run.engine.stats.summary(), run.finish()
         finally:
             with self._lock:
                 self._closing.pop(token, None)
+
+    def stop_all(self) -> int:
+        """The app stops: every run ended as its owner's Stop would (recordings finished); how many."""
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            try:
+                self.stop(run.token, run.user, run.session)
+            except (UserError, TimeoutError, RuntimeError) as exc:  # gone meanwhile; the loop already closed
+                log.info("live run of %r at shutdown: %s", run.user or "local", exc)
+                run.finish()
+        return len(runs)
 
     def _ended(self, run: LiveRun) -> None:
         """The connection ended (Stop, the page closed or lost): the recording finished and the run gone
