@@ -143,6 +143,7 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
                               f"{SAMPLES} frames back measured in the page, the camera's loop wrapping")
         overlay = wait_until(lambda: "glass to glass" in page.inner_text("#live-overlay")
                              and page.inner_text("#live-overlay"), 30, "the glass-to-glass overlay")
+        page.set_viewport_size({"width": 1440, "height": 900})
         screenshot(page, "live-tab")
         indices = [i for i, _ in seen]
         steps = [(b - a) % FRAMES for a, b in zip(indices, indices[1:], strict=False)]

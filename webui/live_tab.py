@@ -238,7 +238,8 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], form: SettingsForm)
         except api.UserError as exc:
             raise gr.Error(browser_message(str(exc)), print_exception=False) from None
         ctx.audit.record(user, "live start", recording=out.name if out else "")
-        return run.token, "live: connecting the camera…" + (f" recording to {out.name}" if out else "")
+        return run.token, "live: started; fps, latency and drops show over the swapped picture" + (
+            f"; recording to {out.name}" if out else "")
 
     def on_stop(request: gr.Request, token: str) -> tuple[str, str]:
         if not token:
