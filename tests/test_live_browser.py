@@ -6,6 +6,7 @@ the camera's frame of the same index (it was swapped) while the index corner is 
 from __future__ import annotations
 
 import base64
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,13 @@ from pipeline.video.decode import read_frames
 from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
 from tests.photos import grace_hopper_path
 from tests.test_live import index_clip, read_index
-from tests.timing import wait_until
+from tests.timing import scaled_ms, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SIZE = (320, 240)
 FRAMES = 90  # the fake camera loops the file: 3 s at 30 fps, indices 0-89 over and over
+SAMPLES = 30  # frames back measured in the page, the camera's loop wrapping among them
 
 GRAB = """(selector) => {
   const v = document.querySelector(selector);
@@ -35,12 +37,24 @@ GRAB = """(selector) => {
 }"""
 
 
-def fake_camera(tmp_path: Path) -> tuple[Path, list[np.ndarray]]:
-    clip = index_clip(tmp_path / "camera.mp4", seconds=FRAMES / 30, size=SIZE)
+def fake_camera(tmp_path: Path, size: tuple[int, int] = SIZE) -> tuple[Path, list[np.ndarray]]:
+    """A y4m for chromium's fake camera: the face clip of FRAMES frames, each stamped with its index."""
+    clip = index_clip(tmp_path / "camera.mp4", seconds=FRAMES / 30, size=size)
     y4m = tmp_path / "camera.y4m"
     subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", str(clip), "-pix_fmt",
                     "yuv420p", "-f", "yuv4mpegpipe", str(y4m)], check=True, capture_output=True)
     return y4m, list(read_frames(clip))
+
+
+PAGE_STATE = """() => [window.fsLive.state.pc && window.fsLive.state.pc.connectionState,
+  ...['#live-overlay', '#live-status'].map((id) => document.querySelector(id).innerText),
+  ...['#live-local', '#live-remote'].map((id) => document.querySelector(id).videoWidth)]"""
+
+
+def camera_args(y4m: Path) -> list[str]:
+    """chromium's fake camera playing ``y4m`` (looped), given without asking; host ICE candidates as is."""
+    return ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-video-capture={y4m}", "--disable-features=WebRtcHideLocalIpsWithMdns"]
 
 
 def grab(page: Any, selector: str) -> np.ndarray | None:
@@ -50,6 +64,35 @@ def grab(page: Any, selector: str) -> np.ndarray | None:
     data = np.frombuffer(base64.b64decode(url.split(",", 1)[1]), np.uint8)
     frame = cv2.imdecode(data, cv2.IMREAD_COLOR)
     return None if frame is None else cv2.resize(frame, SIZE, interpolation=cv2.INTER_AREA)
+
+
+def enough(measured: dict[str, Any]) -> dict[str, Any] | None:
+    indices = measured["indices"]
+    wrapped = any(b < a for a, b in zip(indices, indices[1:], strict=False))  # ... 88, 89, 0, 1 ...
+    return measured if measured["samples"] >= SAMPLES and wrapped else None
+
+
+def check_measure(measured: dict[str, Any]) -> None:
+    """The page's own glass-to-glass figures: read back from the video, not a speed threshold."""
+    p50, p95, fps = measured["latency_p50_ms"], measured["latency_p95_ms"], measured["fps"]
+    assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in (p50, p95, fps)), measured
+    assert 0 < p50 <= p95 and fps > 0, measured
+    assert measured["received"] >= measured["samples"], measured  # each measured frame came back
+    indices = measured["indices"]
+    assert len(indices) >= SAMPLES and all(0 <= i < FRAMES for i in indices), indices
+    # in the camera's order: each index back showed in the camera no earlier than the one before (its
+    # latency taken from the camera's latest loop, not one 3 s older; two frames of one busy display
+    # refresh share its time), a new frame each time
+    shown = measured["shown_ms"]
+    pairs = list(zip(indices, shown, strict=True))
+    backwards = [(a, b) for a, b in zip(pairs, pairs[1:], strict=False) if a[1] > b[1]]
+    assert not backwards, (backwards, pairs)
+    assert all((b - a) % FRAMES for a, b in zip(indices, indices[1:], strict=False)), indices
+
+
+def describe(measured: dict[str, Any]) -> str:
+    return (f"{measured['fps']:.1f} fps, glass to glass p50 {measured['latency_p50_ms']:.0f} ms, "
+            f"p95 {measured['latency_p95_ms']:.0f} ms ({measured['samples']} frames)")
 
 
 def face_box(frame: np.ndarray) -> tuple[slice, slice]:
@@ -74,10 +117,8 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
         return out
 
     monkeypatch.setattr(live_step.ChainStep, "__call__", watched)  # the app runs in this process
-    args = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-            f"--use-file-for-fake-video-capture={y4m}", "--disable-features=WebRtcHideLocalIpsWithMdns"]
     with running_app(worker=False, data=tmp_path / "data", outputs=tmp_path / "outputs") as (url, app), \
-            chromium(args) as browser:
+            chromium(camera_args(y4m)) as browser:
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         page.goto(url)
         page.wait_for_selector("#sources")
@@ -94,10 +135,15 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
                 seen.append((read_index(frame), frame))
             return len({i for i, _ in seen}) >= 5
 
-        wait_until(received, 120, "five different frames back from the server")
-        fps = wait_until(lambda: page.evaluate("window.fsLive.state.fps"), 30, "the page's fps")
-        overlay = wait_until(lambda: "latency" in page.inner_text("#live-overlay")
-                             and page.inner_text("#live-overlay"), 30, "the stats overlay")
+        try:
+            wait_until(received, 120, "five different frames back from the server")
+        except AssertionError as exc:  # say where it stopped: the connection, the overlay, the status
+            raise AssertionError(f"{exc}; the page: {page.evaluate(PAGE_STATE)}") from None
+        measured = wait_until(lambda: enough(page.evaluate("window.fsLive.measure()")), 60,
+                              f"{SAMPLES} frames back measured in the page, the camera's loop wrapping")
+        overlay = wait_until(lambda: "glass to glass" in page.inner_text("#live-overlay")
+                             and page.inner_text("#live-overlay"), 30, "the glass-to-glass overlay")
+        page.set_viewport_size({"width": 1440, "height": 900})
         screenshot(page, "live-tab")
         indices = [i for i, _ in seen]
         steps = [(b - a) % FRAMES for a, b in zip(indices, indices[1:], strict=False)]
@@ -106,7 +152,8 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
         # the frames that came back went through the chain, which swapped the face (measured on the server,
         # before the video codec: the codec's own changes at 320×240 are as large as a classic swap's)
         assert len(changed) >= 5 and float(np.median(changed)) > 1.0, changed  # 2–4 a swap, 0 none
-        print(f"page fps {fps:.1f}; {overlay}")
+        check_measure(measured)
+        print(f"measured in the page: {describe(measured)}; overlay: {overlay}")
         page.locator("#live-stop").click()
         said = wait_until(lambda: "saved to your results" in page.inner_text("#live-status")
                           and page.inner_text("#live-status"), 30, "the stop summary")
@@ -118,3 +165,63 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
     tags = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format_tags=comment", "-of",
                            "default=nw=1:nk=1", str(recordings[0])], capture_output=True, text=True).stdout
     assert "synthetic media: face swapped with facestation" in tags
+
+
+USERS = (("alice", "alice-pw"), ("bob", "bob-pw"))
+
+
+def sign_in(browser: Any, url: str, user: str, password: str) -> Any:
+    """A page of ``user``'s own, signed in through the login page (the certificate is self-signed)."""
+    page = browser.new_context(viewport={"width": 1280, "height": 800}, ignore_https_errors=True).new_page()
+    page.goto(url)
+    page.fill("input[data-testid=textbox]", user)
+    page.fill("input[type=password]", password)
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_selector("#sources", timeout=scaled_ms(60))
+    return page
+
+
+def test_live_over_https_with_two_accounts(tmp_path: Path) -> None:
+    """As a colleague's laptop would: the UI over HTTPS (``--listen``'s self-signed certificate), alice
+    live and receiving swapped frames, bob signed in beside her seeing nothing of hers; alice's page
+    closed without Stop ends her run on the server, her recording kept in her results only."""
+    y4m, _ = fake_camera(tmp_path)
+    outputs = tmp_path / "outputs"
+    with running_app(users=USERS, self_signed=True, worker=False, data=tmp_path / "data",
+                     outputs=outputs) as (url, app), chromium(camera_args(y4m)) as browser:
+        url = url.replace("http://", "https://")
+        alice, bob = (sign_in(browser, url, *account) for account in USERS)
+        anon = browser.new_context(ignore_https_errors=True)
+        upload(alice, "sources", grace_hopper_path())
+        wait_until(lambda: alice.locator("#sources").inner_text().count("grace"), 60, "alice's source upload")
+        open_tab(alice, "Live")
+        alice.locator("#live-record input").check()
+        alice.locator("#live-start").click()
+        assert alice.evaluate("window.isSecureContext")  # the camera is given to the HTTPS page
+        measured = wait_until(lambda: enough(alice.evaluate("window.fsLive.measure()")), 120,
+                              f"{SAMPLES} swapped frames back in alice's page over HTTPS")
+        check_measure(measured)
+        print(f"over HTTPS: {describe(measured)}")
+        token = alice.evaluate("window.fsLive.state.token")
+        assert token and len(app.ctx.live) == 1
+        screenshot(alice, "live-https-alice")
+
+        open_tab(bob, "Live")  # bob's page shows no stream of hers
+        assert bob.evaluate("document.querySelector('#live-remote').srcObject") is None
+        assert bob.inner_text("#live-overlay") == "stopped"
+        assert bob.evaluate("window.fsLive.state.token") == ""
+        offer = {"token": token, "sdp": "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n", "type": "offer"}
+        for who, status in ((bob.request, 404), (anon.request, 401)):  # her run, as another, as nobody
+            assert who.get(f"{url}/facestation/live/stats/{token}").status == status
+            assert who.post(f"{url}/facestation/live/offer", data=offer).status == status
+            assert who.post(f"{url}/facestation/live/stop/{token}").status == status
+        assert len(app.ctx.live) == 1  # still running for alice
+        screenshot(bob, "live-https-bob")
+
+        alice.close(run_before_unload=True)  # gone without Stop: the page's beacon ends her run
+        wait_until(lambda: len(app.ctx.live) == 0, 60, "the server to end the run of alice's closed page")
+        recordings = list(outputs.rglob("live-swap-*.mp4"))  # finished and kept, in her results only
+        assert [r.relative_to(outputs).parts[0] for r in recordings] == ["alice"], recordings
+        open_tab(bob, "Queue")  # bob's results
+        assert recordings[0].name not in bob.inner_text("body")
+    assert len(list(read_frames(recordings[0]))) >= SAMPLES // 2

@@ -5,7 +5,10 @@ and recording."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from pipeline.live.webrtc import LiveRuns, check_live
 from pipeline.settings import Settings
 from pipeline.video.decode import read_frames
 from tests import photos
+from tests.timing import scaled, wait_until
 from webui.audit import AuditLog
 from webui.auth import Gate, Guard
 
@@ -62,8 +66,11 @@ def test_every_live_route_answers_401_without_a_login(shared: tuple[TestClient, 
     assert client.post("/facestation/live/offer", json={"token": token, "sdp": OFFER, "type": "offer"}
                        ).status_code == 401
     assert client.get(f"/facestation/live/stats/{token}").status_code == 401
+    assert client.post(f"/facestation/live/stop/{token}").status_code == 401
     client.cookies.set("access-token-x", "forged")
     assert client.get(f"/facestation/live/stats/{token}").status_code == 401
+    assert client.post(f"/facestation/live/stop/{token}").status_code == 401
+    assert len(runs) == 1
 
 
 @pytest.mark.parametrize(("body", "says"), [
@@ -96,10 +103,14 @@ def test_a_run_answers_only_its_user_and_session(shared: tuple[TestClient, Guard
         assert r.status_code == 404 and "no live run of yours" in r.json()["detail"]
         with pytest.raises(UserError, match="no live run of yours"):
             runs.stop(run.token, "bob" if session == "bob-session" else "alice", session)
+        assert client.post(f"/facestation/live/stop/{run.token}").status_code == 404
     client.cookies.set("access-token-x", "alice-session")
     stats = client.get(f"/facestation/live/stats/{run.token}")
     assert stats.status_code == 200 and stats.json()["frames_captured"] == 1
     assert client.get("/facestation/live/stats/unknown").status_code == 404
+    stopped = client.post(f"/facestation/live/stop/{run.token}")  # as the page's beacon sends it
+    assert stopped.status_code == 200 and stopped.json()["frames_captured"] == 1, stopped.text
+    assert len(runs) == 0 and client.post(f"/facestation/live/stop/{run.token}").status_code == 404
 
 
 def test_check_offer_and_check_live_refuse_in_one_line() -> None:
@@ -178,3 +189,108 @@ print(live['missing'].visible, live['start'].interactive, '|', live['missing'].v
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("True False |") and "pip install 'facestation[live]'" in out, out
+
+
+def test_the_page_and_the_tab_read_the_index_code_of_the_test_camera() -> None:
+    from tests.test_live import BITS, SQUARE
+    from webui import live_tab
+
+    assert (live_tab.INDEX_BITS, live_tab.INDEX_SQUARE) == (BITS, SQUARE)
+    assert f"const BITS = {BITS}, S = {SQUARE};" in live_tab.LIVE_JS
+
+
+class Camera:
+    """A page's camera for aiortc: grey frames at 30 fps (made on first use: aiortc is optional)."""
+
+    @staticmethod
+    def track() -> Any:
+        import fractions
+
+        from aiortc import MediaStreamTrack
+        from av import VideoFrame
+
+        class Track(MediaStreamTrack):
+            kind = "video"
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.sent = 0
+
+            async def recv(self) -> VideoFrame:
+                await asyncio.sleep(1 / 30)
+                frame = VideoFrame.from_ndarray(np.full((48, 64, 3), 100, np.uint8), format="bgr24")
+                frame.pts, frame.time_base = self.sent * 3000, fractions.Fraction(1, 90000)
+                self.sent += 1
+                return frame
+
+        return Track()
+
+
+@contextmanager
+def event_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop on its own thread, as the app's server runs one."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield loop
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(scaled(30))
+        loop.close()
+
+
+async def page_connects(runs: LiveRuns, token: str, frames_back: int) -> Any:
+    """A page (aiortc as the browser) that sends its camera and has ``frames_back`` frames come back."""
+    from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+
+    page = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    page.addTrack(Camera.track())
+    back = asyncio.get_running_loop().create_future()
+
+    @page.on("track")
+    def on_track(track: Any) -> None:
+        async def receive() -> None:
+            for _ in range(frames_back):
+                await track.recv()
+            back.set_result(True)
+        asyncio.ensure_future(receive())
+
+    await page.setLocalDescription(await page.createOffer())
+    answer = await runs.answer(token, "alice", "alice-session", page.localDescription.sdp, "offer")
+    await page.setRemoteDescription(RTCSessionDescription(**answer))
+    await back
+    return page
+
+
+def test_a_run_whose_page_leaves_without_stop_is_ended_by_the_server(tmp_path: Path) -> None:
+    pytest.importorskip("aiortc")
+    runs = LiveRuns(build=marking)
+    run = start(runs, record_to=tmp_path / "live.mp4")
+    with event_loop() as loop:
+        page = asyncio.run_coroutine_threadsafe(page_connects(runs, run.token, 5), loop).result(scaled(60))
+        assert len(runs) == 1 and run.summary()["frames_delivered"] >= 5
+        asyncio.run_coroutine_threadsafe(page.close(), loop).result(scaled(30))  # gone, no Stop
+        wait_until(lambda: len(runs) == 0, 30, "the server to end the run its page left")
+    with pytest.raises(UserError, match="no live run of yours"):
+        runs.get(run.token, "alice", "alice-session")
+    recorded = list(read_frames(tmp_path / "live.mp4"))  # finished and kept
+    assert len(recorded) >= 5 and abs(int(recorded[0][0, 0, 0]) - 155) < 8  # 255 - 100: the run's step
+    with pytest.raises(UserError, match="no live run of yours"):
+        runs.stop(run.token, "bob", "bob-session")  # its summary is its owner's only
+    summary, recording = runs.stop(run.token, "alice", "alice-session")  # her Stop, pressed after
+    assert summary["frames_delivered"] >= 5 and recording == tmp_path / "live.mp4"
+    with pytest.raises(UserError, match="no live run of yours"):
+        runs.stop(run.token, "alice", "alice-session")  # once
+
+
+def test_the_apps_end_stops_its_live_runs_and_finishes_their_recordings(tmp_path: Path) -> None:
+    runs = LiveRuns(build=marking)
+    live = start(runs, record_to=tmp_path / "live.mp4")
+    start(runs, "bob", "bob-session")
+    live.offer(frame(7))
+    live.engine.delivered(live.process_next()[0])  # type: ignore[index]
+    assert runs.stop_all() == 2 and len(runs) == 0
+    assert len(list(read_frames(tmp_path / "live.mp4"))) == 1
+    with pytest.raises(UserError, match="no live run of yours"):
+        runs.get(live.token, "alice", "alice-session")

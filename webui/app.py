@@ -252,12 +252,15 @@ def serve(config: UiConfig, *, block: bool = True) -> tuple[App, Any]:
         if handle is not None:
             handle.stop()
         raise
+    if block:
+        app.ctx.live.stop_all()  # the server is gone: live recordings finished
     if block and handle is not None:
         handle.stop()
     return app, handle
 
 
 def stop(app: App, handle: Any | None) -> None:
+    app.ctx.live.stop_all()  # live recordings finished while the connections can still close
     app.blocks.close()
     if handle is not None:
         handle.stop()

@@ -6,6 +6,8 @@ each without a login on a shared UI):
   with one line; a run that is not the caller's (another user's or session's, or none): 404;
   aiortc not installed: 503 saying what to install.
 - ``GET /facestation/live/stats/<token>``: the running stream's fps, latency and drops (the page polls it).
+- ``POST /facestation/live/stop/<token>``: the run ended (the page sends it with ``navigator.sendBeacon``
+  when it is closed or left without Stop) -> its summary and recording's name; not the caller's run: 404.
 """
 
 from __future__ import annotations
@@ -77,5 +79,15 @@ def routes(runs: api.LiveRuns) -> list[Route]:
             return _problem(404, str(exc))
         return JSONResponse(run.summary(), headers={"cache-control": "no-store"})
 
+    def stop(request: Request) -> JSONResponse:  # not async: closing the peer waits on the event loop
+        user, session = _who(request)
+        try:
+            summary, recording = runs.stop(request.path_params["token"], user, session)
+        except api.UserError as exc:
+            return _problem(404, str(exc))
+        return JSONResponse({**summary, "recording": recording.name if recording else None},
+                            headers={"cache-control": "no-store"})
+
     return [Route(PREFIX + "/offer", offer, methods=["POST"]),
-            Route(PREFIX + "/stats/{token}", stats, methods=["GET"])]
+            Route(PREFIX + "/stats/{token}", stats, methods=["GET"]),
+            Route(PREFIX + "/stop/{token}", stop, methods=["POST"])]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
+from aiortc import MediaStreamTrack, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 from av import VideoFrame
 
@@ -69,7 +69,7 @@ class ProcessedTrack(MediaStreamTrack):
 
 async def connect(run: LiveRun, sdp: str, kind: str, on_end: Callable[[], None]) -> dict[str, str]:
     """Answer the page's offer: its video track comes back processed on the same connection."""
-    peer = RTCPeerConnection()
+    peer = RTCPeerConnection(RTCConfiguration(iceServers=[]))  # host candidates only: no public STUN asked
     run.peer = peer
 
     @peer.on("track")

@@ -7,6 +7,10 @@ connection.
 counted as dropped) and pulled by the outgoing one (``rtc_peer.ProcessedTrack``), optionally mirrored and
 recorded to a file in the user's results (provenance tag included). ``aiortc`` is imported only when a
 connection is made (``rtc_peer``): the app starts without it and :func:`rtc_missing` says what to install.
+
+A run whose connection ends without Stop (the page closed or lost: aiortc's connection ``closed`` or
+``failed``) is ended by the server: its recording finished and kept, the run gone from the live ones; its
+summary waits for its owner's Stop (a bounded number of them, the oldest forgotten first).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +40,7 @@ RTC_HELP = ("live video in the browser needs aiortc on the server: pip install '
             "(scripts/setup.sh installs it)")
 BROWSER_FPS = 30.0  # the rate keyframes and the tracker are paced for (a browser camera's usual one)
 CLOSE_WAIT_S = 10.0
+KEPT_ENDED = 64  # summaries of runs ended without Stop, kept for their owner's Stop
 
 
 def rtc_missing() -> str | None:
@@ -57,12 +63,24 @@ def check_live(settings: Settings, sources: Sequence[str | Path] | None) -> Sett
     return live
 
 
+@dataclass(frozen=True)
+class Ended:
+    """A run that ended without Stop: whose it was, its summary and recording."""
+
+    user: str
+    session: str
+    summary: dict[str, Any]
+    recording: Path | None
+
+
 class LiveRuns:
     """The live runs of one app, by token; each answers only the user and session that started it."""
 
     def __init__(self, build: Callable[[Sequence[Path | str], float], Build] = chain_builder) -> None:
         self._build = build
         self._runs: dict[str, LiveRun] = {}
+        self._closing: dict[str, LiveRun] = {}  # runs being stopped: gone once their recording is finished
+        self._over: dict[str, Ended] = {}  # runs whose connection ended without Stop
         self._lock = threading.Lock()
 
     def start(self, user: str, session: str, settings: Settings, sources: Sequence[str | Path],
@@ -114,20 +132,52 @@ class LiveRuns:
         return await rtc_peer.connect(run, *offer, on_end=lambda: self._ended(run))
 
     def stop(self, token: str, user: str, session: str) -> tuple[dict[str, Any], Path | None]:
-        """End the run: the connection closed, the recording finished; its summary and recording."""
+        """End the run: the connection closed, the recording finished; its summary and recording (also
+        of a run whose connection ended before, once)."""
+        with self._lock:
+            ended = self._over.get(token)
+            if ended is not None and (ended.user, ended.session) == (user, session):
+                del self._over[token]
+                return ended.summary, ended.recording
         run = self.get(token, user, session)
         with self._lock:
-            self._runs.pop(token, None)
-        if run.peer is not None and run.loop is not None and not run.loop.is_closed():
-            closing = asyncio.run_coroutine_threadsafe(run.peer.close(), run.loop)
-            closing.result(CLOSE_WAIT_S)
-        return run.engine.stats.summary(), run.finish()
+            if self._runs.pop(token, None) is None:
+                raise UserError("no live run of yours: press Start again")  # stopped at this moment
+            self._closing[token] = run
+        try:
+            if run.peer is not None and run.loop is not None and run.loop.is_running():
+                closing = asyncio.run_coroutine_threadsafe(run.peer.close(), run.loop)
+                closing.result(CLOSE_WAIT_S)
+            return run.engine.stats.summary(), run.finish()
+        finally:
+            with self._lock:
+                self._closing.pop(token, None)
+
+    def stop_all(self) -> int:
+        """The app stops: every run ended as its owner's Stop would (recordings finished); how many."""
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            try:
+                self.stop(run.token, run.user, run.session)
+            except (UserError, TimeoutError, RuntimeError) as exc:  # gone meanwhile; the loop already closed
+                log.info("live run of %r at shutdown: %s", run.user or "local", exc)
+                run.finish()
+        return len(runs)
 
     def _ended(self, run: LiveRun) -> None:
-        """The connection ended (Stop, the page closed or lost): the recording is finished; the run is
-        kept for its owner's :meth:`stop` (its summary), or a new Start of theirs."""
-        run.finish()
+        """The connection ended (Stop, the page closed or lost): the recording finished and the run gone
+        from the live ones; unless Stop ended it, its summary is kept for its owner's :meth:`stop`."""
+        recording = run.finish()
+        with self._lock:
+            if self._runs.pop(run.token, None) is None:
+                return  # Stop ended it and answered already
+            self._over[run.token] = Ended(run.user, run.session, run.engine.stats.summary(), recording)
+            while len(self._over) > KEPT_ENDED:
+                del self._over[next(iter(self._over))]
+        log.info("live run of %r ended without Stop (its connection closed)", run.user or "local")
 
     def __len__(self) -> int:
+        """How many runs are live or being stopped (a run counts until its recording is finished)."""
         with self._lock:
-            return len(self._runs)
+            return len(self._runs) + len(self._closing)
