@@ -62,7 +62,7 @@ class LiveRun:
             return None
         with self._lock:
             if self.recording is not None:
-                self.recording.write(done[1])
+                self.recording.write(done[1], done[0].index)  # a dropped frame's place repeats the last
         return done
 
     def summary(self) -> dict[str, Any]:
