@@ -1,5 +1,6 @@
-"""Issue 12 in chromium at 1280×800: the first-run flow (source and target → preview → Add to queue →
-progress → play the result in the page → download), and a refused job that leaves no badge and no job.
+"""Issues 12 and 20 in chromium at 1280×800: the first-run flow (source and target → preview → compare → trim
+on the frame strip → Add to queue → progress → play both sides in sync → download), the preview never
+scrolled out of view while tuning; and a refused job that leaves no badge and no job.
 Screenshots of each state go to test-artifacts/screenshots/creator-*.png."""
 
 from __future__ import annotations
@@ -42,8 +43,33 @@ def _pixels(page: Any, src: str) -> np.ndarray:
     return image
 
 
+def _in_view(page: Any, selector: str = "#preview img") -> None:
+    """``selector`` wholly inside the window (the sticky preview column keeps it there)."""
+    box, size = page.locator(selector).first.bounding_box(), page.viewport_size
+    assert box is not None, f"{selector} is not shown"
+    assert box["y"] >= 0 and box["y"] + box["height"] <= size["height"], (selector, box, size)
+    assert box["x"] >= 0 and box["x"] + box["width"] <= size["width"], (selector, box, size)
+
+
+def _drag(page: Any, which: str, fraction: float) -> None:
+    """Drag the timeline's ``which`` handle ("in" or "out") with the mouse to ``fraction`` of the strip."""
+    page.locator("#timeline .fs-track").scroll_into_view_if_needed()
+    track = page.locator("#timeline .fs-track").bounding_box()
+    handle = page.locator(f"#timeline .fs-{which}").bounding_box()
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(track["x"] + track["width"] * fraction, track["y"] + track["height"] / 2, steps=8)
+    page.mouse.up()
+
+
+def _player(page: Any, which: str) -> dict[str, Any]:
+    return dict(page.evaluate("(v) => ({paused: v.paused, time: v.currentTime, ready: v.readyState})",
+                              page.locator(f"#job-{which} video").first.element_handle()))
+
+
 def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
-    with running_app() as (url, app), chromium() as browser:
+    # a page may start a video without a click only with this switch (a person's click on play allows it)
+    with running_app() as (url, app), chromium(["--autoplay-policy=no-user-gesture-required"]) as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
         page.wait_for_selector("#sources")
@@ -80,6 +106,29 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         assert np.abs(overlay - plain).sum(axis=2).max() > 200  # the face debugger draws on the face
         assert np.abs(shown[2].astype(int) - plain).max() <= 12  # off again: the plain preview (JPEG noise)
         assert np.abs(shown[3].astype(int) - overlay).max() <= 12
+        page.click("#overlay input")  # the face debugger off again for the rest
+        _in_view(page)
+
+        # compare: the original beside the swapped frame, both in view
+        page.locator("#compare").get_by_label("side by side", exact=True).check()
+        wait_until(lambda: page.locator("#preview-original img").count() == 1
+                   and page.locator("#preview-original").is_visible(), 60, what="the original beside it")
+        _in_view(page, "#preview-original img")
+        _in_view(page)
+        screenshot(page, "creator-2b-compare")
+
+        # trim on the frame strip: in at a third, out at five sixths; the preview moves to the in-point and
+        # never leaves the window while the strip is dragged
+        wait_until(lambda: page.locator("#timeline .fs-track img").count() > 0, 60, what="the frame strip")
+        _drag(page, "in", 1 / 3)
+        wait_until(lambda: page.locator("#frame input[type=range]").first.get_attribute("min") != "0", 30,
+                   what="the scrubber starting at the in-point")
+        _drag(page, "out", 5 / 6)
+        first = int(page.locator("#frame input[type=range]").first.get_attribute("min") or 0)
+        wait_until(lambda: f"Preview of frame {first}" in _status(page), 60, what="the in-point's preview")
+        _in_view(page)
+        _in_view(page, "#preview-original img")
+        screenshot(page, "creator-2c-trimmed")
 
         page.click("#add-job")
         wait_until(lambda: "queued job" in _status(page), 30, what="queued")
@@ -108,6 +157,23 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
             return [e for e in app.ctx.audit.entries() if e["action"] == "download"]
 
         assert downloads() == []  # selecting the row (and playing the result in the page) is no download
+        # both sides play in sync: the target from the trim's in-point, the result from its start
+        video_settings = app.ctx.store.list()[0].settings.video
+        start, end = float(video_settings.start or 0), float(video_settings.end or 1.0)
+        assert 0.2 < start < end < 0.95, (start, end)  # the dragged handles, stored with the job
+        wait_until(lambda: _player(page, "before")["ready"] >= 2 and _player(page, "after")["ready"] >= 2, 30,
+                   what="both videos to load")
+        wait_until(lambda: abs(_player(page, "before")["time"] - start) < 1 / 30, 30,
+                   what="the target to open at the in-point")
+        page.evaluate("(v) => v.play()", page.locator("#job-after video").first.element_handle())
+        wait_until(lambda: not _player(page, "before")["paused"], 30, what="the target to play with it")
+        page.evaluate("(v) => v.pause()", page.locator("#job-after video").first.element_handle())
+        wait_until(lambda: _player(page, "before")["paused"], 30, what="the target to pause with it")
+        after = page.locator("#job-after video").first.element_handle()
+        page.evaluate("(v) => { v.currentTime = 0.2; }", after)
+        wait_until(lambda: abs(_player(page, "before")["time"] - (start + 0.2)) < 1 / 30, 30,
+                   what="the target to follow the seek, offset by the in-point")
+
         data = page.request.get(href if href.startswith("http") else url + href)
         assert data.status == 200
         assert len(downloads()) == 1  # the download itself is
@@ -115,7 +181,7 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         out.write_bytes(data.body())
         from tests.videos import count_frames
 
-        assert count_frames(out) == 30
+        assert abs(count_frames(out) - round((end - start) * 30)) <= 1  # the trimmed part only
         screenshot(page, "creator-4-result")
         page.set_viewport_size({"width": 1440, "height": 900})
         screenshot(page, "creator-4-result-1440")

@@ -50,16 +50,23 @@ const other = (video) => {
   const both = [...element.querySelectorAll('.fs-player video')];
   return both.length === 2 && both.includes(video) ? both.find((v) => v !== video) : null;
 };
+// where each video's time 0 is on the job's clock: the target starts at the trim's in-point, the result at 0
+const at = (v) => parseFloat(v.dataset.fsAt || '0') || 0;
 const follow = (kind, act) => element.addEventListener(kind, (e) => {
   const o = other(e.target);
   if (o) act(e.target, o);
 }, true);
 const seek = (v, o, slack) => {
-  if (Math.abs(o.currentTime - v.currentTime) > slack) {
+  const t = Math.max(0, v.currentTime - at(v) + at(o));
+  if (Math.abs(o.currentTime - t) > slack) {
     o.dataset.fsFollowing = '1';
-    o.currentTime = v.currentTime;
+    o.currentTime = t;
   }
 };
+element.addEventListener('loadedmetadata', (e) => {  // a trimmed job's target opens at its in-point
+  const v = e.target;
+  if (at(v) > 0 && v.currentTime === 0) { v.dataset.fsFollowing = '1'; v.currentTime = at(v); }
+}, true);
 follow('play', (v, o) => { if (o.paused) { seek(v, o, 0.04); o.play().catch(() => {}); } });
 follow('pause', (v, o) => { if (!o.paused) o.pause(); });
 follow('ratechange', (v, o) => { o.playbackRate = v.playbackRate; });
@@ -241,19 +248,20 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
     after = ctx.links.issue(user, session, job.id, Path(job.output), inline=True)
     took = f" in {_eta(job.render_s)}" if job.render_s is not None else ""
     fps = f" ({job.progress.fps:.1f} fps on average)" if job.progress.fps else ""
-    return [f"**Job #{job.label}** ({name}): done{took}{fps}, saved in `{where}`", player(before, after),
-            download_html(link)]
+    return [f"**Job #{job.label}** ({name}): done{took}{fps}, saved in `{where}`",
+            player(before, after, trim_start(job)), download_html(link)]
 
 
-def player(before: str, after: str) -> str:
-    """Before and after side by side: two videos (played in step, SYNC_PLAYERS_JS), or two images, each
-    from its own private link."""
+def player(before: str, after: str, start: float = 0.0) -> str:
+    """Before and after side by side: two videos (played in step, SYNC_PLAYERS_JS; the target from the
+    trim's in-point ``start``, in seconds, where the result begins), or two images, each from its own
+    private link."""
     video = Path(after).suffix.lower() in api.VIDEO_SUFFIXES
 
     def pane(which: str, title: str, link: str) -> str:
         src = html.escape(link)
         # the before side is muted: the two play together, and its sound would echo the result's
-        muted = " muted" if which == "before" else ""
+        muted = f' muted data-fs-at="{start:g}"' if which == "before" else ""
         shown = (f'<video controls{muted} preload="metadata" src="{src}"></video>' if video
                  else f'<img src="{src}" alt="{title}">')
         return f'<figure id="job-{which}" class="fs-pane"><figcaption>{title}</figcaption>{shown}</figure>'
@@ -443,6 +451,12 @@ def trim_of(job: api.Job) -> str:
     video = json.loads(job.settings_json).get("video") or {}  # no validation per row and tick
     kept = timeline.range_text(video.get("start"), video.get("end"))
     return f"trimmed {kept}" if kept else ""
+
+
+def trim_start(job: api.Job) -> float:
+    """Where the job's output begins in its target (s): the trim's in-point, 0 without one."""
+    video = json.loads(job.settings_json).get("video") or {}
+    return float(video.get("start") or 0.0)
 
 
 def _trim_cell(job: api.Job) -> str:
