@@ -17,6 +17,7 @@ from starlette.middleware import Middleware
 
 from pipeline import api
 from webui import (
+    batch_area,
     controls,
     faces,
     files,
@@ -134,6 +135,7 @@ def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[s
             parts["faces"] = faces.create(base)
         with gr.Column(scale=2):
             parts["preview"] = preview_panel.create()
+            parts["batch"] = batch_area.create()  # the output folder and a batch, beside "Add to queue"
             main = controls.create_main(base)
     shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
     with gr.Accordion("Processors", open=False, elem_id="processors"):
@@ -153,7 +155,9 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     voice = parts["processors"]["voice"]  # the lip syncer's new voice, heard by the preview and the job
     preview_panel.wire(p, f, form, voice)
     live_tab.wire(ctx, parts["live"], f, form)
-    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"])
+    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"],
+                   folder=parts["batch"]["folder"])
+    batch_area.wire(ctx, parts["batch"], f, form, voice, parts["queue"], blocks)
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
     system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)
