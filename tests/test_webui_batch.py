@@ -173,3 +173,45 @@ def test_a_job_goes_to_the_chosen_folder_and_shows_it(shared: Ctx, photos: dict[
         queue_tab.submit(shared, Settings(), [photo], photo, as_user("alice"),
                          folder=str(shared.outputs / "bob"))
     assert len(shared.store.list()) == 1
+
+
+# ------------------------------------------------------------------ a reload keeps the inputs
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Gradio's upload cache, in the test's folder."""
+    folder = tmp_path / "gradio"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(folder))
+    return folder
+
+
+def _upload(cache: Path, name: str) -> str:
+    path = cache / name.split(".")[0] / name
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(grace_hopper_path(), path)
+    return str(path)
+
+
+def test_a_reload_brings_back_only_the_same_users_uploads(cache: Path, tmp_path: Path) -> None:
+    from webui import app as app_mod
+    from webui import kept_inputs
+    from webui.controls import SettingsForm
+
+    app = app_mod.build(UiConfig(users=USERS, worker=False, outputs=tmp_path / "out", data=tmp_path / "d"))
+    ctx, form = app.ctx, SettingsForm(app.components["settings"])
+    mine, theirs = _upload(cache, "me.jpg"), _upload(cache, "bob.jpg")
+    ctx.guard.ledger.record("alice", [mine])
+    ctx.guard.ledger.record("bob", [theirs])
+    outside = str(grace_hopper_path())  # a file on the server, not an upload
+    kept = {"sources": [mine, theirs, outside], "target": theirs,
+            "settings": {"detector.score": 0.71, "no.such": 1}}
+    got = kept_inputs.restore(ctx, form, kept, as_user("alice"))
+    assert got[0] == [mine]  # bob's upload and the server's file stay out
+    assert got[1] == gr.skip()
+    assert got[2 + form.keys.index("detector.score")] == 0.71
+    assert kept_inputs.restore(ctx, form, kept, as_user("bob"))[:2] == [[theirs], theirs]
+    # settings that do not validate are left alone as a whole; a value that is not a dict brings nothing
+    bad = kept_inputs.restore(ctx, form, {"settings": {"detector.score": 7}}, as_user("alice"))
+    assert bad[2:] == [gr.skip()] * len(form.keys)
+    assert kept_inputs.restore(ctx, form, "garbage", as_user("alice")) == [gr.skip()] * (2 + len(form.keys))

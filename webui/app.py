@@ -21,6 +21,7 @@ from webui import (
     controls,
     faces,
     files,
+    kept_inputs,
     live_routes,
     live_tab,
     models_tab,
@@ -158,6 +159,7 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"],
                    folder=parts["batch"]["folder"])
     batch_area.wire(ctx, parts["batch"], f, form, voice, parts["queue"], blocks)
+    kept_inputs.wire(ctx, kept_inputs.create(), f, form, blocks)  # a reload keeps sources, target, settings
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
     system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)
