@@ -36,8 +36,9 @@ def wire(ctx: Ctx, kept: gr.BrowserState, faces: dict[str, Any], form: SettingsF
                 "settings": dict(zip(form.keys, vals, strict=True))}
 
     triggers = [faces["sources"].change, faces["target"].change, *(c.change for c in form.inputs)]
+    # queued one at a time, in order, the newest pending change last: the page stores the latest inputs
     gr.on(triggers, keep, [faces["sources"], faces["target"], *form.inputs], kept, trigger_mode="always_last",
-          api_visibility="private", queue=False, show_progress="hidden")
+          api_visibility="private", concurrency_limit=1, concurrency_id="keep", show_progress="hidden")
 
     def bring_back(saved: Any, request: gr.Request) -> list[Any]:
         return restore(ctx, form, saved, request)
