@@ -1,14 +1,18 @@
 """Issue 20 in chromium, at 1280×800 and 1440×900: two targets uploaded in the batch area queue two jobs
 named by the pattern; a chosen output folder is where the jobs' outputs land; a bad pattern is one line and
-no job; a reload brings back the sources, the target and a changed setting. Screenshots go to
+no job; a reload brings back the sources, the target and a changed setting. And two leftovers of the first
+round: no red "Error" over the missing-models line, no "common.complete" during the benchmark (a watcher
+in the page records every such text, however briefly shown). Screenshots go to
 test-artifacts/screenshots/batch-*.png."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +156,85 @@ def _kept(page: Any, app: Any) -> dict[str, Any]:
     unpadder = padding.PKCS7(128).unpadder()
     plain = unpadder.update(decryptor.update(body) + decryptor.finalize()) + unpadder.finalize()
     return dict(json.loads(plain))
+
+
+# every text an element shows on screen, however briefly: an "Error" badge, an untranslated "common.*" key
+WATCH_JS = """
+window.__seen = [];
+new MutationObserver((changes) => {
+  for (const change of changes) {
+    const nodes = change.type === 'characterData' ? [change.target.parentElement] : [...change.addedNodes];
+    for (const node of nodes) {
+      const text = node && (node.nodeType === 3 ? node.textContent : node.innerText || node.textContent);
+      const shown = text && text.trim();
+      const el = node && (node.nodeType === 3 ? node.parentElement : node);
+      if (!shown || !el || !(/\\bcommon\\.[a-z_]+/.test(shown) || shown === 'Error')) continue;
+      // on screen (Gradio's screen-reader live region, 1×1 px and clipped, is not)
+      const box = el.getBoundingClientRect();
+      const shownOnScreen = box.width > 1 && box.height > 1 && getComputedStyle(el).visibility !== 'hidden';
+      if (shownOnScreen) window.__seen.push(shown);
+    }
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def test_a_missing_model_is_one_line_and_no_error_badge(photos: dict[str, Path], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preview's Fetch fails (the download goes to a closed port on 127.0.0.1: nothing leaves the
+    machine): its reason is the line under the preview, with no red Error badge over it."""
+    from pipeline.models import catalog
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    entry = catalog.get("codeformer")
+    monkeypatch.setitem(catalog.CATALOG, "codeformer",
+                        dataclasses.replace(entry, url=f"http://127.0.0.1:{port}/{entry.file}"))
+    with running_app(outputs=tmp_path / "out", worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=SIZES["1280x800"])
+        page.add_init_script(WATCH_JS)
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        upload(page, "sources", photos["me"])
+        upload(page, "target", photos["party"])
+        wait_until(lambda: "Preview of frame 0" in _text(page, "preview-status"), 120, what="a good preview")
+        box = page.locator("#set-enhancer-model input").first
+        box.click()
+        page.get_by_role("option", name="codeformer", exact=False).first.click()
+        wait_until(lambda: "not installed" in _text(page, "preview-status"), 60,
+                   what="the missing-model line")
+        wait_until(lambda: page.locator("#fetch-missing").is_visible(), 30, what="the Fetch button")
+        page.click("#fetch-missing")
+        reason = f"127.0.0.1:{port}"
+        wait_until(lambda: reason in _text(page, "preview-status"), 120, what="the fetch's failure")
+        wait_until(lambda: page.locator("#preview-status .pending, #preview-status .generating").count() == 0
+                   and page.locator("#fetch-missing").is_visible(), 60, what="the fetch to be over")
+        assert "codeformer" in _text(page, "preview-status")
+        page.set_viewport_size(SIZES["1440x900"])
+        screenshot(page, "batch-6-missing-model-1440x900")
+        page.set_viewport_size(SIZES["1280x800"])
+        screenshot(page, "batch-6-missing-model-1280x800")
+        seen = page.evaluate("window.__seen")
+        assert page.locator(".error").filter(has_text="Error").count() == 0
+        assert not [t for t in seen if t == "Error" or "common." in t], seen
+
+
+def test_the_benchmark_shows_no_untranslated_status(tmp_path: Path) -> None:
+    with running_app(outputs=tmp_path / "out", worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=SIZES["1440x900"])
+        page.add_init_script(WATCH_JS)
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        page.get_by_role("tab", name="System", exact=True).click()
+        page.click("#bench-run")
+        wait_until(lambda: "benchmark running" in _text(page, "bench-text"), 60,
+                   what="the benchmark to start")
+        wait_until(lambda: page.locator("#bench-chart").is_visible() or "failed" in _text(page, "bench-text"),
+                   600, what="the benchmark to finish")
+        assert "pipeline" in _text(page, "bench-text"), _text(page, "bench-text")
+        screenshot(page, "batch-7-benchmark-1440x900")
+        page.set_viewport_size(SIZES["1280x800"])
+        screenshot(page, "batch-7-benchmark-1280x800")
+        seen = page.evaluate("window.__seen")
+        assert not [t for t in seen if "common." in t], seen
