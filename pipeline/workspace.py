@@ -84,13 +84,15 @@ class OutputFolder:
     created: bool = False
 
 
-def output_folder(outputs: Path, owner: str = "", asked: str = "", shared: bool = False) -> OutputFolder:
+def output_folder(outputs: Path, owner: str = "", asked: str = "", shared: bool = False,
+                  make: bool = True) -> OutputFolder:
     """The folder ``owner``'s jobs write to: ``outputs/<owner>`` (or ``outputs/local``) unless ``asked``.
 
     On a local UI (``shared`` False) any folder: ``~`` expanded, a relative one taken inside the owner's
     folder. On a shared UI only a folder inside ``outputs/<owner>``: a relative path (``holiday``, or
     ``outputs/<owner>/holiday`` as the queue shows it), or an absolute one that lies inside it; ``..`` and
-    any other place are refused (symlinks followed). The folder is made if missing and must be writable."""
+    any other place are refused (symlinks followed). The folder is made if missing and must be writable
+    (``make`` False: only named, as a page shows the default before anything is queued)."""
     own = outputs / safe_stem(owner or "local")
     text = asked.strip()
     if not text:
@@ -103,6 +105,8 @@ def output_folder(outputs: Path, owner: str = "", asked: str = "", shared: bool 
     if folder.exists() and not folder.is_dir():
         raise UserError(f"the output folder {text} is a file, not a folder")
     created = not folder.exists()
+    if not make:
+        return OutputFolder(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

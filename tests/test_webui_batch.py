@@ -119,8 +119,9 @@ def test_one_refused_target_leaves_the_others_queued(local: Ctx, photos: dict[st
 
 
 def test_local_output_folder_is_any_folder_made_if_missing(local: Ctx, tmp_path: Path) -> None:
+    assert not queue_tab.output_folder(local, "", None, make=False).path.exists()  # named only
     default = queue_tab.output_folder(local, "", None)
-    assert default.path == local.outputs / "local"
+    assert default.path == local.outputs / "local" and default.created
     elsewhere = queue_tab.output_folder(local, str(tmp_path / "else" / "where"), None)
     assert elsewhere.path == tmp_path / "else" / "where" and elsewhere.created and elsewhere.path.is_dir()
     assert not queue_tab.output_folder(local, str(tmp_path / "else" / "where"), None).created

@@ -49,15 +49,15 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], form: SettingsForm,
     shared = bool(ctx.config.users)
 
     def on_load(request: gr.Request) -> tuple[Any, Any]:
-        own = queue_tab.folder_of(queue_tab.output_folder(ctx, "", request).path / "x", ctx.outputs,
-                                  not shared)
+        default = queue_tab.output_folder(ctx, "", request, make=False).path  # made when a job needs it
+        own = queue_tab.folder_of(default / "x", ctx.outputs, not shared)
         return gr.update(placeholder=own), gr.update(visible=not shared)
 
     blocks.load(on_load, None, [c["folder"], c["host_folder"]], api_visibility="private", queue=False)
 
     def on_folder(asked: str, request: gr.Request) -> str:
         try:
-            chosen = queue_tab.output_folder(ctx, asked, request)
+            chosen = queue_tab.output_folder(ctx, asked, request, make=bool((asked or "").strip()))
         except api.UserError as exc:
             return queue_tab.refused(str(exc)).replace("not queued: ", "")
         shown = html.escape(queue_tab.folder_of(chosen.path / "x", ctx.outputs, not shared))

@@ -243,9 +243,11 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     return job
 
 
-def output_folder(ctx: Ctx, asked: str, request: gr.Request | None) -> api.OutputFolder:
-    """The caller's output folder (made if missing): on a shared UI only inside their own outputs/<user>."""
-    return api.output_folder(ctx.outputs, ctx.owner(request), asked or "", shared=bool(ctx.config.users))
+def output_folder(ctx: Ctx, asked: str, request: gr.Request | None, make: bool = True) -> api.OutputFolder:
+    """The caller's output folder (made if missing, unless not ``make``): on a shared UI only inside their
+    own outputs/<user>."""
+    return api.output_folder(ctx.outputs, ctx.owner(request), asked or "", shared=bool(ctx.config.users),
+                             make=make)
 
 
 def submit_batch(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targets: Sequence[str],
