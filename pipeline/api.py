@@ -15,6 +15,9 @@ from pipeline.bench import BackgroundBench
 from pipeline.checks import ModelsMissing, check_swap, choice_label
 from pipeline.env import check as check_environment
 from pipeline.errors import FetchFailed, ModelMissing, UserError, memory_fault
+from pipeline.jobs.batch import DEFAULT_NAME as BATCH_NAME
+from pipeline.jobs.batch import FIELDS as BATCH_FIELDS
+from pipeline.jobs.batch import BatchItem, add_batch, check_pattern
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.registry import WorkerInfo
@@ -66,7 +69,14 @@ from pipeline.thumbnails import (
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
-from pipeline.workspace import output_path, remove_download_copies, stash
+from pipeline.workspace import (
+    OutputFolder,
+    fresh_output,
+    output_folder,
+    output_path,
+    remove_download_copies,
+    stash,
+)
 
 __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
@@ -85,11 +95,15 @@ __all__ = [
     "FrameStrip", "frame_strip", "first_frame",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
     "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
+    # output folders: the one a user chose (local: any; shared: inside their own), a fresh file name in it
+    "OutputFolder", "output_folder", "fresh_output",
     # transparency: whether the settings make a transparent output (its file then keeps alpha)
     "transparent",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
     "move_job", "delete_job", "start_worker",
+    # batch (pipeline.jobs.batch): one job per target, outputs named by a pattern of BATCH_FIELDS
+    "BatchItem", "add_batch", "check_pattern", "BATCH_NAME", "BATCH_FIELDS",
     # the render workers serving the queue (JobStore.workers.live()): id, host, pid, the job each renders
     "WorkerInfo",
     "latest_frame",

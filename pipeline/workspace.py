@@ -7,12 +7,14 @@ of a path, so they can never leave the folder they are meant for.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import paths
@@ -54,18 +56,81 @@ def safe_stem(name: str, limit: int = 48) -> str:
 def output_path(folder: Path, target: str | Path, owner: str = "", transparent: bool = False) -> Path:
     """A fresh output file for ``target`` inside ``folder/owner`` (the owner's name made safe); a
     ``transparent`` one in a format that keeps alpha (a still's own .png/.webp, else .png; a video .webm)."""
-    target = Path(target)
     sub = folder / safe_stem(owner or "local")
     sub.mkdir(parents=True, exist_ok=True)
+    return fresh_output(sub, target, transparent)
+
+
+def fresh_output(folder: Path, target: str | Path, transparent: bool = False) -> Path:
+    """A new file name for ``target``'s output in ``folder`` (which exists): its name, ``-swap``, the time
+    and a random part (a stashed upload's hash dropped)."""
+    target = Path(target)
     suffix = output_suffix(target, transparent)
     stashed = re.match(r"^[0-9a-f]{16}-", target.stem)  # a stashed upload: drop the hash again
     stem = safe_stem(target.stem.split("-", 1)[-1] if stashed else target.stem)
     # a random part: jobs queued in the same second must not share a name (their files appear only when done)
     for _ in range(100):
-        candidate = sub / f"{stem}-swap-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}{suffix}"
+        candidate = folder / f"{stem}-swap-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}{suffix}"
         if not candidate.exists():
             return candidate
-    raise UserError(f"could not find a free output name for {stem} in {sub}")
+    raise UserError(f"could not find a free output name for {stem} in {folder}")
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """The folder a user's jobs are written to, and whether choosing it made it."""
+
+    path: Path
+    created: bool = False
+
+
+def output_folder(outputs: Path, owner: str = "", asked: str = "", shared: bool = False,
+                  make: bool = True) -> OutputFolder:
+    """The folder ``owner``'s jobs write to: ``outputs/<owner>`` (or ``outputs/local``) unless ``asked``.
+
+    On a local UI (``shared`` False) any folder: ``~`` expanded, a relative one taken inside the owner's
+    folder. On a shared UI only a folder inside ``outputs/<owner>``: a relative path (``holiday``, or
+    ``outputs/<owner>/holiday`` as the queue shows it), or an absolute one that lies inside it; ``..`` and
+    any other place are refused (symlinks followed). The folder is made if missing and must be writable
+    (``make`` False: only named, as a page shows the default before anything is queued)."""
+    own = outputs / safe_stem(owner or "local")
+    text = asked.strip()
+    if not text:
+        folder = own
+    elif shared:
+        folder = _inside(own, Path(text), text)
+    else:
+        given = Path(text).expanduser()
+        folder = given if given.is_absolute() else own / given
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"the output folder {text} is a file, not a folder")
+    created = not folder.exists()
+    if not make:
+        return OutputFolder(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"the output folder {text or folder} cannot be made: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"the output folder {text or folder} is not writable: choose another one")
+    return OutputFolder(folder, created)
+
+
+def _inside(own: Path, given: Path, text: str) -> Path:
+    """``given`` (relative to ``own``, or absolute) as a folder inside ``own``, else UserError."""
+    where = f"outputs/{own.name}"
+    if ".." in given.parts:
+        raise UserError(f"the output folder {text!r} may not use '..': give a folder inside your {where}")
+    parts = given.parts
+    if not given.is_absolute() and parts[:2] == ("outputs", own.name):  # as the queue shows folders
+        given = Path(*parts[2:]) if len(parts) > 2 else Path()
+    folder = given if given.is_absolute() else own / given
+    try:
+        Path(os.path.realpath(folder)).relative_to(os.path.realpath(own))
+    except ValueError:
+        raise UserError(f"the output folder {text!r} is not yours: on this shared UI jobs are saved "
+                        f"inside your {where} (give a sub-folder name such as 'holiday')") from None
+    return folder
 
 
 def output_suffix(target: str | Path, transparent: bool = False) -> str:

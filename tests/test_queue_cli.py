@@ -170,8 +170,8 @@ def test_a_batch_says_per_job_which_were_refused_and_queues_the_rest(
 
 @pytest.mark.parametrize("pattern, message", [
     ("{who}", "unknown field {who} (valid: {target}, {source}, {n})"),
-    ("x/{target}", "a file name pattern, not a path"),
-    ("{target", "--name '{target'"),
+    ("x/{target}", "is a file name, not a path"),
+    ("{target", "the name pattern '{target'"),
 ])
 def test_a_bad_name_pattern_is_refused_in_one_line(files: dict[str, Path], pattern: str, message: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

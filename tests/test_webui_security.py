@@ -42,16 +42,18 @@ def login(url: str, user: str, password: str) -> httpx.Client:
 SESSIONS: dict[int, str] = {}  # id(client) -> the Gradio session hash of its page
 
 
-def event(client: httpx.Client, app: Any, component: Any, data: list[Any], trigger: str = "click") -> Any:
+def event(client: httpx.Client, app: Any, component: Any, data: list[Any], trigger: str = "click",
+          fn_index: int | None = None) -> Any:
     """Fire a UI event as the browser does (queue/join, then read the event stream) in the client's page
     session (opened with the page's load events); returns its outputs, or raises UserError with the
     message the UI would show."""
     if id(client) not in SESSIONS:
         SESSIONS[id(client)] = secrets.token_hex(6)
-        for loaded in [f for f in app.blocks.fns.values() if (app.blocks._id, "load") in f.targets]:
-            if not loaded.inputs:
-                event(client, app, app.blocks, [], "load")
-    fn_index = next(i for i, f in app.blocks.fns.items() if (component._id, trigger) in f.targets)
+        for i, loaded in app.blocks.fns.items():  # each load event with no inputs, by its own index
+            if (app.blocks._id, "load") in loaded.targets and not loaded.inputs:
+                event(client, app, app.blocks, [], "load", fn_index=i)
+    if fn_index is None:
+        fn_index = next(i for i, f in app.blocks.fns.items() if (component._id, trigger) in f.targets)
     session = SESSIONS[id(client)]
     body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
             "trigger_id": component._id}

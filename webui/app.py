@@ -17,9 +17,11 @@ from starlette.middleware import Middleware
 
 from pipeline import api
 from webui import (
+    batch_area,
     controls,
     faces,
     files,
+    kept_inputs,
     live_routes,
     live_tab,
     models_tab,
@@ -141,6 +143,7 @@ def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[s
         with gr.Column(scale=1, elem_id="swap-settings"):
             parts["faces"] = faces.create(base)
             main = controls.create_main(base)
+            parts["batch"] = batch_area.create()  # the output folder and a batch (a closed accordion)
             shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
             with gr.Accordion("Processors", open=False, elem_id="processors"):
                 made, parts["processors"] = processors_area.create(base)
@@ -161,7 +164,10 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     voice = parts["processors"]["voice"]  # the lip syncer's new voice, heard by the preview and the job
     preview_panel.wire(p, f, form, voice)
     live_tab.wire(ctx, parts["live"], f, form)
-    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"])
+    queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"],
+                   folder=parts["batch"]["folder"])
+    batch_area.wire(ctx, parts["batch"], f, form, voice, parts["queue"], blocks)
+    kept_inputs.wire(ctx, kept_inputs.create(), f, form, blocks)  # a reload keeps sources, target, settings
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load])
     system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)

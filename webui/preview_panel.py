@@ -19,7 +19,7 @@ import gradio as gr
 
 from pipeline import api
 from webui import timeline
-from webui.common import browser_message, user_errors
+from webui.common import browser_message
 from webui.controls import MODEL_KEYS, SettingsForm, model_choice_updates
 
 # (label, value) of the compare modes; CSS shows the images each needs (CSS below, keyed on the checked value)
@@ -140,15 +140,23 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     def on_import(path: str | None) -> str:
         if not path:
             return ""
-        entry = api.import_model(Path(path))
+        try:
+            entry = api.import_model(Path(path))
+        except api.UserError as exc:  # the status line says why, with no error badge over it
+            return problem(f"not imported: {exc}")
         return f"imported {entry.name}"
 
-    imported = c["import"].upload(user_errors(on_import), c["import"], c["status"], api_visibility="private")
-    imported = imported.then(on_preview, inputs, outputs, **one_at_a_time)
+    def on_fetched(names: list[str], *args: Any) -> tuple[Any, ...]:
+        """The preview again once the models are there; after a failed fetch its line stays shown."""
+        installed = {m.name for m in api.model_status() if m.installed}
+        return on_preview(*args) if set(names) <= installed else tuple(gr.skip() for _ in outputs)
+
+    imported = c["import"].upload(on_import, c["import"], c["status"], api_visibility="private")
+    imported = imported.then(on_fetched, [c["missing"], *inputs], outputs, **one_at_a_time)
     imported.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
-    fetched = c["fetch"].click(user_errors(fetch_missing), c["missing"], [c["status"], c["fetch"]],
+    fetched = c["fetch"].click(fetch_missing, c["missing"], [c["status"], c["fetch"]],
                                api_visibility="private")
-    fetched = fetched.then(on_preview, inputs, outputs, **one_at_a_time)
+    fetched = fetched.then(on_fetched, [c["missing"], *inputs], outputs, **one_at_a_time)
     fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
 
 
@@ -192,11 +200,15 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
 
 
 def fetch_missing(names: list[str], progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:  # noqa: B008
-    """Download the models the current settings need, one after the other, with a progress bar."""
+    """Download the models the current settings need, one after the other, with a progress bar; a failed
+    download is the status line under the preview (not an error badge over it), Fetch offered again."""
     for i, name in enumerate(names):
         def report(done: int, total: int, name: str = name, i: int = i) -> None:
             progress(done / total if total else None,
                      desc=f"{name} ({i + 1} of {len(names)}): {done / 1e6:.1f} MB")
 
-        api.fetch_model(name, progress=report)
+        try:
+            api.fetch_model(name, progress=report)
+        except api.UserError as exc:
+            return problem(f"{name} was not fetched: {exc}"), gr.update(visible=True)
     return f"installed {', '.join(names)}", gr.update(visible=False)

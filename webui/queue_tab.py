@@ -102,14 +102,15 @@ def create(ctx: Ctx) -> dict[str, Any]:
 
 
 def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,
-         voice: Any, status: Any | None = None) -> None:
+         voice: Any, status: Any | None = None, folder: Any | None = None) -> None:
     """The add button under the preview (``add_job``) queues the Faces tab's inputs (``faces``) with the
-    settings; the table polls the store; the buttons act on the selected row's job."""
+    settings into the chosen output ``folder`` (a textbox; None: the caller's own); the table polls the
+    store; the buttons act on the selected row's job."""
 
     def on_add(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
-               *vals: Any) -> tuple[str, str, Any]:
+               where: str | None, *vals: Any) -> tuple[str, str, Any]:
         try:
-            job = submit(ctx, form.read(vals), sources, target, request, audio)
+            job = submit(ctx, form.read(vals), sources, target, request, audio, where or "")
         except api.UserError as exc:  # shown once, beside the button; no job is created
             return gr.update(), render_jobs(visible_jobs(ctx, request)), refused(str(exc))
         gr.Info(f"queued job #{job.label}")
@@ -118,7 +119,8 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
             f"queued job #{job.label}: follow it in the Queue tab"
 
     # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
-    add_job.click(on_add, [faces["sources"], faces["target"], voice, *form.inputs],
+    chosen = folder if folder is not None else gr.State("")
+    add_job.click(on_add, [faces["sources"], faces["target"], voice, chosen, *form.inputs],
                   [c["message"], c["table"], status if status is not None else c["message"]],
                   api_visibility="private", trigger_mode="multiple")
 
@@ -281,19 +283,77 @@ def visible_jobs(ctx: Ctx, request: gr.Request | None) -> list[api.Job]:
 
 
 def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, target: str | None,
-           request: gr.Request | None, audio: str | None = None) -> api.Job:
-    """Check and stash the inputs (``audio``: a new voice), then queue a render with these settings
-    (nothing renders here)."""
+           request: gr.Request | None, audio: str | None = None, folder: str = "") -> api.Job:
+    """Check and stash the inputs (``audio``: a new voice), then queue a render with these settings into
+    the chosen output ``folder`` (:func:`output_folder`; nothing renders here)."""
     audio = audio or None
-    api.check_swap(settings, sources, target, ctx.outputs, audio)  # the preview's checks, the output folder
+    owner = ctx.owner(request)
+    where = output_folder(ctx, folder, request).path
+    api.check_swap(settings, sources, target, where, audio)  # the preview's checks, the output folder
     stashed = [api.stash(s, ("image",)) for s in sources]
     kept_target = api.stash(target)
     kept_audio = None if audio is None else api.stash(audio, None)
-    owner = ctx.owner(request)
-    output = api.output_path(ctx.outputs, kept_target, owner, transparent=api.transparent(settings))
+    output = api.fresh_output(where, kept_target, transparent=api.transparent(settings))
     job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner, audio=kept_audio)
     ctx.audit.record(owner, "add", job=job.id)
     return job
+
+
+def output_folder(ctx: Ctx, asked: str, request: gr.Request | None, make: bool = True) -> api.OutputFolder:
+    """The caller's output folder (made if missing, unless not ``make``): on a shared UI only inside their
+    own outputs/<user>."""
+    return api.output_folder(ctx.outputs, ctx.owner(request), asked or "", shared=bool(ctx.config.users),
+                             make=make)
+
+
+def submit_batch(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targets: Sequence[str],
+                 host_folder: str, pattern: str, request: gr.Request | None, audio: str | None = None,
+                 folder: str = "") -> list[api.BatchItem]:
+    """One job per target (uploaded files, or the images and videos of a folder on this machine: a local
+    UI only), the same sources and settings, outputs named by ``pattern`` in the chosen output folder; by
+    the CLI's batch (``api.add_batch``): each target's job, or why it was refused."""
+    host_folder = (host_folder or "").strip()
+    if host_folder and ctx.config.users:
+        raise api.UserError("a folder on the server is not yours to batch from on a shared UI: upload the "
+                            "targets instead")
+    given = [*(targets or []), *([Path(host_folder).expanduser()] if host_folder else [])]
+    if not given:
+        raise api.UserError("add the batch's targets first (upload them"
+                            + (")" if ctx.config.users else ", or give a folder on this computer)"))
+    if host_folder and not Path(given[-1]).is_dir():
+        raise api.UserError(f"the batch folder {host_folder} is not a folder on this computer")
+    if not sources:
+        raise api.UserError("add a source photo (the face to put in)")
+    api.check_pattern(pattern)  # before a folder is made for nothing
+    audio = audio or None
+    owner = ctx.owner(request)
+    where = output_folder(ctx, folder, request).path
+    stashed = [api.stash(s, ("image",)) for s in sources]
+    kept_audio = None if audio is None else api.stash(audio, None)
+
+    def add(target: Path, output: Path) -> api.Job:
+        api.check_swap(settings, sources, target, where, audio)  # the preview's checks, per target
+        job = api.add_job(ctx.store, stashed, api.stash(target), output, settings, owner=owner,
+                          audio=kept_audio)
+        ctx.audit.record(owner, "add", job=job.id)
+        return job
+
+    return api.add_batch(add, list(sources), given, where, pattern, transparent=api.transparent(settings))
+
+
+def batch_report(items: Sequence[api.BatchItem]) -> str:
+    """One line per target: the job queued with its output's name, or why it was not."""
+    lines = []
+    for item in items:
+        name = html.escape(item.target.name)
+        if item.job is not None:
+            out = html.escape(item.output.name if item.output else "")
+            lines.append(f"- queued job #{item.job.label}: {name} → {out}")
+        else:
+            why = f"{item.target.name}: {item.error or 'refused'}"
+            lines.append(f"- {refused(why)}")
+    done = sum(item.job is not None for item in items)
+    return f"**Batch:** {done} of {len(items)} queued\n" + "\n".join(lines)
 
 
 def refused(message: str) -> str:

@@ -47,24 +47,32 @@ def expand_targets(given: Sequence[str | Path]) -> list[Path]:
         media = sorted(p for p in item.iterdir() if p.is_file() and not p.name.startswith(".")
                        and p.suffix.lower() in (*IMAGE_INPUTS, *VIDEO_INPUTS))
         if not media:
-            raise UserError(f"--target {item} is a folder with no image or video in it")
+            raise UserError(f"the target folder {item} has no image or video in it")
         out += media
     return out
 
 
 def check_pattern(pattern: str) -> None:
-    """Refuse a name pattern with an unknown or malformed field, or one that names a folder."""
+    """Refuse an empty name pattern, one with an unknown or malformed field, or one that names a folder."""
+    if not pattern.strip():
+        raise UserError(f"the name pattern is empty: give one such as {DEFAULT_NAME!r} "
+                        f"(fields: {', '.join('{' + f + '}' for f in FIELDS)})")
     if "/" in pattern or "\\" in pattern:
-        raise UserError(f"--name {pattern!r} is a file name pattern, not a path (the folder is --output)")
+        raise UserError(f"the name pattern {pattern!r} is a file name, not a path "
+                        "(the folder is chosen apart)")
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None]
     except ValueError as exc:
-        raise UserError(f"--name {pattern!r}: {exc} (fields: {', '.join('{' + f + '}' for f in FIELDS)})"
-                        ) from None
+        raise UserError(f"the name pattern {pattern!r}: {exc} "
+                        f"(fields: {', '.join('{' + f + '}' for f in FIELDS)})") from None
     unknown = [f for f in fields if f not in FIELDS]
     if unknown:
-        raise UserError(f"--name {pattern!r}: unknown field {{{unknown[0]}}} "
+        raise UserError(f"the name pattern {pattern!r}: unknown field {{{unknown[0]}}} "
                         f"(valid: {', '.join('{' + f + '}' for f in FIELDS)})")
+    try:  # a format the field cannot take ({target:d})
+        pattern.format(target="target", source="source", n=1)
+    except (ValueError, IndexError) as exc:
+        raise UserError(f"the name pattern {pattern!r}: {exc}") from None
 
 
 def output_for(pattern: str, folder: Path, target: Path, source: Path, n: int,
