@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from pipeline.video.decode import read_frames
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot, sign_in, upload
 from tests.photos import grace_hopper_path
 from tests.test_live import index_clip, read_index
-from tests.timing import scaled_ms, wait_until
+from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -170,15 +170,6 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
 USERS = (("alice", "alice-pw"), ("bob", "bob-pw"))
 
 
-def sign_in(browser: Any, url: str, user: str, password: str) -> Any:
-    """A page of ``user``'s own, signed in through the login page (the certificate is self-signed)."""
-    page = browser.new_context(viewport={"width": 1280, "height": 800}, ignore_https_errors=True).new_page()
-    page.goto(url)
-    page.fill("input[data-testid=textbox]", user)
-    page.fill("input[type=password]", password)
-    page.get_by_role("button", name="Login").click()
-    page.wait_for_selector("#sources", timeout=scaled_ms(60))
-    return page
 
 
 def test_live_over_https_with_two_accounts(tmp_path: Path) -> None:
@@ -190,7 +181,7 @@ def test_live_over_https_with_two_accounts(tmp_path: Path) -> None:
     with running_app(users=USERS, self_signed=True, worker=False, data=tmp_path / "data",
                      outputs=outputs) as (url, app), chromium(camera_args(y4m)) as browser:
         url = url.replace("http://", "https://")
-        alice, bob = (sign_in(browser, url, *account) for account in USERS)
+        alice, bob = (sign_in(browser, url, *account, https=True) for account in USERS)
         anon = browser.new_context(ignore_https_errors=True)
         upload(alice, "sources", grace_hopper_path())
         wait_until(lambda: alice.locator("#sources").inner_text().count("grace"), 60, "alice's source upload")

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from pipeline import api
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot, sign_in, upload
 from tests.photos import astronaut, astronaut_path, grace_hopper, grace_hopper_path
-from tests.timing import scaled_ms, wait_until
+from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SMALL = {"width": 1280, "height": 800}
@@ -137,22 +137,14 @@ def test_source_thumbnails_chosen_person_and_mapping_pairs(tmp_path: Path) -> No
         screenshot(page, "thumbs-4-pairs-1440")
 
 
-def _sign_in(browser: Any, url: str, user: str, password: str, viewport: dict[str, int]) -> Any:
-    page = browser.new_context(viewport=viewport).new_page()
-    page.goto(url)
-    page.fill("input[data-testid=textbox]", user)
-    page.fill("input[type=password]", password)
-    page.get_by_role("button", name="Login").click()
-    page.wait_for_selector("#sources", timeout=scaled_ms(60))
-    return page
 
 
 def test_a_done_jobs_row_shows_its_frame_to_its_owner_only(tmp_path: Path) -> None:
     target = astronaut_path(tmp_path)
     with running_app(users=USERS, data=tmp_path / "data", outputs=tmp_path / "outputs") as (url, app), \
             chromium() as browser:
-        alice = _sign_in(browser, url, *USERS[0], LARGE)
-        bob = _sign_in(browser, url, *USERS[1], SMALL)
+        alice = sign_in(browser, url, *USERS[0], LARGE)
+        bob = sign_in(browser, url, *USERS[1], SMALL)
         upload(alice, "sources", grace_hopper_path())
         upload(alice, "target", target)
         wait_until(lambda: alice.locator("#preview img").count()

@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import chromium, drag_handle, open_tab, running_app, screenshot, upload
 from tests.photos import grace_hopper_path
 from tests.timing import wait_until
 
@@ -34,15 +34,6 @@ def _value(page: Any, key: str) -> str:
     return str(page.locator(f"#set-video-{key} textarea, #set-video-{key} input").first.input_value())
 
 
-def _drag(page: Any, which: str, fraction: float) -> None:
-    """Drag a handle with the mouse to ``fraction`` of the strip's width."""
-    page.locator("#timeline .fs-track").scroll_into_view_if_needed()
-    track = page.locator("#timeline .fs-track").bounding_box()
-    handle = page.locator(f"#timeline .fs-{which}").bounding_box()
-    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(track["x"] + track["width"] * fraction, track["y"] + track["height"] / 2, steps=8)
-    page.mouse.up()
 
 
 def _wait_value(page: Any, key: str, want: str, what: str) -> None:
@@ -98,9 +89,9 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
 
         # the in-point dragged to a quarter, the out-point to three quarters: 1 s and 3 s (the settings
         # controls are in the closed Advanced settings: not in the page yet)
-        _drag(page, "in", 0.25)
+        drag_handle(page, "in", 0.25)
         wait_until(lambda: _slider(page)[0] == "25", 30, what="the scrubber starting at the in-point")
-        _drag(page, "out", 0.75)
+        drag_handle(page, "out", 0.75)
         # the scrubber keeps to frames 25..74, the preview jumped to the first kept frame
         wait_until(lambda: _slider(page) == ("25", "74", "25"), 30, what="the scrubber limited to the trim")
         assert "0:01.00 – 0:03.00" in page.inner_text("#frame")
@@ -113,14 +104,14 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
                    what="video.start and video.end set by the handles")
 
         # the in-point cannot pass the out-point: dragged beyond it, it stops one frame before
-        _drag(page, "in", 0.95)
+        drag_handle(page, "in", 0.95)
         _wait_value(page, "start", "2.96", "the in-point stopped before the out")
         # the keys move a handle one frame (Shift: one second)
         page.locator("#timeline .fs-in").focus()
         page.keyboard.press("Shift+ArrowLeft")
         page.keyboard.press("ArrowLeft")
         _wait_value(page, "start", "1.92", "the in-point moved by the keys")
-        _drag(page, "in", 0.25)
+        drag_handle(page, "in", 0.25)
         _wait_value(page, "start", "1", "the in-point back at 1 s")
 
         # typed values move the handles; one outside the clip gets one line
@@ -163,7 +154,7 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
         page.click("#preset-save")
         wait_until(lambda: "saved" in page.inner_text("#preset-message"), 20, what="the preset saved")
         open_tab(page, "Swap")
-        _drag(page, "in", 0.0)
+        drag_handle(page, "in", 0.0)
         _wait_value(page, "start", "", "the in-point back at the clip's start")
         open_tab(page, "Presets")
         page.click("#preset-load")

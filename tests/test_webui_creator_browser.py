@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import chromium, drag_handle, open_tab, running_app, screenshot, upload
 from tests.photos import astronaut, grace_hopper_path
 from tests.timing import wait_until
 
@@ -51,15 +51,6 @@ def _in_view(page: Any, selector: str = "#preview img") -> None:
     assert box["x"] >= 0 and box["x"] + box["width"] <= size["width"], (selector, box, size)
 
 
-def _drag(page: Any, which: str, fraction: float) -> None:
-    """Drag the timeline's ``which`` handle ("in" or "out") with the mouse to ``fraction`` of the strip."""
-    page.locator("#timeline .fs-track").scroll_into_view_if_needed()
-    track = page.locator("#timeline .fs-track").bounding_box()
-    handle = page.locator(f"#timeline .fs-{which}").bounding_box()
-    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(track["x"] + track["width"] * fraction, track["y"] + track["height"] / 2, steps=8)
-    page.mouse.up()
 
 
 def _player(page: Any, which: str) -> dict[str, Any]:
@@ -120,10 +111,10 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         # trim on the frame strip: in at a third, out at five sixths; the preview moves to the in-point and
         # never leaves the window while the strip is dragged
         wait_until(lambda: page.locator("#timeline .fs-track img").count() > 0, 60, what="the frame strip")
-        _drag(page, "in", 1 / 3)
+        drag_handle(page, "in", 1 / 3)
         wait_until(lambda: page.locator("#frame input[type=range]").first.get_attribute("min") != "0", 30,
                    what="the scrubber starting at the in-point")
-        _drag(page, "out", 5 / 6)
+        drag_handle(page, "out", 5 / 6)
         first = int(page.locator("#frame input[type=range]").first.get_attribute("min") or 0)
         wait_until(lambda: f"Preview of frame {first}" in _status(page), 60, what="the in-point's preview")
         _in_view(page)

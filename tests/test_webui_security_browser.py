@@ -10,9 +10,17 @@ import cv2
 import pytest
 
 from pipeline.settings import Settings
-from tests.browser.helpers import chromium, dropdown_options, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import (
+    chromium,
+    dropdown_options,
+    open_tab,
+    running_app,
+    screenshot,
+    sign_in,
+    upload,
+)
 from tests.photos import astronaut, grace_hopper_path
-from tests.timing import scaled_ms, wait_until
+from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -20,14 +28,6 @@ USERS = (("alice", "alice-pw"), ("bob", "bob-pw"), ("carol", "carol-pw"))
 VIEWPORT = {"width": 1600, "height": 1000}
 
 
-def sign_in(browser: Any, url: str, user: str, password: str) -> Any:
-    page = browser.new_context(viewport=VIEWPORT).new_page()
-    page.goto(url)
-    page.fill("input[data-testid=textbox]", user)
-    page.fill("input[type=password]", password)
-    page.get_by_role("button", name="Login").click()
-    page.wait_for_selector("#sources", timeout=scaled_ms(60))
-    return page
 
 
 def absolute(url: str, href: str) -> str:
@@ -39,7 +39,7 @@ def test_two_users_in_the_browser_never_see_each_others_files(tmp_path: Path) ->
     cv2.imwrite(str(target), astronaut())
     with running_app(users=USERS, admins=frozenset({"carol"}), worker=False, data=tmp_path / "data",
                      outputs=tmp_path / "outputs") as (url, app), chromium() as browser:
-        alice, bob = sign_in(browser, url, *USERS[0]), sign_in(browser, url, *USERS[1])
+        alice, bob = sign_in(browser, url, *USERS[0], VIEWPORT), sign_in(browser, url, *USERS[1], VIEWPORT)
         anon = browser.new_context()
 
         # alice's uploads and preview reach her (the gate lets her own files through) ...
@@ -102,7 +102,7 @@ def test_two_users_in_the_browser_never_see_each_others_files(tmp_path: Path) ->
         assert all(alice.request.get(p).status == 404 for p in panes)
 
         # presets: alice's own stay hers; carol (admin) publishes a studio preset bob sees in his tab
-        carol = sign_in(browser, url, *USERS[2])
+        carol = sign_in(browser, url, *USERS[2], VIEWPORT)
         saves = ((alice, "alice look", "#preset-save"), (carol, "house look", "#preset-publish"))
         for page, name, button in saves:
             open_tab(page, "Presets")

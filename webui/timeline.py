@@ -118,12 +118,17 @@ element.addEventListener('keydown', (e) => {
   timer = setTimeout(commit, 250);  // one commit for a run of key presses
 });
 const parse = (v) => (v === null || v === undefined || String(v).trim() === '') ? NaN : Number(v);
-const fromData = () => { const s = strip(); if (s) place(parse(s.dataset.start), parse(s.dataset.end)); };
+// a handle under the user's pointer is theirs: nothing from the server moves it until it is let go (the
+// release sends the range, and the controls' answer to that is its echo)
+const fromData = () => {
+  const s = strip();
+  if (s && !drag) place(parse(s.dataset.start), parse(s.dataset.end));
+};
 // the controls changed: move the handles, unless this is the echo of a range the handles sent (a newer
 // move of theirs may be on its way)
 function show(start, end) {
   const s = strip();
-  if (!s) return;
+  if (!s || drag) return;
   const a = parse(start), b = parse(end), d = +s.dataset.duration;
   const na = Number.isFinite(a) ? a : 0, nb = Number.isFinite(b) ? b : d;
   if (sent.some(([x, y]) => Math.abs(x - na) < 1e-3 && Math.abs(y - nb) < 1e-3)) return;

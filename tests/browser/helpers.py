@@ -125,3 +125,44 @@ def upload(page: Any, elem_id: str, *files: Path) -> None:
         page.locator(f"#{elem_id} button[aria-label=Clear], #{elem_id} button[title=Clear]").first.click()
         field.wait_for(state="attached", timeout=scaled_ms(10))
     field.set_input_files([str(f) for f in files])
+
+
+def sign_in(browser: Any, url: str, user: str, password: str, viewport: dict[str, int] | None = None,
+            https: bool = False) -> Any:
+    """A page of ``user``'s own (a context of its own), signed in through the login page; ``https``: the
+    app's certificate is self-signed."""
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 800},
+                                  ignore_https_errors=https)
+    page = context.new_page()
+    page.goto(url)
+    page.fill("input[data-testid=textbox]", user)
+    page.fill("input[type=password]", password)
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_selector("#sources", timeout=scaled_ms(60))
+    return page
+
+
+def steady_box(page: Any, selector: str) -> dict[str, float]:
+    """``selector``'s bounding box once it has stayed put over two rendering steps (a tab just shown, or
+    pictures loading above it, still move it: a press where it was would miss it)."""
+    last: list[Any] = [None]
+
+    def settled() -> bool:
+        page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        box = page.locator(selector).first.bounding_box()
+        steady, last[0] = box is not None and box == last[0], box
+        return steady
+
+    wait_until(settled, 10, what=f"{selector} to stay put")
+    return dict(last[0])
+
+
+def drag_handle(page: Any, which: str, fraction: float) -> None:
+    """Drag the timeline's ``which`` handle ("in" or "out") with the mouse to ``fraction`` of the strip."""
+    page.locator("#timeline .fs-track").scroll_into_view_if_needed()
+    track = steady_box(page, "#timeline .fs-track")
+    handle = steady_box(page, f"#timeline .fs-{which}")
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(track["x"] + track["width"] * fraction, track["y"] + track["height"] / 2, steps=8)
+    page.mouse.up()
