@@ -52,7 +52,7 @@ def create(settings: api.Settings) -> dict[str, Any]:
                             elem_id="faces", interactive=False)
     c["pick"] = gr.Radio([PICK_ONLY, PICK_MAP], value=PICK_ONLY, label="Clicking a face will", elem_id="pick")
     c["chosen"] = gr.Gallery(label="Chosen people (source photo → the face it replaces)", columns=4,
-                             height=190, object_fit="contain", allow_preview=False, preview=False,
+                             height="auto", object_fit="contain", allow_preview=False, preview=False,
                              interactive=False, visible=False, elem_id="chosen", buttons=[])
     with gr.Accordion("Which faces to replace", open=False, elem_id="which-faces"):
         c["selector"] = controls.create_section("selector", settings)
