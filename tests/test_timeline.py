@@ -150,6 +150,10 @@ def test_the_scrubber_keeps_to_the_trim_and_a_bad_trim_is_one_line(tmp_path: Pat
     assert "0:00.40 – 0:01.20" in slider["label"]
     full = frame_slider(info, None, None, 33)
     assert (full["minimum"], full["maximum"], full["value"]) == (0, 49, 33)
+    # a trim's change that comes back late keeps the frame the page shows now, unless it falls outside
+    assert "value" not in frame_slider(info, 0.4, 1.2, 20, keep=True)
+    assert frame_slider(info, 0.4, 1.2, 0, keep=True)["value"] == 10
+    assert range_changed(clip, "0.4", "1.2", 20)[0].get("value") is None
     one = frame_slider(info, 1.96, None, 0)  # only the last frame kept: a slider that cannot move
     assert one["value"] == 49 and one["interactive"] is False and one["minimum"] < one["maximum"]
     settings = api.apply_overrides(api.Settings(), {"video.start": 0.4, "video.end": 1.2})

@@ -45,6 +45,7 @@ def create(settings: api.Settings) -> dict[str, Any]:
     c["target_info"] = gr.HTML("No target yet.", elem_id="target-info", css_template=TARGET_CSS)
     trim = timeline.create()  # a video's frame strip: drag the in- and out-points (video.start / .end)
     c["strip"], c["trim_range"], c["trim_note"] = trim["strip"], trim["range"], trim["note"]
+    c["described"] = gr.State("")  # the target the line, the scrubber and the gallery describe now
     c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame (drag, or arrow keys)", elem_id="frame",
                            interactive=False, visible=False)
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6,
@@ -72,17 +73,19 @@ def create(settings: api.Settings) -> dict[str, Any]:
 def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     """Target and frame fill the gallery; a click on a face picks that person (or maps the next source)."""
 
-    def on_target(target: str | None, frame: int, *vals: Any) -> tuple[Any, ...]:
+    def on_target(target: str | None, described: str, *vals: Any) -> tuple[Any, ...]:
+        if target and target == described:  # the same file again (a repeated change event): the scrubber
+            return gr.skip(), gr.skip(), gr.skip(), described  # stays where the user has moved it since
         try:
             settings = form.read(vals)
             info, slider = describe_target(target, settings)
-            return info, slider, gallery(target, 0, settings)
+            return info, slider, gallery(target, 0, settings), target or ""
         except api.UserError as exc:  # shown in place of the description: no error badge left behind
             shown = f'<span class="fs-problem">⚠ {browser_message(str(exc))}</span>'
-            return shown, gr.update(visible=False), []
+            return shown, gr.update(visible=False), [], ""
 
-    c["target"].change(on_target, [c["target"], c["frame"], *form.inputs],
-                       [c["target_info"], c["frame"], c["faces"]], api_visibility="private")
+    c["target"].change(on_target, [c["target"], c["described"], *form.inputs],
+                       [c["target_info"], c["frame"], c["faces"], c["described"]], api_visibility="private")
     timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
                   c["frame"], form["video.start"], form["video.end"])
 

@@ -268,9 +268,12 @@ def trim_frames(frames: int, fps: float, start: float | None, end: float | None)
     return (first, stop) if stop >= first else None
 
 
-def frame_slider(info: Any, start: float | None, end: float | None, value: float) -> dict[str, Any]:
+def frame_slider(info: Any, start: float | None, end: float | None, value: float,
+                 keep: bool = False) -> dict[str, Any]:
     """The frame scrubber of a target (``api.check_media``'s info): hidden for a still image; limited to
-    the trim's frames (the value moved inside them) and its label saying the range."""
+    the trim's frames (the value moved inside them) and its label saying the range. ``keep``: a value
+    already inside is not sent (the page keeps the frame it shows now: a reply that comes late must not
+    take the scrubber back to where it was when the change was sent)."""
     last = max(0, info.frames - 1)
     if last == 0:
         return gr.update(minimum=0, maximum=1, value=0, interactive=False, visible=False, label=FRAME_LABEL)
@@ -280,8 +283,9 @@ def frame_slider(info: Any, start: float | None, end: float | None, value: float
     label = FRAME_LABEL if kept is None else f"{FRAME_LABEL}, within the trim {range_text(start, end)}"
     within = min(max(int(value or 0), first), stop)
     low, high = (first, stop) if stop > first else (first, first + 1) if first < last else (first - 1, first)
-    return gr.update(minimum=low, maximum=high, value=within, interactive=stop > first, visible=True,
-                     label=label)  # a one-frame trim: a slider of two that cannot be moved (Gradio needs two)
+    moved = {} if keep and within == int(value or 0) else {"value": within}
+    return gr.update(minimum=low, maximum=high, interactive=stop > first, visible=True, label=label,
+                     **moved)  # a one-frame trim: a slider of two that cannot be moved (Gradio needs two)
 
 
 def note(problem: str = "") -> dict[str, Any]:
@@ -301,7 +305,8 @@ def range_changed(target: str | None, start_text: str, end_text: str, value: flo
     start, end = _number(start_text), _number(end_text)
     if info.kind == "image":
         return gr.skip(), note()
-    return frame_slider(info, start, end, value), note(trim_problem(start, end, info.frames / info.fps))
+    return frame_slider(info, start, end, value, keep=True), \
+        note(trim_problem(start, end, info.frames / info.fps))
 
 
 def within(settings: api.Settings, target: str | None, frame: int) -> int:
