@@ -72,14 +72,10 @@ def thumb_size(width: int, height: int, thumb_height: int) -> tuple[int, int]:
 def thumb_cmd(ffmpeg_exe: str, path: str | Path, *, time: float, filters: str, size: tuple[int, int]
               ) -> list[str]:
     """One frame at ``time`` s, through the decode ``filters`` (upright, SDR, BGR), scaled to ``size``,
-    as raw BGR24 on stdout."""
-    cmd = [ffmpeg_exe, *builders.QUIET]
-    if time > 0:
-        cmd += ["-ss", f"{time:.6f}"]
+    as raw BGR24 on stdout (the render's decode command, one frame of it)."""
     w, h = size
-    return [*cmd, "-i", builders.media_arg(path), "-map", "0:v:0", "-an", "-sn", "-dn",
-            "-vf", f"{filters},scale={w}:{h}:flags=area", "-frames:v", "1",
-            "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
+    return builders.decode_cmd(ffmpeg_exe, path, filters=f"{filters},scale={w}:{h}:flags=area",
+                               start=time or None, frames=1)
 
 
 def frame_strip(path: str | Path, count: int = STRIP_COUNT, height: int = STRIP_HEIGHT) -> FrameStrip | None:

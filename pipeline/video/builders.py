@@ -153,9 +153,11 @@ def decode_cmd(
     start: float | None = None,
     duration: float | None = None,
     hwaccel: str | None = None,
+    frames: int | None = None,
 ) -> list[str]:
     """Decode the first video stream to raw BGR24 on stdout. ``-ss`` before ``-i`` seeks fast and
-    accurately; ``-t`` after it limits the output duration. ffmpeg applies the rotation tag itself."""
+    accurately; ``-t`` after it limits the output duration, ``frames`` the number of frames. ffmpeg applies
+    the rotation tag itself."""
     cmd = [ffmpeg, *QUIET]
     if hwaccel:
         cmd += ["-hwaccel", hwaccel]
@@ -164,9 +166,10 @@ def decode_cmd(
     cmd += ["-i", media_arg(path)]
     if duration is not None:
         cmd += ["-t", f"{duration:.6f}"]
-    cmd += ["-map", "0:v:0", "-an", "-sn", "-dn", "-vf", filters, "-fps_mode", "passthrough",
-            "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
-    return cmd
+    cmd += ["-map", "0:v:0", "-an", "-sn", "-dn", "-vf", filters, "-fps_mode", "passthrough"]
+    if frames is not None:
+        cmd += ["-frames:v", str(frames)]
+    return [*cmd, "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
 
 
 # --- encoding ----------------------------------------------------------------------------------
