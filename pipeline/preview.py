@@ -118,7 +118,7 @@ def faces_in(target: str | Path, frame_index: int = 0, settings: Settings | None
     """The faces the detector finds on one frame, largest first, as RGB crops with margin and boxes."""
     settings = settings or Settings()
     frame = read_frame(target, frame_index)
-    faces = sorted(_detector(settings).detect([frame])[0], key=lambda f: -f.area)
+    faces = detect_faces(frame, settings)
     return [FoundFace(_crop(frame, f.box, 0.4)[:, :, ::-1].copy(), _int_box(f.box), float(f.score))
             for f in faces]
 
@@ -143,7 +143,7 @@ def save_reference(target: str | Path, frame_index: int, face_index: int,
     ``selector.mode=reference``."""
     settings = settings or Settings()
     frame = read_frame(target, frame_index)
-    faces = sorted(_detector(settings).detect([frame])[0], key=lambda f: -f.area)
+    faces = detect_faces(frame, settings)
     if not 0 <= face_index < len(faces):
         raise NoFaceFound(f"face {face_index + 1} is not on frame {frame_index} of {Path(target).name}")
     crop = _crop(frame, faces[face_index].box, 0.8)

@@ -192,16 +192,6 @@ def job_thumbnail(job: Job, height: int = ROW_HEIGHT) -> Path | None:
 
 def _middle_frame(path: Path) -> Frame:
     """The middle frame of a video (BGR), or the picture of a still image."""
-    info = media.check_media(path)
-    if info.kind == "image":
-        return read_image(path).bgr
-    from pipeline.video.decode import read_frames
+    from pipeline.preview import read_frame
 
-    start = (info.frames // 2) / info.fps if info.fps and info.frames > 1 else None
-    frames = read_frames(path, start=start, hwaccel="none")
-    try:
-        for frame in frames:
-            return frame
-    finally:
-        frames.close()  # type: ignore[attr-defined]
-    raise UserError(f"{path.name}: no frame could be decoded")
+    return read_frame(path, media.check_media(path).frames // 2)
