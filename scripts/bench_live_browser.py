@@ -22,9 +22,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.helpers import chromium, open_tab, running_app, upload  # noqa: E402
-from tests.photos import grace_hopper_path  # noqa: E402
-from tests.test_live_browser import camera_args, fake_camera  # noqa: E402
+from tests.browser.helpers import chromium, running_app  # noqa: E402
+from tests.test_live_browser import camera_args, fake_camera, live_page  # noqa: E402
 from tests.timing import wait_until  # noqa: E402
 
 WARM_S = 5.0  # after the first frames back: the connection's and the encoder's start left out
@@ -34,12 +33,7 @@ def one(folder: Path, size: tuple[int, int], seconds: float) -> dict[str, Any]:
     y4m, _ = fake_camera(folder, size)
     with running_app(worker=False, data=folder / "data", outputs=folder / "outputs") as (url, app), \
             chromium(camera_args(y4m)) as browser:
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        page.goto(url)
-        page.wait_for_selector("#sources")
-        upload(page, "sources", grace_hopper_path())
-        wait_until(lambda: page.locator("#sources").inner_text().count("grace"), 60, "the source upload")
-        open_tab(page, "Live")
+        page = live_page(browser, url)
         page.locator("#live-start").click()
         wait_until(lambda: page.evaluate("window.fsLive.measure()")["samples"] >= 10, 120, "frames back")
         time.sleep(WARM_S)

@@ -57,6 +57,17 @@ def camera_args(y4m: Path) -> list[str]:
             f"--use-file-for-fake-video-capture={y4m}", "--disable-features=WebRtcHideLocalIpsWithMdns"]
 
 
+def live_page(browser: Any, url: str) -> Any:
+    """A page of the app with a source photo, on the Live tab (not started)."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(url)
+    page.wait_for_selector("#sources")
+    upload(page, "sources", grace_hopper_path())
+    wait_until(lambda: page.locator("#sources").inner_text().count("grace"), 60, "the source upload")
+    open_tab(page, "Live")
+    return page
+
+
 def grab(page: Any, selector: str) -> np.ndarray | None:
     url = page.evaluate(GRAB, selector)
     if not url:
@@ -119,12 +130,7 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
     monkeypatch.setattr(live_step.ChainStep, "__call__", watched)  # the app runs in this process
     with running_app(worker=False, data=tmp_path / "data", outputs=tmp_path / "outputs") as (url, app), \
             chromium(camera_args(y4m)) as browser:
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        page.goto(url)
-        page.wait_for_selector("#sources")
-        upload(page, "sources", grace_hopper_path())
-        wait_until(lambda: page.locator("#sources").inner_text().count("grace"), 60, "the source upload")
-        open_tab(page, "Live")
+        page = live_page(browser, url)
         page.locator("#live-record input").check()
         page.locator("#live-start").click()
         seen: list[tuple[int, np.ndarray]] = []

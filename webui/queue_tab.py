@@ -236,8 +236,8 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
         return ["No job selected.", "", ""]
     job = _own_job(ctx, job_id, request)
     name = html.escape(Path(job.target).name.split("-", 1)[-1])
-    if trim_of(job):
-        name += f", {trim_of(job)}"
+    if kept := trim_of(job):
+        name += f", {kept}"
     if job.state == "failed":
         reason = html.escape(browser_message(job.error or "no reason recorded"))
         return [f'**Job #{job.label}** ({name}): <span class="fs-error">failed: {reason}</span>', "", ""]
@@ -506,17 +506,21 @@ def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
     ]
 
 
+def _trim(job: api.Job) -> tuple[float | None, float | None]:
+    """The job's video.start / video.end, read from its stored settings (no validation per row and tick)."""
+    video = json.loads(job.settings_json).get("video") or {}
+    return video.get("start"), video.get("end")
+
+
 def trim_of(job: api.Job) -> str:
     """The part of the target the job renders, in words ("trimmed 0:01.20 – 0:04.00"); "" for all of it."""
-    video = json.loads(job.settings_json).get("video") or {}  # no validation per row and tick
-    kept = timeline.range_text(video.get("start"), video.get("end"))
+    kept = timeline.range_text(*_trim(job))
     return f"trimmed {kept}" if kept else ""
 
 
 def trim_start(job: api.Job) -> float:
     """Where the job's output begins in its target (s): the trim's in-point, 0 without one."""
-    video = json.loads(job.settings_json).get("video") or {}
-    return float(video.get("start") or 0.0)
+    return float(_trim(job)[0] or 0.0)
 
 
 def _trim_cell(job: api.Job) -> str:
