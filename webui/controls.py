@@ -193,8 +193,13 @@ def _to_setting(key: str, value: Any) -> Any:
         if annotation is int or _literal_choices(annotation) is not None:
             return int(value)
     if isinstance(value, str) and _is_text_list(key):
-        return [p.strip() for p in value.split(",") if p.strip()]
+        return text_list(value)
     return value
+
+
+def text_list(value: str | None) -> list[str]:
+    """A list setting's text box ("a, b") as its items."""
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
 
 
 def settings_from(keys: Sequence[str], values: Sequence[Any],

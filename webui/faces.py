@@ -172,7 +172,7 @@ def chosen_gallery(sources: list[str] | None, mode: str, reference: str | None, 
         with contextlib.suppress(api.UserError):  # a face file gone since it was picked is left out
             items.append((api.face_image(reference), "chosen person: only this face is replaced"))
     sources = list(sources or [])
-    for i, face in enumerate(p.strip() for p in (mapping or "").split(",") if p.strip()):
+    for i, face in enumerate(controls.text_list(mapping)):
         source = sources[i] if i < len(sources) else None
         try:
             if source is None:
