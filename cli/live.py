@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-from pathlib import Path
 from typing import Any
 
-from pipeline import presets
-from pipeline.checks import require_models
-from pipeline.errors import UserError
-from pipeline.plan import ModelPlan
+from pipeline import checks, presets, writer
+from pipeline.request import SwapRequest, check
 
 
 def register(sub: Any) -> None:
@@ -44,11 +42,12 @@ def size_arg(text: str) -> tuple[int, int]:
 
 
 def positive(text: str) -> float:
+    """A finite number above 0 (``inf`` and ``nan`` are refused as the settings refuse them)."""
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
+    if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
     return value
 
@@ -59,23 +58,28 @@ def cmd_live(args: argparse.Namespace) -> int:
     from pipeline.live.outputs import open_output
     from pipeline.live.step import chain_builder, live_settings
 
-    sources = [Path(s) for s in args.source]
-    for source in sources:
-        if not source.is_file():
-            raise UserError(f"no source image {source}")
     settings = presets.settings_from(args.preset, args.set)
-    live = live_settings(settings)[0]
-    require_models(live)
+    # the one check of a swap request, as `swap` and the queue run it (a camera in place of a target)
+    checked = check(SwapRequest.of(args.source, None, live_settings(settings)[0], live=True))
+    sources = list(checked.request.sources)
     camera = open_camera(args.camera, args.size, args.fps)
-    sink = open_output(args.output, camera.fps, ModelPlan.from_settings(live).names,
-                       [*sources, Path(args.camera)])
+    info = getattr(camera, "info", None)  # a file camera's own size where none was asked for
+    size = getattr(camera, "size", None) or (None if info is None else (info.width, info.height))
+    if size is not None:  # a frame enhancer's frames the encoder would refuse minutes in, refused now
+        checks.check_frame_size(checked.request.settings, camera.name, size, "video", checked.plan)
+    sink = open_output(args.output, camera.fps, checked.plan.names, sources, args.camera)
     engine = LiveEngine(settings, chain_builder(sources, camera.fps))
     step = engine.step
     limit = None if args.seconds is None else max(1, round(args.seconds * camera.fps))
-    stats = engine.run(camera, sink, limit)
+    with writer.stop_on_signals():  # SIGTERM/SIGHUP end the run as Ctrl-C does: the recording kept
+        stats = engine.run(camera, sink, limit)
     for notice in getattr(step, "notices", []):
         print(f"facestation: note: {notice}", file=sys.stderr)
     summary = {"camera": camera.name, "output": args.output, **stats.summary()}
+    if limit is not None and summary["frames_captured"] < limit:  # a file camera ran out first
+        ran = summary["frames_captured"] / camera.fps
+        print(f"facestation: note: {camera.name} ended after {ran:.1f} s, before the {args.seconds:g} s "
+              "asked", file=sys.stderr)
     if args.json:
         print(json.dumps({**summary, "latency_p50_ms_per_second": stats.per_second()}, indent=2))
     else:

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 2 user error (one clear line on stderr: bad input, or a disk that is full, read-only
 or not ours to write), 1 internal error, 130 cancelled or interrupted (Ctrl-C), 143/129 ``swap`` stopped by
-SIGTERM/SIGHUP. A command module that fails to import is an error here, never a missing command.
+SIGTERM/SIGHUP (``live`` ends on them as on Ctrl-C, its recording kept). A command module that fails to
+import is an error here, never a missing command.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import NoReturn
 from cli import bench, live, models, presets, queue, swap, ui
 from pipeline import __version__, env
 from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
+from pipeline.models.gpu import gpu_problem
+from pipeline.writer import Stopped
 
 COMMANDS = (swap, live, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
 
@@ -47,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "handler", None):
             parser.print_help()
             return 2
+        gpu_notice(args)
         return int(args.handler(args))
     except Cancelled as exc:
         print(f"facestation: cancelled: {exc}", file=sys.stderr)
@@ -54,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"facestation: error: {exc}", file=sys.stderr)
         return 2
-    except swap.Stopped as exc:
+    except Stopped as exc:
         print(f"facestation: stopped by {exc}", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
@@ -66,6 +70,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _internal(exc, debug)
         print(f"facestation: error: {fault}", file=sys.stderr)
         return 2
+
+
+RUNS_MODELS = {"swap", "live", "bench", "ui", "queue run", "models check"}  # the commands that load models
+
+
+def gpu_notice(args: argparse.Namespace) -> None:
+    """One line on stderr where a command that runs models will not run them on the GPU that is here."""
+    sub = getattr(args, f"{args.command}_cmd", None)
+    if args.command not in RUNS_MODELS and f"{args.command} {sub}" not in RUNS_MODELS:
+        return
+    problem = gpu_problem()
+    if problem is not None:
+        print(f"facestation: warning: {problem.line()}", file=sys.stderr)
 
 
 def _internal(exc: Exception, debug: bool) -> int:

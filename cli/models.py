@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import require_subcommand
-from pipeline import modelcheck
+from pipeline import adopt, modelcheck
 from pipeline.errors import UserError
-from pipeline.models import adopt, store
+from pipeline.models import store
 
 
 def register(sub: Any) -> None:
@@ -31,9 +31,13 @@ def register(sub: Any) -> None:
     mi.add_argument("--crc32", metavar="HEX", help="expected CRC32 (the model's published .hash file), for a "
                     "model with no pinned sha256")
     mi.set_defaults(handler=cmd_import)
-    ma = msub.add_parser("adopt", help="install the models of a FaceFusion, VisoMaster or any folder "
-                         "(linked, verified offline)")
+    ma = msub.add_parser("adopt", help="install the models another tool keeps (FaceFusion, VisoMaster, "
+                         "rembg, insightface, ComfyUI, Deep-Live-Cam, roop, Rope, DeepFaceLive) or any "
+                         "folder has (linked, verified offline)")
     ma.add_argument("folder", metavar="DIR")
+    ma.add_argument("--trust-structure", action="store_true",
+                    help="also adopt a file nothing on record verifies when its structure fits one model and "
+                    "models check passes it (marked 'unverified source')")
     ma.add_argument("--json", action="store_true")
     ma.set_defaults(handler=cmd_adopt)
     msub.add_parser("verify").set_defaults(handler=cmd_verify)
@@ -50,11 +54,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(f"{'model':26} {'role':11} {'state':10} {'size':>12}  licence")
     for r in rows:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
-        size = f"{r.size / 1e6:.1f} MB" if r.size else "size unknown"
-        needs = f"  (needs {', '.join(r.needs)}: fetched with it)" if r.needs else ""
-        unsure = f"  (not yet checked against the real file: {r.unverified})" if r.unverified else ""
-        print(f"{r.name:26} {r.role:11} {state:10} {size:>12}  {r.licence}{needs}{unsure}")
+        size = f"{r.size / 1e6:.1f} MB" if r.size else UNKNOWN_SIZE
+        notes = [f"needs {', '.join(r.needs)}: fetched with it"] if r.needs else []
+        notes += [n for n in (r.export, r.source) if n]
+        notes += [f"not yet checked against the real file: {r.unverified}"] if r.unverified else []
+        print(f"{r.name:26} {r.role:11} {state:10} {size:>12}  {r.licence}"
+              + "".join(f"  ({n})" for n in notes))
+    unknown = sum(not r.size for r in rows)
+    if unknown:
+        print(f"{UNKNOWN_SIZE}: size unknown ({unknown} models: no size is published for their files; "
+              "an installed file shows its own)")
     return 0
+
+
+UNKNOWN_SIZE = "?"  # a model's size where none is known: the footnote under `models list` says so once
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -92,17 +105,27 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    report = adopt.adopt(Path(args.folder))
+    report = adopt.adopt(Path(args.folder), trust_structure=args.trust_structure)
     if args.json:
-        print(json.dumps({"adopted": [a.__dict__ for a in report.adopted],
+        print(json.dumps({"folders": [{"folder": f, "layout": t} for f, t in report.folders],
+                          "adopted": [a.__dict__ for a in report.adopted],
                           "skipped": [k.__dict__ for k in report.skipped]}, indent=2))
         return 0
-    for a in report.adopted:
-        print(f"adopted {a.file} as {a.model} (by {a.by}; {a.how})")
-    for k in report.skipped:
-        print(f"skipped {k.file}: {k.reason}")
+    print("looked in: " + ", ".join(f"{f} ({t})" for f, t in report.folders))
+    adopted = [[a.file, a.model, a.by, a.how, a.note] for a in report.adopted]
+    print_table(["adopted", "as", "identified by", "installed as", "note"], adopted)
+    print_table(["skipped", "why"], [[k.file, k.reason] for k in report.skipped])
     print(f"{len(report.adopted)} adopted, {len(report.skipped)} skipped from {report.folder}")
     return 0
+
+
+def print_table(headers: list[str], rows: list[list[str]]) -> None:
+    """Columns as wide as their widest cell (the last one left as long as it is); nothing without rows."""
+    if not rows:
+        return
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers[:-1])]
+    for row in [headers, *rows]:
+        print("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]).rstrip())
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -135,9 +158,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps([r.as_dict() for r in results], indent=2))
     else:
         width = max([len("figures"), *(len(figures_text(r.figures)) for r in results)])
-        print(f"{'model':24} {'role':11} {'verdict':7} {'figures':{width}}  reason")
+        print(f"{'model':24} {'role':11} {'verdict':7} {'ran on':22} {'figures':{width}}  reason")
         for r in results:
-            print(f"{r.model:24} {r.role:11} {r.verdict:7} {figures_text(r.figures):{width}}  {r.reason}")
+            print(f"{r.model:24} {r.role:11} {r.verdict:7} {r.ran_on or '-':22} "
+                  f"{figures_text(r.figures):{width}}  {r.reason}")
     failed = [r.model for r in results if r.verdict == "FAIL"]
     if failed and not args.json:
         print(f"{len(failed)} model(s) failed the check: {', '.join(failed)}", file=sys.stderr)

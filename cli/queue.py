@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from cli.common import require_subcommand
-from pipeline import presets
+from pipeline import presets, writer
 from pipeline.alpha import transparent
 from pipeline.errors import UserError
 from pipeline.jobs import batch, service
 from pipeline.jobs.model import Job
 from pipeline.jobs.store import JobStore
+from pipeline.request import SwapRequest
+from pipeline.workspace import shown_name
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -37,8 +38,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     store = service.open_store()
 
     def add(target: str | Path, output: str | Path) -> Job:
-        return service.add(store, args.source, target, output, settings, owner=args.owner or "",
-                           audio=args.audio)
+        request = SwapRequest.of(args.source, target, settings, output, args.audio)
+        return service.add(store, request, owner=args.owner or "")
 
     one = len(args.target) == 1 and not Path(args.target[0]).is_dir() and args.name is None
     if one:  # as it always was: --output is the file
@@ -94,7 +95,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for job in jobs:
         gone = store.holder_gone(job)
         prog = _progress_text(job, gone)
-        line = f"{job.id:>4}  {job.state:9}  {prog:>14}  {Path(job.target).name} -> {job.output}"
+        line = f"{job.id:>4}  {job.state:9}  {prog:>14}  {shown_name(job.target)} -> {job.output}"
         if job.state == "failed":
             line += f"  [failed: {job.error}]"
         elif gone:
@@ -147,8 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.slots:
         raise UserError("--slots goes with --ray")
     stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():  # SIGTERM (systemd, docker stop): requeue, exit
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    writer.on_stop_signals(stop.set)  # SIGTERM/SIGHUP (systemd, docker stop, ssh gone): requeue, exit
     kwargs: dict[str, Any] = {"execute": farm.execute} if farm is not None else {}
     worker = Worker(service.open_store(), args.worker_id or (default_worker_id("ray") if farm else None),
                     checkpoint_seconds=args.checkpoint_seconds, **kwargs)
@@ -220,7 +220,7 @@ def register(sub: Any) -> None:
     add.add_argument("--set", action="append", metavar="section.key=value")
     add.add_argument("--owner", help="user name the job belongs to (web UI accounts)")
     add.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
-                     "sound, and a lip_syncer's mouth follows it")
+                     "sound, and the lip syncer's mouth follows it")
     add.set_defaults(handler=cmd_add)
 
     ls = qsub.add_parser("list", help="jobs in queue order")

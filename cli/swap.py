@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from pipeline import presets
-from pipeline.alpha import transparent
-from pipeline.checks import (
-    check_alpha_output,
-    check_audio,
-    check_lip_sync_sound,
-    check_output_size,
-    require_models,
-)
-from pipeline.jobs import service
-from pipeline.media import check_output, check_video_output, kind_of
+from pipeline import presets, writer
+from pipeline.request import SwapRequest, check
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
@@ -40,55 +26,19 @@ def register(sub: Any) -> None:
     swap.add_argument("--set", action="append", metavar="section.key=value", help="override one setting")
     swap.add_argument("--json", action="store_true", help="print a machine-readable summary")
     swap.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
-                      "sound, and a lip_syncer's mouth follows it")
+                      "sound, and the lip syncer's mouth follows it")
     swap.set_defaults(handler=cmd_swap)
 
 
-class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP asked ``swap`` to stop: handled like Ctrl-C (the partial output is removed); the
-    exit code is 128 + the signal's number (143, 129), as a shell reports a process its signal ended."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """Turn the first SIGTERM/SIGHUP into :class:`Stopped` in the main thread (later ones are ignored while
-    the render cleans up); the previous handlers come back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    wanted = (signal.SIGTERM, signal.SIGHUP)
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        for sig in wanted:
-            signal.signal(sig, signal.SIG_IGN)
-        raise Stopped(signum)
-
-    previous = {sig: signal.signal(sig, stop) for sig in wanted}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def cmd_swap(args: argparse.Namespace) -> int:
-    target = Path(args.target)
-    output = Path(args.output)
-    sources = [Path(s) for s in args.source]
-    audio = None if args.audio is None else check_audio(args.audio)
     settings = presets.settings_from(args.preset, args.set)
-    check_output(output, [target, *sources, *([audio] if audio else [])])
-    check_alpha_output(settings, output)  # a transparent background into a file that keeps it
-    service.refuse_queue_clash(sources, target, output, audio)  # nor a queued job's file
-    check_lip_sync_sound(settings, target, audio)  # a lip syncer needs a sound to follow
-    require_models(settings)  # every missing model named at once
-    check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
-    with stop_on_signals():
-        if kind_of(target) == "image":
+    request = SwapRequest.of(args.source, args.target, settings, args.output, args.audio)
+    checked = check(request)  # the one check: what the queue and the web UI refuse, refused here alike
+    sources, target, output = list(request.sources), Path(args.target), Path(args.output)
+    audio = request.voice
+    writer.claim(output, sources, target, audio)  # the one writer's rules: nor a queued job's file
+    with writer.stop_on_signals():  # the partial output removed, exit 143/129
+        if checked.frames is None:  # a still image
             from pipeline.still import swap_image  # the models load only for a command that needs them
 
             summary = swap_image(settings, sources, target, output)
@@ -112,15 +62,15 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
     from pipeline.render import no_face_notice, render
     from pipeline.video.probe import probe
 
-    check_video_output(output, transparent(settings))
     info = probe(target)
     show = show_progress and sys.stderr.isatty()
     result = render(settings, sources, target, output, info=info, audio=audio,
                     control=RunControl(progress_bar if show else None))
     if show:
         print(file=sys.stderr)
-    if result.faces_swapped == 0:
-        result.notices.append(no_face_notice(target, settings))
+    notice = no_face_notice(target, settings) if result.faces_swapped == 0 else None
+    if notice is not None:
+        result.notices.append(notice)
     return result.summary()
 
 

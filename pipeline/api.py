@@ -7,12 +7,14 @@ a few small functions; it computes nothing of its own. ``__all__`` below lists t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import paths
+from pipeline.adopt import adopt as adopt_models
 from pipeline.alpha import transparent
 from pipeline.bench import BackgroundBench
-from pipeline.checks import ModelsMissing, check_swap, choice_label
+from pipeline.checks import ModelsMissing, choice_label
 from pipeline.env import check as check_environment
 from pipeline.errors import FetchFailed, ModelMissing, UserError, memory_fault
 from pipeline.jobs.batch import DEFAULT_NAME as BATCH_NAME
@@ -38,7 +40,8 @@ from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
 from pipeline.modelcheck import ModelCheck
 from pipeline.modelcheck import check as check_models
-from pipeline.models.adopt import adopt as adopt_models
+from pipeline.models.catalog import CATALOG
+from pipeline.models.gpu import gpu_problem
 from pipeline.models.sessions import available_providers
 from pipeline.models.sessions import loaded as loaded_sessions
 from pipeline.models.sessions import release as release_sessions
@@ -54,7 +57,10 @@ from pipeline.presets import import_file as import_preset
 from pipeline.presets import load as load_preset
 from pipeline.presets import save as save_preset
 from pipeline.preview import faces_in, preview, read_frame, save_reference
+from pipeline.processors import PROCESSORS
 from pipeline.render import STAGES
+from pipeline.request import Checked, SwapRequest
+from pipeline.request import check as check_request
 from pipeline.settings import Settings, apply_overrides
 from pipeline.settings import keys as settings_keys
 from pipeline.strip import FrameStrip, first_frame, frame_strip
@@ -69,32 +75,38 @@ from pipeline.thumbnails import (
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
+from pipeline.video.trim import Trim
 from pipeline.workspace import (
     OutputFolder,
     fresh_output,
     output_folder,
     output_path,
     remove_download_copies,
+    shown_name,
     stash,
 )
 
 __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
     "Settings", "apply_overrides", "settings_keys",
+    # processors: what the UI shows of each (its settings section, title, whether it follows a sound)
+    "ProcessorInfo", "processors",
     # environment: every FACESTATION_* variable read once, UserError naming the first bad one (start-up)
     "check_environment",
     # errors: the one exception type whose message is shown to the user as it is
     "UserError", "ModelMissing", "FetchFailed", "memory_fault",
     # media: what an upload may be, and the check of one by content
     "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_media",
-    # checks: the one validation run before a preview and before a job is queued; model choice labels
-    "check_swap", "ModelsMissing", "choice_label",
+    # a swap request and its one check, run before a preview, a queued job, a batch's and live; model labels
+    "SwapRequest", "check_request", "Checked", "ModelsMissing", "choice_label",
+    # the trim (video.start / video.end) as frames: kept, refused in one line, in words
+    "Trim",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
     "read_frame", "faces_in", "save_reference", "references_dir", "preview",
     # timeline: a video's frame strip (thumbnails across it, to trim on), the target's first frame (JPEG)
     "FrameStrip", "frame_strip", "first_frame",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed
-    "data_dir", "outputs_dir", "stash", "output_path", "remove_download_copies",
+    "data_dir", "outputs_dir", "stash", "shown_name", "output_path", "remove_download_copies",
     # output folders: the one a user chose (local: any; shared: inside their own), a fresh file name in it
     "OutputFolder", "output_folder", "fresh_output",
     # transparency: whether the settings make a transparent output (its file then keeps alpha)
@@ -115,8 +127,10 @@ __all__ = [
     "model_status", "fetch_model", "model_fetch_order", "import_model", "adopt_models",
     # model check: each installed model run on real photos, judged by independent means (seconds: no job)
     "check_models", "ModelCheck",
+    # whether a choice names a catalog model (its dropdown says whether it is installed)
+    "is_model",
     # system: inference providers and loaded sessions, ffmpeg and its encoders
-    "usable_providers", "usable_encoders", "encoder_failures",
+    "usable_providers", "usable_encoders", "encoder_failures", "gpu_problem",
     "available_providers", "loaded_sessions", "release_sessions", "find_ffmpeg", "ffmpeg_encoders", "Encoder",
     # render farm: what a `facestation queue run --ray` driver last wrote (nodes, GPUs, segments running)
     "farm_status",
@@ -134,3 +148,27 @@ def references_dir() -> Path:
     """The folder :func:`save_reference` writes to: a reference face in settings must come from there."""
     return paths.data_dir() / "references"
 
+
+
+@dataclass(frozen=True)
+class ProcessorInfo:
+    """What the UI shows of a processor: its name in ``processors.order``, its settings section and title,
+    whether it follows a sound (a new voice is offered beside it) and whether the default order runs it."""
+
+    name: str
+    section: str
+    title: str
+    needs_sound: bool
+    default: bool
+
+
+def processors() -> list[ProcessorInfo]:
+    """Every processor, in the order the UI shows them (the registry's)."""
+    default = Settings().processors.order
+    return [ProcessorInfo(p.name, p.section, p.title, p.needs_sound, p.name in default)
+            for p in PROCESSORS.values()]
+
+
+def is_model(name: str) -> bool:
+    """Whether a settings choice ``name`` is a catalog model (which may be installed or not)."""
+    return name in CATALOG

@@ -18,6 +18,7 @@ import resource
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,31 +26,23 @@ import cv2
 import numpy as np
 
 from pipeline.chain import Chain
+from pipeline.checking.photos import default_face
 from pipeline.errors import UserError
+from pipeline.models import sessions
 from pipeline.models.runtime import random_feeds
+from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
-from pipeline.render import Render, no_face_notice
+from pipeline.render import Render, RenderResult, no_face_notice
 from pipeline.renderplan import cores, stage_models
 from pipeline.settings import Settings
+from pipeline.threadplan import measured_counts
 from pipeline.types import Frame
 from pipeline.video.decode import read_frames
 from pipeline.video.encode import Encoder, encoder_for
 from pipeline.video.probe import probe
+from pipeline.video.trim import Trim
 
 log = logging.getLogger(__name__)
-
-
-def default_face() -> Path:
-    """A real public-domain face photo that ships with matplotlib (installed with the dev extra)."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise UserError("bench needs a face: pass --source IMG (and --target VIDEO), "
-                        "or install matplotlib") from None
-    path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
-    if not path.is_file():
-        raise UserError("bench needs a face: pass --source IMG")
-    return path
 
 
 def make_test_clip(path: Path, face: Path, seconds: float = 10.0, size: tuple[int, int] = (1920, 1080),
@@ -81,7 +74,7 @@ def _loop(target: Path, out: Path, s: Settings, processor: FaceProcessor | None)
     n = 0
     chain = Chain(processor) if processor is not None else None
     with encoder_for(out, info, s) as enc:
-        for frame in read_frames(target, info=info, start=s.video.start, end=s.video.end):
+        for frame in read_frames(target, info=info, trim=Trim.of(s)):
             if chain is not None:
                 frame = chain.one(frame).out  # type: ignore[assignment]
             enc.write(frame)
@@ -120,38 +113,60 @@ def _temp_frames(processor: FaceProcessor, target: Path, out: Path, s: Settings,
     return n / seconds
 
 
-def model_bound(processor: FaceProcessor, repeats: int = 2) -> dict[str, Any]:
-    """Per-face time (s) of each model stage's main model alone, batch 1, at each thread count tried
-    (1, half the cores, all of them); the best of each and the fps they allow together (one face a
-    frame). The models are left on the threads they had."""
+def model_bound(processor: FaceProcessor, frame: Frame, repeats: int = 2) -> dict[str, Any]:
+    """The chain's model-bound limit: each model stage's main model alone (batch 1) at each thread count of
+    :func:`pipeline.threadplan.measured_counts` (1…N on up to 4 cores), its best time, and the frames/s of
+    the chain if each ran at its best, one after another (one face a frame): 1 / Σ best.
+
+    The face models are timed on random inputs of their own shapes; the detector on ``frame`` (its input is
+    the frame resized: :meth:`processor.detect`, which counts its resize too, ≈ 2 ms at 1080p). The models
+    are left on the threads they had, loaded."""
     rng = np.random.default_rng(0)
-    n = cores()
-    counts = sorted({1, max(1, n // 2), n})
-    out: dict[str, Any] = {"per_face_s": {}, "best_threads": {}}
+    counts = sorted(measured_counts(cores()))
+    out: dict[str, Any] = {"per_face_s": {}, "cpu_per_face_s": {}, "best_threads": {}, "stage": {}}
     for stage, models in stage_models(processor).items():
-        if not models or stage == "detect":
+        if not models:
             continue
-        model, had = models[0], models[0].threads
-        times = {}
+        model, had, spun = models[0], models[0].threads, models[0].spin
+        run = _detect_run(processor, frame) if stage == "detect" else _model_run(model, rng)
+        times, cpu = {}, {}
         for threads in counts:
             model.set_threads(threads)
-            session = model.session
-            feeds = random_feeds(session, rng)
-            session.run(None, feeds)  # warm
+            run()  # loads it, then a warm run
             runs = []
             for _ in range(repeats):
-                started = time.perf_counter()
-                session.run(None, feeds)
-                runs.append(time.perf_counter() - started)
-            times[threads] = round(min(runs), 3)
+                started, used = time.perf_counter(), time.process_time()
+                run()
+                runs.append((time.perf_counter() - started, time.process_time() - used))
+            times[threads], cpu[threads] = (round(x, 4) for x in min(runs))
         model.set_threads(had)
+        model.set_spinning(spun)
         _ = model.session  # loaded again now: the naive loop timed next must not pay for it
-        best = min(times, key=lambda t: times[t])
         out["per_face_s"][model.name] = times
-        out["best_threads"][model.name] = best
+        out["cpu_per_face_s"][model.name] = cpu  # CPU seconds of the process in that run (all its threads)
+        out["best_threads"][model.name] = min(times, key=lambda t: times[t])
+        out["stage"][model.name] = stage
     total = sum(out["per_face_s"][m][t] for m, t in out["best_threads"].items())
-    out["fps"] = round(1.0 / total, 3) if total else None
+    out["seconds_a_frame"] = round(total, 4)
+    out["fps"] = round(1.0 / total, 4) if total else None
     return out
+
+
+def _model_run(model: CatalogSession, rng: np.random.Generator) -> Callable[[], None]:
+    feeds: dict[str, Any] = {}
+
+    def run() -> None:
+        session = model.session
+        if not feeds:
+            feeds.update(random_feeds(session, rng))
+        session.run(None, feeds)
+    return run
+
+
+def _detect_run(processor: FaceProcessor, frame: Frame) -> Callable[[], None]:
+    def run() -> None:
+        processor.detect([frame])
+    return run
 
 
 def processor_costs(processor: FaceProcessor, stage_s: dict[str, float], frames: int) -> dict[str, float]:
@@ -160,20 +175,27 @@ def processor_costs(processor: FaceProcessor, stage_s: dict[str, float], frames:
     return {p.name: round(1000 * stage_s.get(p.stage, 0.0) / max(1, frames), 2) for p in processor.processors}
 
 
+def process_peak_rss_mb() -> float:
+    """This process's peak RSS in MB (10^6 bytes, as the render's own peak; Linux gives ru_maxrss in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6, 1)
+
+
 def run_bench(settings: Settings, sources: list[Path], target: Path | None, workdir: Path,
-              with_temp: bool = True, limit: bool = False) -> dict[str, Any]:
-    """Every way of :mod:`pipeline.bench` on one clip; ``limit``: the model-bound limit too (heavy models)."""
+              with_temp: bool = True, limit: bool = False, with_naive: bool = True) -> dict[str, Any]:
+    """Every way of :mod:`pipeline.bench` on one clip; ``limit``: the model-bound limit too (heavy models);
+    ``with_naive`` False: no naive loop (at real cost it takes as long as the render)."""
     if target is None:
         log.info("generating a 10 s 1080p30 test clip")
         target = make_test_clip(workdir / "bench-1080p.mp4", sources[0])
     info = probe(target)
     started = time.perf_counter()
     processor = FaceProcessor(settings, sources)
-    Chain(processor).one(next(iter(read_frames(target, info=info))))  # warm the models
+    first_frame = next(iter(read_frames(target, info=info)))
+    Chain(processor).one(first_frame)  # warm the models
     warm_s = time.perf_counter() - started
-    bound = model_bound(processor) if limit else None
+    bound = model_bound(processor, first_frame) if limit else None
     transcode = _loop(target, workdir / "transcode.mp4", settings, None)
-    naive = _loop(target, workdir / "naive.mp4", settings, processor)
+    naive = _loop(target, workdir / "naive.mp4", settings, processor) if with_naive else None
     temp_frames = (_temp_frames(processor, target, workdir / "temp_frames.mp4", settings, workdir)
                    if with_temp else None)
     started = time.perf_counter()
@@ -186,30 +208,58 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         "encoder": result.encoder,
         "batch_size": result.batch_size,
         "threads": result.threads,
-        "fps": {"transcode": round(transcode, 2), "naive": round(naive, 3),
+        "fps": {"transcode": round(transcode, 2), "naive": round(naive, 3) if naive else None,
                 "temp_frames": round(temp_frames, 2) if temp_frames else None, "pipeline": result.fps},
         "ratio": {"pipeline_vs_transcode": round(result.fps / transcode, 3),
-                  "pipeline_vs_naive": round(result.fps / naive, 3),
+                  "pipeline_vs_naive": round(result.fps / naive, 3) if naive else None,
                   "pipeline_vs_temp_frames": round(result.fps / temp_frames, 3) if temp_frames else None},
+        "plan": result.plan,
         "stage_busy_s": result.stage_s,
         "ms_per_frame": {k: round(1000 * v / max(1, result.frames), 2) for k, v in result.stage_s.items()},
         "processor_ms_per_frame": processor_costs(processor, result.stage_s, result.frames),
         "faces_swapped": result.faces_swapped,
         "startup_s": {"first_load_and_frame": round(warm_s, 2), "render": round(startup, 2),
-                      "render_loading": result.load_s, "render_probe": result.probe_s},
+                      "render_loading": result.load_s, "render_measuring": result.measure_s,
+                      "render_probe": result.probe_s},
         "peak_rss_mb": {"render": result.peak_rss_mb,
-                        "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+                        "process": process_peak_rss_mb()},
         "notices": list(result.notices),
+        "ran_on": sessions.ran_on(),  # each model file -> the provider onnxruntime really gave it
     }
-    if result.faces_swapped == 0:  # the ratios then compare copies: say so, not a plain success
-        report["notices"].append(no_face_notice(target, settings) + "; the figures measure no swap")
+    notice = no_face_notice(target, settings) if result.faces_swapped == 0 else None
+    if notice is not None:  # the ratios then compare copies: say so, not a plain success
+        report["notices"].append(notice + "; the figures measure no swap")
     if bound is not None:
         report["model_bound"] = bound
         if bound["fps"]:
             report["fps"]["model_bound"] = bound["fps"]
             report["ratio"]["pipeline_vs_model_bound"] = round(result.fps / bound["fps"], 3)
-            report["ratio"]["naive_vs_model_bound"] = round(naive / bound["fps"], 3)
+            report["ratio"]["naive_vs_model_bound"] = round(naive / bound["fps"], 3) if naive else None
+        report["chain"] = chain_report(result, bound)
     return report
+
+
+def chain_report(result: RenderResult, bound: dict[str, Any]) -> dict[str, Any]:
+    """The chain at real cost: the model-bound limit, what the render achieved, their ratio, and per model
+    stage its busy seconds a frame in the render (and a face), its threads there, the seconds it waited for
+    its turn, and its main model alone at its best (seconds a face, threads)."""
+    frames, faces = max(1, result.frames), max(1, result.faces_swapped)
+    stages: dict[str, Any] = {}
+    for model, stage in bound["stage"].items():
+        best = bound["best_threads"][model]
+        stages[stage] = {"model": model, "busy_s_a_frame": round(result.stage_s.get(stage, 0.0) / frames, 3),
+                         "busy_s_a_face": round(result.stage_s.get(stage, 0.0) / faces, 3),
+                         "threads": result.threads.get(stage),
+                         "turn_wait_s_a_frame": round(result.turn_wait_s.get(stage, 0.0) / frames, 3),
+                         "model_alone_s": bound["per_face_s"][model][best], "model_alone_threads": best}
+    limit = bound["fps"] or 0.0
+    models_cpu = sum(bound["cpu_per_face_s"][m][t] for m, t in bound["best_threads"].items())
+    return {"limit_fps": limit, "achieved_fps": result.fps,
+            "cpu_s_a_frame": {"render": round(result.cpu_s / frames, 3),
+                              "models_alone": round(models_cpu, 3)},
+            "ratio": round(result.fps / limit, 3) if limit else None,
+            "wall_s": result.seconds, "placement": result.plan.get("placement"),
+            "predicted_s_a_frame": result.plan.get("period_s"), "stages": stages}
 
 
 class BackgroundBench:

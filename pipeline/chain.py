@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.faces.base import region_detection
@@ -21,8 +21,8 @@ from pipeline.faces.keyframes import KeyframeDetector, interval_for
 from pipeline.faces.track import Tracker
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
-from pipeline.processors.base import FrameProcessorBase
-from pipeline.processors.crops import Swapped
+from pipeline.processors.base import FrameProcessorBase, Original
+from pipeline.processors.crops import FaceItem
 from pipeline.types import Alpha, Face, Frame
 
 
@@ -33,23 +33,33 @@ class Work:
     frame: Frame  # the frame the next stage works on (after a frame processor: what it made)
     faces: list[Face]  # the faces chosen to process (in ``frame``'s pixels)
     detected: list[Face] = field(default_factory=list)  # every face found (frame by frame; for the debugger)
-    items: list[Swapped] = field(default_factory=list)  # the chosen faces as the processors left them
+    items: list[FaceItem] = field(default_factory=list)  # the chosen faces as the processors left them
     out: Frame | None = None  # the blended frame (after the last stage)
     index: int = 0  # its number in the output (0: the first)
     alpha: Alpha | None = None  # its transparency (uint8 H×W; None: opaque): a still's own, the remover's
+    decoded: Frame | None = None  # the frame as decoded, before any processor (the expression restorer's)
+    scale: int = 1  # how many times larger ``frame`` is than ``decoded`` (upscaling frame processors)
 
     def __post_init__(self) -> None:
         if not self.items:
-            self.items = [Swapped.unframed(f) for f in self.faces]
+            self.items = [FaceItem.unframed(f) for f in self.faces]
+        if self.decoded is None:
+            self.decoded = self.frame  # a reference: the chain copies it only where a blend would change it
+
+    @property
+    def original(self) -> Original:
+        assert self.decoded is not None
+        return Original(self.decoded, self.scale)
 
     def replace_frame(self, frame: Frame, scale: int, alpha: Alpha | None = None) -> None:
         """``frame`` (``scale`` × the size, with ``alpha``) is what the next stages work on; the faces follow
         it."""
         self.frame = self.out = frame
         self.alpha = alpha
+        self.scale *= scale
         self.faces = [f.scaled(scale) for f in self.faces]
         self.detected = [f.scaled(scale) for f in self.detected]
-        self.items = [Swapped.unframed(f) for f in self.faces]
+        self.items = [FaceItem.unframed(f) for f in self.faces]
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,7 @@ class Chain:
         """``inplace``: the blend writes into the decoded frame itself (a render owns its frames)."""
         self.processor = processor
         self.inplace = inplace
+        self.keep_decoded = False  # a processor after a blend reads the frame as decoded: copy it first
         self.stages = self._stages(processor)
         self.busy: dict[str, float] = dict.fromkeys(["detect", *(s.name for s in self.stages)], 0.0)
 
@@ -131,6 +142,8 @@ class Chain:
             else:
                 stages.append(Stage(p.stage, self._face_step(i), p.batches, sessions[p.stage]))
                 pending = True
+            if p.reads_original and any(s.name.startswith("blend") for s in stages):
+                self.keep_decoded = True
         if pending or not stages:
             blend()
         return stages
@@ -147,7 +160,7 @@ class Chain:
     def _face_step(self, index: int) -> Callable[[list[Work]], None]:
         def run(batch: list[Work]) -> None:
             self.processor.run_step(index, [w.frame for w in batch], [w.items for w in batch],
-                                    [w.index for w in batch])
+                                    [w.index for w in batch], [w.original for w in batch])
         return run
 
     def _frame_step(self, step: FrameProcessorBase) -> Callable[[list[Work]], None]:
@@ -160,6 +173,8 @@ class Chain:
 
     def _blend(self, batch: list[Work]) -> None:
         for w in batch:
+            if self.inplace and self.keep_decoded and w.decoded is w.frame:
+                w.decoded = w.frame.copy()  # a later processor reads it as decoded
             w.out = self.processor.blend(w.frame, w.items, inplace=self.inplace)
             w.frame = w.out
 
@@ -179,33 +194,6 @@ class Chain:
                     stage.run(works)
         return works
 
-    def run(self, frames: Iterable[Frame], batch: int = 1, fps: float | None = None) -> Iterator[Work]:
-        """Each frame of ``frames`` processed, in order (``batch`` frames a run; ``fps``: a video's, for
-        keyframes and tracking)."""
-        finder = self.finder(fps)
-        chunk: list[Frame] = []
-        for frame in frames:
-            chunk.append(frame)
-            if len(chunk) >= batch:
-                with self.timing("detect"):
-                    ready = finder.push(chunk)
-                yield from self.through(ready)
-                chunk = []
-        with self.timing("detect"):
-            ready = finder.push(chunk) if chunk else []
-            ready += finder.flush()
-        yield from self.through(ready)
-
-    def apply(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[Frame]:
-        """The given faces of ``frames`` through every stage after detection, as one batch."""
-        done = self.through([Work(f, list(fs)) for f, fs in zip(frames, faces, strict=True)])
-        return [w.out for w in done if w.out is not None]
-
-    def process(self, frames: Sequence[Frame]) -> list[Frame]:
-        """``frames`` detected in full and processed as one batch."""
-        done = self.through(self.finder().push(frames))
-        return [w.out for w in done if w.out is not None]
-
     def one(self, frame: Frame, index: int = 0, alpha: Alpha | None = None) -> Work:
         """One frame (number ``index`` of the output, with its own ``alpha``: a still's), detected in full,
         processed and blended."""
@@ -213,3 +201,29 @@ class Chain:
             work = self.finder(start=index).push([frame])[0]
         work.alpha = alpha
         return self.through([work])[0]
+
+
+
+def frame_changers(order: Sequence[str]) -> list[str] | None:
+    """What changes a frame in which no face was found, the one notion of what a run of ``order`` changed
+    there: its frame processors (whole frames, whatever their faces; [] : nothing, an unchanged copy); None
+    when the order has no face processor (no face was asked for)."""
+    from pipeline.processors import PROCESSORS
+    from pipeline.processors.base import FaceProcessorBase
+
+    faces = {name: issubclass(PROCESSORS[name], FaceProcessorBase) for name in order if name in PROCESSORS}
+    if not any(faces.values()):
+        return None
+    return [name for name, face in faces.items() if not face]
+
+
+def no_face_notice(target_name: str, order: Sequence[str], mode: str) -> str | None:
+    """What a run of ``order`` says when no face was found in any frame of ``target_name``: the output is an
+    unchanged copy, or only its frame processors changed it (:func:`frame_changers`); None: no face asked."""
+    changers = frame_changers(order)
+    if changers is None:
+        return None
+    said = f"no face to replace was found in any frame of {target_name} (selector.mode={mode})"
+    if changers:
+        return f"{said}; only {', '.join(changers)} changed it"
+    return f"{said}; the output is an unchanged copy"

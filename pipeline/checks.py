@@ -1,63 +1,51 @@
-"""One check of a swap before it is previewed or queued: inputs readable, models installed, a face in
-every source photo, the output folder writable.
+"""The parts of the one check of a swap request (:func:`pipeline.request.check`): the models a request
+needs, a face in a source photo, a voice's sound, the sound a processor follows, the output's size and format.
 
-The web UI runs :func:`check_swap` before a preview and before "Add to queue", so a job the preview
-refuses is never queued. The first problem found is raised as one :class:`~pipeline.errors.UserError`
-(all missing models together in one :class:`ModelsMissing`); what the user should know but that does not
-stop the swap (the classic swapper is in use) comes back as notices.
+Entry points never call these one by one: they build a :class:`~pipeline.request.SwapRequest` and check it.
+A missing model is one :class:`ModelsMissing` naming all of them; the UI's model choice labels live here too.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline import alpha, env, media
-from pipeline.errors import ModelMissing, NoFaceFound, UserError
+from pipeline.errors import ModelMissing, UserError, missing, not_a_file
 from pipeline.models import catalog, store
 from pipeline.models.catalog import ModelEntry
 from pipeline.plan import ModelPlan
-from pipeline.settings import Settings
-
-CLASSIC_IN_USE = ("the built-in classic swapper is in use (lower quality): install a neural swapper "
-                  "such as hyperswap_1a_256 or inswapper_128 for better results")
+from pipeline.processors import PROCESSORS
+from pipeline.settings import Settings, key_choosing
 
 _faces_lock = threading.Lock()
 _source_faces: dict[tuple[object, str], int] = {}  # (source file key, detector settings) -> faces found
 
 
 class ModelsMissing(ModelMissing):
-    """The settings need models that are not installed; ``names`` lists them (catalog names)."""
+    """The settings need models that are not installed; ``names`` lists them (catalog names). The message
+    ends with the command that installs them (a browser shows it without: ``browser_message``)."""
 
-    def __init__(self, entries: Sequence[ModelEntry], hint: str = "") -> None:
+    def __init__(self, entries: Sequence[ModelEntry]) -> None:
         self.names = tuple(e.name for e in entries)
-        shown = ", ".join(f"{e.name} ({e.role}, {describe_size(catalog.download_size(e))})" for e in entries)
+        sizes = [describe_size(catalog.download_size(e)) for e in entries]
+        shown = ", ".join(f"{e.name} ({e.role}{', ' + size if size else ''})"
+                          for e, size in zip(entries, sizes, strict=True))
         word = "model is" if len(entries) == 1 else "models are"
-        super().__init__(f"{len(entries)} {word} not installed: {shown}{hint}")
-
-
-@dataclass(frozen=True)
-class SwapCheck:
-    """What passed: the swapper that will run, and notices for the user."""
-
-    swapper: str
-    notices: list[str] = field(default_factory=list)
+        fetch = [e.name for e in entries if e.url]
+        imports = [e.file for e in entries if not e.url]
+        how = ([f"facestation models fetch {' '.join(fetch)}"] if fetch else []) + \
+              [f"facestation models import {file}" for file in imports]
+        super().__init__(f"{len(entries)} {word} not installed: {shown}; run: {' and '.join(how)}")
 
 
 def describe_size(size: int | None) -> str:
-    """``340 MB``, ``1.7 MB``, or ``size unknown``."""
+    """``340 MB``, ``1.7 MB``, or "" where unknown (said once, by ``models list``; never on every line)."""
     if not size:
-        return "size unknown"
+        return ""
     mb = size / 1e6
     return f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
-
-
-def resolved_swapper(settings: Settings) -> str:
-    """The swapper that will run (``auto`` resolved to an installed one, else ``classic``): the plan's."""
-    return ModelPlan.from_settings(settings).swapper
 
 
 def required_models(settings: Settings) -> list[ModelEntry]:
@@ -65,23 +53,16 @@ def required_models(settings: Settings) -> list[ModelEntry]:
     return ModelPlan.from_settings(settings).required()
 
 
-def missing_models(settings: Settings) -> list[ModelEntry]:
-    return ModelPlan.from_settings(settings).missing()
-
-
-def require_models(settings: Settings) -> None:
-    """:class:`ModelsMissing` naming every model ``settings`` need that is not installed (not only the first
-    one a render would load)."""
-    missing = missing_models(settings)
+def require_models(plan: ModelPlan) -> None:
+    """:class:`ModelsMissing` naming every model of ``plan`` that is not installed (not only the first one
+    a render would load)."""
+    missing = plan.missing()
     if missing:
-        fetch = [e.name for e in missing if e.url]
-        imports = [e.file for e in missing if not e.url]
-        how = ([f"facestation models fetch {' '.join(fetch)}"] if fetch else []) + \
-              [f"facestation models import {file}" for file in imports]
-        raise ModelsMissing(missing, f"; run: {' and '.join(how)}")
+        raise ModelsMissing(missing)
 
 
-def _faces_in_source(source: Path, settings: Settings) -> int:
+def faces_in_source(source: Path, settings: Settings) -> int:
+    """How many faces the detector of ``settings`` finds in a source photo (cached per file and detector)."""
     from pipeline.preview import faces_in
 
     key = (media.file_key(source), settings.detector.model_dump_json())
@@ -96,95 +77,64 @@ def _faces_in_source(source: Path, settings: Settings) -> int:
 
 def check_audio(audio: str | Path) -> Path:
     """A new voice (``--audio FILE``) exists and has a sound ffmpeg can read; its path."""
-    from pipeline.audio.decode import has_audio
+    from pipeline.audio.decode import has_audio, lost_sound
 
     path = Path(audio)
+    special = not_a_file(path, "a sound file")  # a folder, a FIFO: said as what it is
+    if special is not None:
+        raise special
     if not path.is_file():
-        raise UserError(f"audio file not found: {path}")
+        raise missing(path, "audio file")
     if not has_audio(path):
         raise UserError(f"{path.name} has no audio stream that can be read: give a sound file (wav, mp3, "
                         "m4a…) or a video with sound")
+    lost = lost_sound(path)
+    if lost is not None:  # said as a damaged video is: what could be read of what it promises
+        raise UserError(f"{path.name} is truncated or damaged: {lost[0]:.2f} s of its {lost[1]:.2f} s of "
+                        "sound could be read; give the whole file")
     return path
 
 
-def check_lip_sync_sound(settings: Settings, target: str | Path, audio: str | Path | None) -> None:
-    """A lip_syncer in the order needs a sound to follow: ``audio``, else the target's own (a video's)."""
-    if not any(p.name == "lip_syncer" for p in ModelPlan.from_settings(settings).processors):
+def check_lip_sync_sound(settings: Settings, target: str | Path, audio: str | Path | None,
+                         plan: ModelPlan | None = None) -> None:
+    """A processor that follows a sound (the lip syncer) needs one: ``audio``, else the target's own (a
+    video's)."""
+    plan = plan or ModelPlan.from_settings(settings)
+    if not plan.needs_sound:
         return
-    if audio is not None:
-        check_audio(audio)
+    if audio is not None:  # a voice to follow (the request's check made sure it has a sound)
         return
     from pipeline.audio.decode import has_audio
 
     if media.kind_of(Path(target)) == "image" or not has_audio(target):
-        raise UserError(f"lip_syncer needs a sound to follow and {Path(target).name} has none: give a voice "
-                        "with --audio FILE, or take lip_syncer out of processors.order")
+        name = next(p.name for p in plan.processors if PROCESSORS[p.name].needs_sound)
+        raise UserError(f"{name} needs a sound to follow and {Path(target).name} has none: give a voice "
+                        f"with --audio FILE, or take {name} out of processors.order")
 
 
-def check_output_folder(folder: Path) -> None:
-    """The folder renders are written to exists (or can be made) and is writable."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        raise UserError("the output folder cannot be made: ask the host to check its permissions") from None
-    if not os.access(folder, os.W_OK):
-        raise UserError("the output folder is not writable: ask the host to check its permissions")
-
-
-def check_swap(settings: Settings, sources: Sequence[str | Path] | None, target: str | Path | None,
-               outputs: Path | None = None, audio: str | Path | None = None) -> SwapCheck:
-    """Raise the first reason a swap of ``target`` with ``sources`` would fail; else what will run.
-    ``audio``: the new voice the output carries (a lip syncer follows it)."""
-    if not sources:
-        raise UserError("add a source photo (the face to put in)")
-    if not target:
-        raise UserError("add a target image or video")
-    for source in sources:
-        media.check_media(source, ("image",))
-    media.check_media(target)
-    plan = ModelPlan.from_settings(settings)
-    missing = plan.missing()
-    if missing:
-        raise ModelsMissing(missing)
-    for source in sources if plan.runs_swapper else ():
-        if _faces_in_source(Path(source), settings) == 0:
-            raise NoFaceFound(f"no face found in the source photo {Path(source).name}: use a photo where "
-                              "the face is clearly visible")
-    check_output_size(settings, target)
-    check_trim(settings, target)
-    if audio is not None:
-        check_audio(audio)
-    check_lip_sync_sound(settings, target, audio)
-    if outputs is not None:
-        check_output_folder(outputs)
-    return SwapCheck(plan.swapper, [CLASSIC_IN_USE] if plan.classic else [])
-
-
-def check_trim(settings: Settings, target: str | Path) -> None:
-    """Refuse a trim (video.start / video.end) that keeps no frame of the video ``target``."""
-    start, end = settings.video.start, settings.video.end
-    info = media.check_media(target)
-    if info.kind == "image" or (start is None and end is None):
-        return
-    duration = info.frames / info.fps
-    if start is not None and start >= duration:
-        raise UserError(f"video.start {start:g} s is past the end of {Path(target).name} ({duration:.2f} s)")
-    if end is not None and end <= (start or 0.0):
-        raise UserError(f"video.end {end:g} s is not after video.start ({start or 0:g} s): nothing to render")
-
-
-def check_output_size(settings: Settings, target: str | Path) -> None:
+def check_output_size(settings: Settings, target: str | Path, plan: ModelPlan | None = None) -> None:
     """Refuse a frame enhancer's output larger than the encoder takes (a video) or than facestation reads
     back (a still image), naming the size, before any model is loaded."""
-    scale = ModelPlan.from_settings(settings).scale
+    plan = plan or ModelPlan.from_settings(settings)
+    scale = plan.scale
     if scale == 1:
         return
     info = media.check_media(target)
-    width, height = info.width * scale, info.height * scale
-    what = f"{Path(target).name} ({info.width}×{info.height}) ×{scale} would be {width}×{height}"
-    fix = ("choose an x2 model (frame_enhancer.model=real_esrgan_x2) or a smaller target" if scale > 2
+    check_frame_size(settings, Path(target).name, (info.width, info.height), info.kind, plan)
+
+
+def check_frame_size(settings: Settings, name: str, size: tuple[int, int], kind: media.MediaKind = "video",
+                     plan: ModelPlan | None = None) -> None:
+    """:func:`check_output_size` for frames of ``size`` (width, height) named ``name`` (a live camera's)."""
+    plan = plan or ModelPlan.from_settings(settings)
+    scale = plan.scale
+    if scale == 1:
+        return
+    width, height = size[0] * scale, size[1] * scale
+    what = f"{name} ({size[0]}×{size[1]}) ×{scale} would be {width}×{height}"
+    fix = (f"choose an x2 model ({smaller_scale(plan)}) or a smaller target" if scale > 2
            else "use a smaller target")
-    if info.kind == "image":
+    if kind == "image":
         limit = env.MAX_PIXELS.get()
         if width * height > limit:
             raise UserError(f"{what}: more than the {limit:,} pixels a still may have; {fix}")
@@ -198,15 +148,25 @@ def check_output_size(settings: Settings, target: str | Path) -> None:
         raise UserError(f"{what}: larger than {encoder} takes ({side} px a side); {fix}{other}")
 
 
+def smaller_scale(plan: ModelPlan) -> str:
+    """``key=model``: an x2 model of the role of the first upscaling model the plan runs, for its setting."""
+    scaling = next(catalog.get(m) for p in plan.processors for m in p.models
+                   if m in catalog.CATALOG and catalog.get(m).scale > 1)
+    x2 = next(e.name for e in catalog.by_role(scaling.role) if e.scale == 2)
+    return f"{key_choosing(scaling.name)}={x2}"
+
+
 def check_alpha_output(settings: Settings, output: str | Path) -> None:
-    """Refuse a transparent background (``background_remover.fill=transparent``) into an output that cannot
+    """Refuse frames made transparent (the background remover's transparent fill) into an output that cannot
     carry alpha, naming the formats that can, before any work."""
-    if not alpha.transparent(settings):
+    maker = alpha.maker(settings)
+    if maker is None:
         return
     suffix = Path(output).suffix.lower()
     if suffix not in (*alpha.ALPHA_IMAGES, *alpha.ALPHA_VIDEOS):
-        raise UserError(f"background_remover.fill=transparent needs an output that keeps transparency: "
-                        f"{Path(output).name} cannot; use {alpha.FORMATS_LINE} (or a fill colour)")
+        raise UserError(f"{maker} makes the frames transparent, which needs an output that keeps "
+                        f"transparency: {Path(output).name} cannot; use {alpha.FORMATS_LINE} (or turn "
+                        "transparency off)")
 
 
 def choice_label(name: str) -> str:
@@ -216,4 +176,25 @@ def choice_label(name: str) -> str:
     entry = catalog.get(name)
     if store.is_installed(entry):
         return name
-    return f"{name} (not installed, {describe_size(catalog.download_size(entry))})"
+    size = describe_size(catalog.download_size(entry))
+    return f"{name} (not installed{', ' + size if size else ''})"
+
+
+def unused_settings(settings: Settings) -> list[str]:
+    """Settings set to do something that the processors' order leaves undone, each in one line (never
+    ignored silently): a processor's section changed from its defaults (its model chosen, say) while the
+    processor is not in the order."""
+    out = []
+    for name, processor in PROCESSORS.items():
+        if name in settings.processors.order:
+            continue
+        section = getattr(settings, processor.section)
+        defaults = type(section)().model_dump()
+        changed = {k: v for k, v in section.model_dump().items() if v != defaults[k]}
+        if not changed:
+            continue
+        what = (str(changed["model"]) if "model" in changed
+                else ", ".join(f"{processor.section}.{k}={v}" for k, v in changed.items()))
+        out.append(f"{processor.title.lower()} {what} is not used: {name} is not in processors.order "
+                   "(tick it in Processors)")
+    return out

@@ -238,6 +238,9 @@ FARM_OBJECT_STORE_MB = Whole("FACESTATION_FARM_OBJECT_STORE_MB", 1024,
 FARM_LOGS = Flag("FACESTATION_FARM_LOGS", False, "Ray workers' logs are printed by the driver")
 FARM_SHIP = Flag("FACESTATION_FARM_SHIP", False,
                  "a segment comes back through Ray's object store even when its node sees the work folder")
+# live mode in the browser (pipeline/live/rtc_peer.py)
+LIVE_CODEC = Choice("FACESTATION_LIVE_CODEC", None, "the video codec a browser's live run prefers, both "
+                    "ways, where the browser offers it", "`vp8`", choices=("vp8", "h264"))
 # the command line (cli/main.py)
 DEBUG = Flag("FACESTATION_DEBUG", False, "an internal error shows its traceback")
 
@@ -251,6 +254,9 @@ TEST_HOLD = Folder("FACESTATION_TEST_HOLD", None, "a worker holds each job at th
 TEST_HOLD_FRAME = Text("FACESTATION_TEST_HOLD_FRAME", "",
                        "`FRAME:FLAGFILE`: a render waits at that frame, writes the flag file, goes on once "
                        "it is removed (pipeline/progress.py)", "no hold", for_tests=True)
+TEST_LIVE_FAIL_FRAME = Whole("FACESTATION_TEST_LIVE_FAIL_FRAME", 0,
+                             "a live run's chain fails at this frame (pipeline/live/step.py; the live error "
+                             "tests)", "no failure", for_tests=True)
 TEST_DATA = Folder("FACESTATION_TEST_DATA", None, "downloads the tests keep between runs (test photos)",
                    "`~/.cache/facestation-tests`", for_tests=True)
 TEST_PORTS = PortRange("FACESTATION_TEST_PORTS", (0, 0), "the ports the browser tests may serve on",

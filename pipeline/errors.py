@@ -123,6 +123,22 @@ def fault_in_text(text: str, path: str | Path) -> OutputFault | None:
     return None
 
 
+def missing(path: str | Path, role: str) -> UserError:
+    """Why ``path`` (the ``role`` it plays: "target", "audio file"…) cannot be opened when it does not exist
+    as a file: not found, or a symbolic link that loops or points at nothing (not "not found": the link is
+    there)."""
+    path = Path(path)
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return UserError(f"{role} {path} is a symbolic link that loops (it leads back to itself)")
+        except OSError:
+            return UserError(f"{role} {path} is a broken symbolic link (to {os.readlink(path)}, which does "
+                             "not exist)")
+    return UserError(f"{role} not found: {path}")
+
+
 def not_a_file(path: str | Path, wanted: str = "a file") -> BadMedia | None:
     """BadMedia naming what ``path`` is when it exists but is not a regular file (a folder, a named pipe, a
     device: reading one would block or never end); None for a regular file or a missing path."""

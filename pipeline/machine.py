@@ -45,7 +45,8 @@ def _loads(names: tuple[str, ...]) -> bool:
 
 @functools.cache
 def usable_providers() -> tuple[Provider, ...]:
-    """The providers a model can really run on here, best first; ``cpu`` always."""
+    """The providers a model can really run on here, best first; ``cpu`` always (CUDA only where its
+    provider really starts: models.gpu)."""
     from pipeline.models.sessions import available_providers
 
     try:
@@ -54,7 +55,9 @@ def usable_providers() -> tuple[Provider, ...]:
         log.info("onnxruntime not usable: %s", exc)
         return ("cpu",)
     out: list[Provider] = []
-    if cuda_devices() > 0 and "CUDAExecutionProvider" in built:
+    from pipeline.models.gpu import gpu_problem
+
+    if cuda_devices() > 0 and "CUDAExecutionProvider" in built and gpu_problem() is None:
         if "TensorrtExecutionProvider" in built and _loads(_TENSORRT_LIBS):
             out.append("tensorrt")
         out.append("cuda")

@@ -31,7 +31,11 @@ MediaKind = Literal["image", "video"]
 
 IMAGE_INPUTS: tuple[str, ...] = tuple(sorted(IMAGE_SUFFIXES))
 IMAGE_OUTPUTS: tuple[str, ...] = tuple(FORMATS)
-VIDEO_INPUTS: tuple[str, ...] = tuple(CONTAINERS)
+# what ffmpeg reads as a video besides the containers facestation writes: a target (``swap`` takes any video
+# by its content), a folder batch and the web UI's upload take this one set
+READ_ONLY_VIDEOS = (".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".vob", ".flv", ".f4v", ".wmv", ".asf", ".3gp",
+                    ".3g2", ".ogv", ".mxf", ".y4m")
+VIDEO_INPUTS: tuple[str, ...] = (*CONTAINERS, *READ_ONLY_VIDEOS)
 VIDEO_OUTPUTS: tuple[str, ...] = tuple(s for s, c in CONTAINERS.items() if c.holds_h264)
 
 
@@ -53,8 +57,22 @@ class MediaInfo:
 
 
 def kind_of(path: str | Path) -> MediaKind:
-    """``image`` or ``video``, by the file's suffix (anything that is not an image is read as a video)."""
+    """``image`` or ``video``, by the file's suffix (anything that is not an image is read as a video); a GIF
+    by its content: one frame is an image, an animation a video."""
+    if Path(path).suffix.lower() == ".gif":
+        return "image" if gif_frames(path) <= 1 else "video"
     return "image" if is_image_path(path) else "video"
+
+
+def gif_frames(path: str | Path) -> int:
+    """How many frames a GIF has (1 where it cannot be read: the reader then says why)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            return int(getattr(img, "n_frames", 1) or 1)
+    except (OSError, ValueError):
+        return 1
 
 
 def file_key(path: Path) -> tuple[str, int, int]:
@@ -63,8 +81,10 @@ def file_key(path: Path) -> tuple[str, int, int]:
     return (str(path.resolve()), st.st_size, st.st_mtime_ns)
 
 
-def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "video")) -> MediaInfo:
-    """Describe ``path`` after checking it by content (Pillow for images, ffprobe for videos).
+def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "video"),
+                as_kind: MediaKind | None = None) -> MediaInfo:
+    """Describe ``path`` after checking it by content (Pillow for images, ffprobe for videos); ``as_kind``:
+    read as that kind whatever :func:`kind_of` says (an animated GIF's first frame, as an image).
 
     Raises BadMedia when the file is missing, of a kind not ``allowed`` (by its suffix) or unreadable."""
     path = Path(path)
@@ -73,7 +93,7 @@ def check_media(path: str | Path, allowed: Sequence[MediaKind] = ("image", "vide
         raise special
     if not path.is_file():
         raise BadMedia(f"no such file: {path.name}")
-    kind = kind_of(path)
+    kind = as_kind or kind_of(path)
     if kind not in allowed:
         wanted = " or ".join(allowed)
         raise BadMedia(f"{path.name}: expected {wanted}, got a {kind} (by its extension)")

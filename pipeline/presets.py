@@ -35,7 +35,15 @@ from typing import Any
 
 from pipeline import paths
 from pipeline.errors import SettingsError, UserError
-from pipeline.settings import SCHEMA_VERSION, Settings, apply_overrides, keys, validate
+from pipeline.settings import (
+    RENAMED_SECTIONS,
+    SCHEMA_VERSION,
+    Settings,
+    apply_overrides,
+    keys,
+    upgrade,
+    validate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +133,7 @@ def _v0_to_v1(doc: Document) -> Document:
         "output_video_preset": "output.preset",
         "execution_thread_count": "execution.threads",
     }
-    known = keys()
+    known = _schema_1_keys()
     sections = sorted({k.split(".", 1)[0] for k in known}, key=len, reverse=True)
     nested: dict[str, dict[str, Any]] = {}
     for flat, value in dict(doc.get("settings") or {}).items():
@@ -140,8 +148,21 @@ def _v0_to_v1(doc: Document) -> Document:
     return {**doc, "schema": 1, "settings": nested}
 
 
+def _schema_1_keys() -> set[str]:
+    """Every settings key as schema 1 named it (the sections renamed since under their old names)."""
+    old = {new: old for old, new in RENAMED_SECTIONS.items()}
+    return {f"{old.get(section, section)}.{name}" for section, name in (k.split(".", 1) for k in keys())}
+
+
+def _v1_to_v2(doc: Document) -> Document:
+    """v1 named the face swapper's and the face enhancer's sections ``swapper`` and ``enhancer``; v2 gives
+    them their processors' names (``face_swapper``, ``face_enhancer``)."""
+    settings = doc.get("settings")
+    return {**doc, "schema": 2, **({"settings": upgrade(settings)} if isinstance(settings, dict) else {})}
+
+
 # MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
-MIGRATIONS: dict[int, Callable[[Document], Document]] = {0: _v0_to_v1}
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {0: _v0_to_v1, 1: _v1_to_v2}
 
 
 def migrate(doc: Document) -> Document:

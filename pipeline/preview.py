@@ -87,9 +87,10 @@ def _decode(info: media.MediaInfo, index: int) -> Frame:
     if info.kind == "image":
         return read_image(info.path).bgr
     from pipeline.video.decode import read_frames
+    from pipeline.video.trim import WHOLE, Trim
 
-    start = index / info.fps if info.fps else 0.0
-    frames = read_frames(info.path, start=start if index else None, hwaccel="none")
+    trim = Trim(index / info.fps) if index and info.fps else WHOLE  # from the frame's own time
+    frames = read_frames(info.path, trim=trim, hwaccel="none")
     try:
         for frame in frames:
             return frame
@@ -201,7 +202,7 @@ def preview(
     if work.alpha is not None:  # a transparent background, shown over a checkerboard
         out = over_checkerboard(out, work.alpha)
     if overlay:
-        outlines = [(it.paste_mask, it.matrix) for it in work.items if it.framed]
+        outlines = [(layer.mask, layer.matrix) for it in work.items for layer in it.layers()]
         out = draw_debug(out, work.detected, work.faces, masks=outlines)
     return np.ascontiguousarray(out[:, :, ::-1])
 

@@ -10,8 +10,8 @@ progress goes, at most every ``every`` seconds (on an injectable clock).
 :class:`RateMeter` measures a run's frame rate over its last seconds, from its first finished frame (the
 pipeline filling up is no part of it), and gives no rate, so no ETA, until a few frames are measured.
 
-:class:`Hold` is for tests only: it stops a run at a known frame (see :func:`hold_from_env`), so that a test
-can act while the run is surely in the middle (truncate its input, send it a signal) on any machine.
+:class:`FrameHold` is for tests only: it stops a run at a known frame (see :func:`hold_from_env`), so that a
+test can act while the run is surely in the middle (truncate its input, send it a signal) on any machine.
 """
 
 from __future__ import annotations
@@ -72,14 +72,20 @@ class Progress:
 
 class RateMeter:
     """Frames per second over the last ``window`` seconds of ``clock``, counted from the first frame
-    :meth:`add` saw; None until ``min_frames`` frames over at least ``min_s`` seconds are measured (a first
-    ETA from two frames, or from the time the stages took to fill, would be wild). Thread-safe."""
+    :meth:`add` saw; None until ``min_frames`` frames after that one over at least ``min_s`` seconds are
+    measured (by default: from the 8th frame; a first ETA from two frames, or from the time the stages took
+    to fill, would be wild). The ETA divides by a
+    smoothed rate: an exponential average of that recent rate with the time constant ``smoothing_s``,
+    started at the rate since the first frame, so that frames coming in bursts (batches, a busy machine)
+    do not swing it. Thread-safe."""
 
-    def __init__(self, *, window: float = 5.0, min_frames: int = 8, min_s: float = 0.5,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, *, window: float = 5.0, min_frames: int = 7, min_s: float = 0.2,
+                 smoothing_s: float = 8.0, clock: Callable[[], float] = time.perf_counter) -> None:
         self.window, self.min_frames, self.min_s, self.clock = window, min_frames, min_s, clock
+        self.smoothing_s = smoothing_s
         self._samples: deque[tuple[float, int]] = deque()
         self._first: tuple[float, int] | None = None
+        self._smoothed: tuple[float, float] | None = None  # (rate, when)
         self._lock = threading.Lock()
 
     def add(self, done: int) -> None:
@@ -91,28 +97,50 @@ class RateMeter:
             self._samples.append((now, done))
             while len(self._samples) > 2 and self._samples[1][0] <= now - self.window:
                 self._samples.popleft()
+            self._smooth(now)
 
-    def rate(self) -> float | None:
-        """Frames per second lately (None: not measured enough yet)."""
-        with self._lock:
-            if self._first is None or not self._samples:
-                return None
-            (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
+    def _smooth(self, now: float) -> None:
+        lately = self._lately()
+        if lately is None:
+            return
+        if self._smoothed is None:
+            assert self._first is not None
             first_t, first_d = self._first
+            self._smoothed = ((self._samples[-1][1] - first_d) / (now - first_t), now)
+            return
+        rate, when = self._smoothed
+        weight = 1.0 - math.exp(-(now - when) / self.smoothing_s)
+        self._smoothed = (rate + weight * (lately - rate), now)
+
+    def _lately(self) -> float | None:
+        if self._first is None or not self._samples:
+            return None
+        (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
+        first_t, first_d = self._first
         if d1 - first_d < self.min_frames or t1 - first_t < self.min_s or t1 <= t0:
             return None
         return (d1 - d0) / (t1 - t0)
 
+    def rate(self) -> float | None:
+        """Frames per second lately (None: not measured enough yet)."""
+        with self._lock:
+            return self._lately()
+
+    def smoothed(self) -> float | None:
+        """The smoothed rate the ETA uses (None: not measured enough yet)."""
+        with self._lock:
+            return self._smoothed[0] if self._smoothed else None
+
     def eta(self, remaining: int) -> float | None:
-        """Seconds left for ``remaining`` frames at the measured rate (None: not measured enough yet)."""
-        fps = self.rate()
+        """Seconds left for ``remaining`` frames at the smoothed rate (None: not measured enough yet)."""
+        fps = self.smoothed()
         return remaining / fps if fps else None
 
 
 HOLD_VARIABLE = env.TEST_HOLD_FRAME.name
 
 
-class Hold:
+class FrameHold:
     """Test-only: at its first report of frame ``frame`` or later, a run writes the file ``flag`` and waits
     there until the file is removed, the run is cancelled or :meth:`release` is called (see
     :meth:`release_on_signals`)."""
@@ -156,7 +184,7 @@ class Hold:
         return handler
 
 
-def hold_from_env() -> Hold | None:
+def hold_from_env() -> FrameHold | None:
     """The hold asked for by ``FACESTATION_TEST_HOLD_FRAME=FRAME:FLAGFILE`` (tests only), None when unset."""
     raw = env.TEST_HOLD_FRAME.get()
     if not raw:
@@ -165,7 +193,7 @@ def hold_from_env() -> Hold | None:
     if not frame.strip().isdigit() or not flag:
         raise UserError(f"{HOLD_VARIABLE}={raw!r}: expected FRAME:FLAGFILE (a frame number and a file path, "
                         "e.g. 30:/tmp/held)")
-    hold = Hold(int(frame), flag)
+    hold = FrameHold(int(frame), flag)
     if threading.current_thread() is threading.main_thread():  # a signal to the held process ends the hold
         hold.release_on_signals()
     return hold
@@ -176,13 +204,13 @@ class RunControl:
 
     ``on_progress`` receives every :meth:`report`; a producer asks :meth:`due` first so that it builds a
     report at most every ``every`` seconds of ``clock`` (the final one it always sends). ``hold``: a
-    :class:`Hold` (tests), None, or by default the one ``FACESTATION_TEST_HOLD_FRAME`` asks for; while it
+    :class:`FrameHold` (tests), None, or by default the one ``FACESTATION_TEST_HOLD_FRAME`` asks for; while it
     waits to be reached every report is due.
     """
 
     def __init__(self, on_progress: Callable[[Progress], None] | None = None, *, every: float = 0.5,
                  cancel: threading.Event | None = None, clock: Callable[[], float] = time.monotonic,
-                 hold: Hold | Literal["env"] | None = "env") -> None:
+                 hold: FrameHold | Literal["env"] | None = "env") -> None:
         self.on_progress = on_progress
         self.every = every
         self.cancel = cancel or threading.Event()

@@ -7,8 +7,9 @@ on in order, so decode, inference, paste-back and encoding overlap while memory 
 clip length (at most ``execution.queue_size`` items wait in front of each stage, plus the tracker's
 look-ahead). Batches are formed across frames: the detector sees B frames at once, each face processor
 every crop of those B frames. Before the first frame :func:`pipeline.renderplan.plan_render` loads the
-models, runs that frame through every stage, shares the cores and picks the batch; that first frame is the
-render's own (its first face processor does not run on it again). The frames go to a frame sink: an
+models, runs that frame through every stage, places the heavy stages on the cores (side by side, or taking
+turns: :meth:`pipeline.stages.Stages.turn`) and picks the batch; that first frame is the render's own (its
+first face processor does not run on it again). The frames go to a frame sink: an
 encoder on the output file (:func:`pipeline.video.encode.encoder_for`), or the segments of a resumable
 job."""
 
@@ -26,6 +27,7 @@ import psutil
 
 from pipeline.alpha import transparent, with_alpha
 from pipeline.chain import Chain, Stage, Work
+from pipeline.chain import no_face_notice as chain_no_face_notice
 from pipeline.errors import Cancelled, UserError
 from pipeline.process import FaceProcessor
 from pipeline.processors import Media
@@ -38,6 +40,7 @@ from pipeline.video import integrity, streams
 from pipeline.video.decode import DecodeReport, read_frames
 from pipeline.video.encode import FrameSink, encoder_for, padded_size_notice
 from pipeline.video.probe import VideoInfo, probe
+from pipeline.video.trim import Trim
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,10 @@ class RenderResult:
     threads: dict[str, int] = field(default_factory=dict)  # intra-op threads per model stage
     load_s: float = 0.0  # loading the models (before the first frame)
     probe_s: float = 0.0  # batch probe beyond the first frame (that one counts in ``seconds``)
+    measure_s: float = 0.0  # measuring the heavy stages at fewer threads (the plan, before the first frame)
+    plan: dict[str, Any] = field(default_factory=dict)  # where the stages ran (RenderPlan.summary)
+    turn_wait_s: dict[str, float] = field(default_factory=dict)  # stages taking turns: seconds waited
+    cpu_s: float = 0.0  # CPU seconds of this process (every thread; not ffmpeg's) from the first frame on
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,10 +86,10 @@ def fallback_notice(requested: str, used: str, reason: str) -> str | None:
     return f"output.encoder={requested} is not used: {reason}"
 
 
-def no_face_notice(target: Path, settings: Settings) -> str:
-    """Said of a whole render in which no face was replaced: the output is the target, re-encoded."""
-    return (f"no face to replace was found in any frame of {target.name} "
-            f"(selector.mode={settings.selector.mode}); the output is an unchanged copy")
+def no_face_notice(target: Path, settings: Settings) -> str | None:
+    """Said of a whole render in which no face was replaced (:func:`pipeline.chain.no_face_notice`: an
+    unchanged copy, or changed only by its frame processors; None: no face was asked for)."""
+    return chain_no_face_notice(target.name, settings.processors.order, settings.selector.mode)
 
 
 def _device_mb() -> float | None:
@@ -134,27 +141,28 @@ class Render:
 
     def run(self) -> RenderResult:
         self._total = self._frame_count()
-        s, info = self.settings, self.info
-        promised = integrity.promise(info, self._total, s.video.start)
+        s, info, trim = self.settings, self.info, Trim.of(self.settings)
+        begins = trim.times(info.frame_count, info.fps)[0] or 0.0  # the first kept frame's time
+        promised = integrity.promise(info, self._total, begins)
         report = DecodeReport()
-        frames_in = read_frames(info.path, info=info, start=s.video.start, end=s.video.end,
-                                cancel=self.stages.stop, frames=self.frames, report=report,
-                                hold_gaps=s.video.allow_damaged)
+        frames_in = read_frames(info.path, info=info, trim=trim, cancel=self.stages.stop, frames=self.frames,
+                                report=report, hold_gaps=s.video.allow_damaged)
         first = next(frames_in, None)
         if first is None:
             raise UserError(f"{info.path.name}: no frames to process in the chosen range")
         start = self.frames[0] if self.frames else 0
-        self.processor.prepare(Media(info.path, float(info.fps), s.video.start or 0.0, self.audio))
+        self.processor.prepare(Media(info.path, float(info.fps), begins, self.audio))
         self.plan = plan_render(self.processor, first, self._total, float(info.fps), chain=self.chain,
                                 start=start)
         self.batch = self.plan.batch
+        self.stages.take_turns(self.plan.groups)
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)
         sink = self.open_sink(*self.plan.out_size)
         if notice := padded_size_notice(*self.plan.out_size, info.path.name):
             self.processor.notices.append(notice)
         if self.output is not None and (notice := streams.dropped_notice(info, self.output)):
             self.processor.notices.append(notice)  # a job's segments are video only: its join says it
-        self._started = time.perf_counter()
+        self._started, cpu = time.perf_counter(), time.process_time()
         stages = self.stages
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()
         stages.start("decode", self._decode, first, frames_in, promised, report)
@@ -166,22 +174,23 @@ class Render:
         if notice := fallback_notice(s.output.encoder, sink.encoder, sink.encoder_reason):
             self.processor.notices.append(notice)
         seconds = time.perf_counter() - self._started + self.plan.first_s  # the first frame was the plan's
+        cpu = time.process_time() - cpu + self.plan.first_cpu_s
         with self._reporting:
             self.control.report(self._progress(final=True))
         return RenderResult(
             output=path, frames=self._done, seconds=round(seconds, 3),
-            fps=round(self._done / max(seconds, 1e-9), 2), batch_size=self.batch, encoder=sink.encoder,
+            fps=round(self._done / max(seconds, 1e-9), 4), batch_size=self.batch, encoder=sink.encoder,
             encoder_reason=sink.encoder_reason, stage_s=self._stage_seconds(), models=self.processor.models,
             notices=list(self.processor.notices), faces_swapped=self._faces,
             peak_rss_mb=round(self._peak_rss, 1), threads=dict(self.plan.threads),
-            load_s=self.plan.load_s, probe_s=self.plan.probe_s,
+            load_s=self.plan.load_s, probe_s=self.plan.probe_s, measure_s=self.plan.measure_s,
+            plan=self.plan.summary(),
+            turn_wait_s={k: round(v, 3) for k, v in self.stages.waited.items() if v}, cpu_s=round(cpu, 3),
         )
 
     def _frame_count(self) -> int:
-        start, end = self.settings.video.start, self.settings.video.end
-        if start is not None and end is not None and end <= start:
-            raise UserError(f"video.end ({end}) must be after video.start ({start})")
-        total = self.info.frames_between(start, end)
+        info = self.info
+        total = len(Trim.of(self.settings).keep(info.frame_count, info.fps, info.path.name))
         if self.frames is not None:
             first_i, stop_i = self.frames
             total = max(0, min(total, stop_i if stop_i is not None else total) - first_i)
@@ -210,7 +219,7 @@ class Render:
         finder = self.chain.finder(float(self.info.fps), self.frames[0] if self.frames else 0)
         out = self.stages.after("detect")
         for batch in self.stages.inbox["detect"].batches(self.batch):
-            with self.stages.timing("detect"):
+            with self.stages.turn("detect"), self.stages.timing("detect"):
                 ready = finder.push(batch)
             for work in ready:
                 out.put(work)
@@ -227,7 +236,7 @@ class Render:
         first face processor takes the plan's run of the first frame instead of running on it again."""
         out = self.stages.after(stage.name)
         for batch in self.stages.inbox[stage.name].batches(self.batch if stage.batches else 1):
-            with self.stages.timing(stage.name):
+            with self.stages.turn(stage.name), self.stages.timing(stage.name):
                 todo = self._take_first(batch) if first and self.chain.first_is_face else batch
                 if todo:
                     stage.run(todo)

@@ -1,9 +1,15 @@
 """The render plan: what a video render decides before its first frame.
 
 :func:`plan_render` loads the models, runs the first frame through every stage of the chain (that frame's
-first face-processor result is kept: :class:`FirstFrame`, the render does not redo it), gives the heaviest
-model stage the cores that the others and decode/encode leave (light ones get one thread) and, for
-``execution.batch_size=auto``, probes batch sizes within a time box (:func:`choose_batch_size`)."""
+first face-processor result is kept: :class:`FirstFrame`, the render does not redo it), measures each heavy
+model stage alone at fewer threads (within a time box), places the heavy stages on the cores
+(:mod:`pipeline.threadplan`: which run side by side, which take turns, on how many threads; light ones get
+one thread) and, for ``execution.batch_size=auto``, probes batch sizes within a time box
+(:func:`choose_batch_size`).
+
+This is the one place where a render's sessions get their threads: a model built with ``execution.threads``
+> 0 (pipeline/families.py hands the setting to every model it builds) keeps it; every other CPU model gets
+the plan's share, its idle threads asleep where other processes share the cores (:func:`spins`)."""
 
 from __future__ import annotations
 
@@ -11,16 +17,18 @@ import copy
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import psutil
 
+from pipeline import threadplan
 from pipeline.chain import Chain, Work
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
-from pipeline.processors.crops import Swapped
+from pipeline.processors.crops import FaceItem
 from pipeline.types import Face, Frame
 
 log = logging.getLogger(__name__)
@@ -31,24 +39,48 @@ transcode used most of both cores at 33 fps (BENCHMARKS.md, "Video pipeline"), �
 
 PROBE_SHARE = 0.05  # the batch probe may cost at most this share of the render of (at most) 10 s of clip
 PROBE_SECONDS = 10.0
+MEASURE_SHARE = 0.1  # measuring heavy stages at fewer threads: at most this share of the render of…
+MEASURE_SECONDS = 60.0  # …at most this much of the clip (a render's first minute decides its plan)
+HEAVY_SHARE = 0.1  # a model stage costing less than this share of the heaviest one's CPU is light
+SHARED_CORES = 0.5  # other processes taking more than this many cores: the machine is shared
 
 
 @dataclass
 class RenderPlan:
     """What a render decided before its first frame: batch size, intra-op threads per model stage, the
     CPU time each stage took on the first frame (ms; a stage run on n threads counts n × its wall time),
-    and the seconds spent loading models, on the first frame (the render's own first frame: it counts in
-    the render's time) and probing beyond it."""
+    the seconds spent loading models, on the first frame (the render's own first frame: it counts in the
+    render's time) and measuring and probing beyond it; and where the heavy stages run (``groups``: side by
+    side, the stages of one group taking turns) with the measured seconds a frame by threads behind it."""
 
     batch: int = 1
     threads: dict[str, int] = field(default_factory=dict)
     cost_ms: dict[str, float] = field(default_factory=dict)
     load_s: float = 0.0
     first_s: float = 0.0
+    first_cpu_s: float = 0.0  # CPU seconds of the process on the first frame
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
     first: FirstFrame | None = field(default=None, repr=False)  # what the first face processor made of it
     out_size: tuple[int, int] = (0, 0)  # (width, height) of the output frames (frame processors may scale)
+    groups: list[list[str]] = field(default_factory=list)  # heavy stages: groups side by side, turns within
+    curves: dict[str, dict[int, float]] = field(default_factory=dict)  # heavy stage -> threads -> s a frame
+    placement: str = ""  # the placement in words
+    period_s: float = 0.0  # its predicted seconds a frame
+    limit_s: float = 0.0  # the heavy stages at their best, one after another (s a frame)
+    considered: list[dict[str, Any]] = field(default_factory=list)  # every placement weighed, fastest first
+    measure_s: float = 0.0  # measuring heavy stages at fewer threads (and re-making their sessions)
+    spin: bool = True  # whether the multi-threaded sessions' idle threads spin
+
+    def summary(self) -> dict[str, Any]:
+        """What ``facestation bench`` reports of the plan."""
+        return {"placement": self.placement, "groups": self.groups, "threads": self.threads,
+                "period_s": self.period_s, "limit_s": self.limit_s, "free_cores": self.free_cores,
+                "spin": self.spin, "batch": self.batch,
+                "curves": {k: {str(n): t for n, t in v.items()} for k, v in self.curves.items()},
+                "considered": self.considered, "first_frame_cpu_ms": self.cost_ms,
+                "seconds": {"load": self.load_s, "first_frame": self.first_s, "measure": self.measure_s,
+                            "probe": self.probe_s}}
 
 
 @dataclass
@@ -59,10 +91,10 @@ class FirstFrame:
 
     frame: Frame
     faces: list[Face]
-    swapped: list[Swapped]  # after the first face processor, before the next (they work in place)
+    swapped: list[FaceItem]  # after the first face processor, before the next (they work in place)
     seconds: float = 0.0  # the first face processor took
 
-    def take(self, frame: Frame, faces: Sequence[Face]) -> list[Swapped] | None:
+    def take(self, frame: Frame, faces: Sequence[Face]) -> list[FaceItem] | None:
         """The swapped faces if ``frame`` is this very frame with the same faces (the tracker did not move
         them); else None."""
         if frame is not self.frame or len(faces) != len(self.faces) or not all(
@@ -80,23 +112,6 @@ def cores() -> int:
     except AttributeError:  # not on Linux
         allowed = os.cpu_count() or 1
     return max(1, min(allowed, psutil.cpu_count(logical=False) or allowed))
-
-
-def share_threads(cost_ms: dict[str, float], io_ms: float, n_cores: float,
-                  model_stages: Sequence[str] = ("detect", "swap", "enhance")) -> dict[str, int]:
-    """Intra-op threads per model stage from what each costs per frame (CPU ms).
-
-    The heaviest stage sets the pace; while it takes one frame, every other stage and decode+encode
-    (``io_ms``) need their own CPU time, so it gets the cores they leave: ``n`` threads with
-    ``n + n·rest/heaviest ≤ cores`` (rounded, at least 1). Every other model stage gets one thread.
-    """
-    models = {k: v for k, v in cost_ms.items() if k in model_stages}
-    if not models:
-        return {}
-    heaviest = max(models, key=lambda k: models[k])
-    rest = io_ms + sum(v for k, v in cost_ms.items() if k != heaviest)
-    share = n_cores / (1.0 + rest / max(models[heaviest], 1e-6))
-    return {k: max(1, min(round(n_cores), round(share))) if k == heaviest else 1 for k in models}
 
 
 CpuSample = tuple[float, float, float]  # (wall clock, CPU seconds busy on the whole machine, ours)
@@ -120,24 +135,44 @@ def free_cores(n_cores: int, before: CpuSample, after: CpuSample) -> float:
     return max(1.0, n_cores * (1.0 - min(1.0, others / logical)))
 
 
-def set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int], n_cores: int) -> None:
-    """Give each stage's CPU models their threads; a model on onnxruntime's default (0 = every core) keeps
-    it where the plan gives it every core, so that a loaded 554 MB session is not made again. A model on a
-    GPU provider is left as it is: its intra-op threads only drive the nodes that fall back to the CPU,
-    and re-making it (a TensorRT engine: seconds) twice per render, per farm segment, bought nothing."""
+def spins(free: float, n_cores: int) -> bool:
+    """Whether the render's multi-threaded CPU sessions let onnxruntime's idle threads spin (its default)
+    rather than sleep: yes on cores of its own; no where other processes took more than
+    :data:`SHARED_CORES` of them during the first frame. A spinning thread waiting for work holds a core
+    that the others (and our own decode, encode and light stages) then wait for: on a shared machine that
+    doubled the CPU a small model's run took (live mode); on an idle one, sleeping saves nothing and costs
+    the wake-ups (and re-making a session loaded with the default)."""
+    return free >= n_cores - SHARED_CORES
+
+
+def planned(models: dict[str, list[CatalogSession]]) -> dict[str, list[CatalogSession]]:
+    """The models whose threads the plan gives: on the CPU provider, not fixed by ``execution.threads``. A
+    model on a GPU provider is left as it is: its intra-op threads only drive the nodes that fall back to
+    the CPU, and re-making it (a TensorRT engine: seconds) twice per render, per farm segment, bought
+    nothing."""
+    return {stage: [m for m in found if m.on_cpu and m.planned] for stage, found in models.items()}
+
+
+def set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int], n_cores: int,
+                spin: bool = True) -> None:
+    """Give each stage's models their threads (and, with more than one, whether idle ones spin); a model on
+    onnxruntime's default (0 = every core) keeps it where it is given every core and spins, so that a
+    loaded 554 MB session is not made again."""
     for stage, found in models.items():
+        n = threads.get(stage, 1)
         for model in found:
-            n = threads.get(stage, 1)
-            if model.on_cpu and not (model.threads == 0 and n == n_cores):
+            want = spin if n > 1 else model.spin  # one thread never waits for another: either will do
+            if not (model.threads == 0 and n == n_cores and model.spin == want):
                 model.set_threads(n)
+                model.set_spinning(want)
 
 
 def unload_unused(processor: FaceProcessor) -> None:
-    """Drop what no stage of a render runs: the swapper's recogniser has made the source identities (with
-    the arcface twin: 174 MB held for nothing). The selector's recogniser stays: it picks faces per frame."""
-    recogniser = getattr(processor.swapper, "recogniser", None)
-    if isinstance(recogniser, CatalogSession):
-        recogniser.unload()
+    """Drop what no stage of a render runs: the models that made the source identities (a swapper's
+    recogniser; with the arcface twin: 174 MB held for nothing). The selector's recogniser stays: it picks
+    faces per frame."""
+    for session in processor.helper_sessions():
+        session.unload()
 
 
 def _load(models: dict[str, list[CatalogSession]]) -> float:
@@ -159,68 +194,134 @@ def model_stages(chain: Chain) -> list[str]:
     return ["detect", *(s.name for s in chain.stages if costs.get(s.name) == "model")]
 
 
-def _first_frame(chain: Chain, frame: Frame, start: int = 0) -> tuple[FirstFrame, dict[str, float], Frame]:
+Rerun = Callable[[], None]  # one stage's run on the first frame again (a copy of its input)
+
+
+def _first_frame(chain: Chain, frame: Frame, start: int = 0
+                 ) -> tuple[FirstFrame, dict[str, float], Frame, dict[str, Rerun]]:
     """What the chain made of ``frame`` (number ``start``; kept after its first face processor), what each
-    stage took (s), and the output frame (its size is the output's)."""
+    stage took (s), the output frame (its size is the output's) and how to run each stage on it again."""
     took: dict[str, float] = {}
     started = time.perf_counter()
     work = chain.finder(start=start).push([frame])[0]
     took["detect"] = time.perf_counter() - started
     first = FirstFrame(frame, work.faces, [])
+    reruns: dict[str, Rerun] = {"detect": _redetect(chain, frame)}
     work.frame = frame.copy()  # the render blends into its own frames: this run leaves the frame as it was
     for i, stage in enumerate(chain.stages):
+        if stage.sessions:
+            reruns[stage.name] = _rerun(stage.run, copy.deepcopy(work))
         started = time.perf_counter()
         stage.run([work])
         took[stage.name] = time.perf_counter() - started
         if i == 0 and not stage.name.startswith("blend") and chain.first_is_face:
             first.swapped, first.seconds = copy.deepcopy(work.items), took[stage.name]
     assert work.out is not None
-    return first, took, work.out
+    return first, took, work.out, reruns
+
+
+def _rerun(run: Callable[[list[Work]], None], before: Work) -> Rerun:
+    return lambda: run([copy.deepcopy(before)])
+
+
+def _redetect(chain: Chain, frame: Frame) -> Rerun:
+    def run() -> None:
+        chain.processor.detect([frame])
+    return run
+
+
+def heavy_stages(cpu_ms: dict[str, float], stages: Sequence[str], io_ms: float,
+                 models: dict[str, list[CatalogSession]]) -> list[str]:
+    """The model stages worth placing: CPU models the plan gives threads to, costing more CPU a frame than
+    decoding and encoding it (YuNet at 1080p, ≈ 40 ms against ≈ 52, is light: one thread, as before) and at
+    least :data:`HEAVY_SHARE` of the heaviest one's (beside a swapper of seconds a face the detector is
+    light even where a busy machine makes it cost more than decoding and encoding: a group's thread given
+    to it, or its turn, would cost the heavy ones far more than it gains)."""
+    mine = {s: cpu_ms.get(s, 0.0) for s in stages if models.get(s)}
+    top = max(mine.values(), default=0.0)
+    return [s for s, ms in mine.items() if ms > io_ms and ms >= HEAVY_SHARE * top]
+
+
+def measure(models: dict[str, list[CatalogSession]], reruns: dict[str, Rerun], took: dict[str, float],
+            heavy: Sequence[str], n_cores: int, budget_s: float, spin: bool) -> dict[str, dict[int, float]]:
+    """Each heavy stage's seconds a frame at :func:`threadplan.measured_counts` (all cores: the first frame's
+    own), its models alone on those threads, while the next measurement (reckoned as if the threads paid
+    fully) fits in ``budget_s``."""
+    curves = {s: {n_cores: round(took[s], 4)} for s in heavy}
+    spent = 0.0
+    for n in threadplan.measured_counts(n_cores)[1:]:
+        for stage in heavy:
+            if spent + took[stage] * n_cores / n > budget_s:
+                return curves
+            started = time.perf_counter()
+            set_threads({stage: models[stage]}, {stage: n}, n_cores, spin)
+            _load({stage: models[stage]})
+            ran = time.perf_counter()
+            reruns[stage]()
+            curves[stage][n] = round(time.perf_counter() - ran, 4)
+            spent += time.perf_counter() - started
+    return curves
 
 
 def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: float = 30.0,
                 chain: Chain | None = None, start: int = 0) -> RenderPlan:
-    """Load the models, run the first frame through every stage, share the cores and pick the batch.
+    """Load the models, run the first frame through every stage, place the stages on the cores and pick the
+    batch.
 
-    ``frames``/``fps``: the clip, for the probe's time box (:func:`choose_batch_size`); ``chain``: the
+    ``frames``/``fps``: the clip, for the time boxes (measuring, :func:`choose_batch_size`); ``chain``: the
     render's (a fresh one of ``processor`` by default); ``start``: the first frame's number in the output.
     """
     chain = chain or Chain(processor)
-    execution = processor.settings.execution
-    models = stage_models(processor)
-    n_cores = cores()
-    plan = RenderPlan()
+    models, n_cores, plan = stage_models(processor), cores(), RenderPlan()
+    ours = planned(models)
     unload_unused(processor)
-    if not execution.threads:
-        set_threads(models, dict.fromkeys(models, n_cores), n_cores)  # measure each stage on every core
+    set_threads(ours, dict.fromkeys(ours, n_cores), n_cores)  # the first frame: every core, as loaded
     plan.load_s = _load(models)
     started = time.perf_counter()
     before = cpu_sample()
-    plan.first, took, out = _first_frame(chain, frame, start)
+    plan.first, took, out, reruns = _first_frame(chain, frame, start)
     plan.out_size = (out.shape[1], out.shape[0])
     plan.first_s = round(time.perf_counter() - started, 3)
-    started = time.perf_counter()
+    plan.first_cpu_s = round(cpu_sample()[2] - before[2], 3)
     plan.free_cores = round(free_cores(n_cores, before, cpu_sample()), 2)
-    plan.cost_ms = {k: round(1000 * v * (n_cores if models.get(k) and not execution.threads else 1), 2)
-                    for k, v in took.items()}
-    if execution.threads:
-        plan.threads = dict.fromkeys(models, execution.threads)
-    else:
-        io_ms = IO_MS_PER_MEGAPIXEL * frame.shape[0] * frame.shape[1] / 1e6
-        plan.threads = share_threads(plan.cost_ms, io_ms, plan.free_cores, model_stages(chain))
-        set_threads(models, plan.threads, n_cores)
-        reload_s = _load(models)
-        plan.load_s += reload_s
-        started += reload_s
+    plan.cost_ms = {k: round(1000 * v * (n_cores if ours.get(k) else 1), 2) for k, v in took.items()}
+    io_ms = IO_MS_PER_MEGAPIXEL * frame.shape[0] * frame.shape[1] / 1e6
+    heavy = heavy_stages(plan.cost_ms, model_stages(chain), io_ms, ours)
+    clip = min(frames, MEASURE_SECONDS * fps) if frames > 0 else MEASURE_SECONDS * fps
+    started = time.perf_counter()
+    plan.spin = spins(plan.free_cores, n_cores)
+    plan.curves = measure(ours, reruns, took, heavy, n_cores, MEASURE_SHARE * plan.first_s * clip, plan.spin)
+    chosen = _place(plan, io_ms, n_cores)
+    plan.threads = {s: chosen.get(s, 1) if ours.get(s) else found[0].threads
+                    for s, found in models.items() if found}
+    set_threads(ours, plan.threads, n_cores, plan.spin)
+    plan.load_s += _load(models)
+    plan.measure_s = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
     first = sum(v for k, v in took.items() if k != "blend")
-    plan.batch = choose_batch_size(chain, frame, execution.batch_size, faces=plan.first.faces,
-                                   first_s=first, frames=frames, fps=fps)
+    plan.batch = choose_batch_size(chain, frame, processor.settings.execution.batch_size,
+                                   faces=plan.first.faces, first_s=first, frames=frames, fps=fps)
     plan.probe_s = round(time.perf_counter() - started, 3)
     plan.load_s = round(plan.load_s, 3)
-    log.info("render plan: batch %d, threads %s (%.1f cores free), first frame %s ms, load %.1f s, "
-             "probe %.1f s beyond the first frame", plan.batch, plan.threads, plan.free_cores, plan.cost_ms,
-             plan.load_s, plan.probe_s)
+    log.info("render plan: %s; threads %s (%.1f cores free), batch %d, first frame %s ms, load %.1f s, "
+             "measuring %.1f s, probe %.1f s", plan.placement, plan.threads, plan.free_cores, plan.batch,
+             plan.cost_ms, plan.load_s, plan.measure_s, plan.probe_s)
     return plan
+
+
+def _place(plan: RenderPlan, io_ms: float, n_cores: int) -> dict[str, int]:
+    """The heavy stages placed by :func:`threadplan.place` on the free cores (every other stage is light
+    work beside them): the plan's placement, and the heavy stages' threads."""
+    light = {k: v for k, v in plan.cost_ms.items() if k not in plan.curves}
+    light_cpu = (io_ms + sum(light.values())) / 1000
+    chosen, considered = threadplan.place(plan.curves, light_cpu, plan.free_cores,
+                                          max(1, min(n_cores, round(plan.free_cores))),
+                                          light_wall_s=max(light.values(), default=0.0) / 1000)
+    plan.groups = [list(g) for g in chosen.groups]
+    plan.placement, plan.period_s = chosen.describe(), chosen.period_s
+    plan.limit_s = round(threadplan.limit_s(plan.curves, n_cores), 4)
+    plan.considered = [{"placement": p.describe(), "period_s": p.period_s} for p in considered]
+    return chosen.threads
 
 
 def choose_batch_size(chain: Chain, frame: Frame, requested: int | str, *, faces: list[Face],

@@ -6,10 +6,11 @@ derive a changed copy with :func:`apply_overrides` (``--set section.key=value``)
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import typing
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -26,6 +27,7 @@ from pipeline.types import (
     Encoder,
     EncoderPreset,
     EnhancerName,
+    FaceArea,
     FaceRegion,
     FrameEnhancerName,
     LandmarkerName,
@@ -34,7 +36,6 @@ from pipeline.types import (
     MaskType,
     OccluderName,
     ParserName,
-    ProcessorName,
     Provider,
     RestorerArea,
     SelectorMode,
@@ -43,29 +44,40 @@ from pipeline.types import (
     VoiceExtractorName,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# sections renamed since an older schema (old name -> new): the face swapper's and face enhancer's took their
+# processors' names in schema 2. Old presets, old queued jobs and ``--set swapper.model=...`` still work.
+RENAMED_SECTIONS = {"swapper": "face_swapper", "enhancer": "face_enhancer"}
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+# UI facts a field may carry (json_schema_extra): "main" (shown beside the preview, not among the advanced
+# settings), "choice_words" ((value, words) for a value that means something other than itself), "ui_range"
+MAIN: dict[str, Any] = {"main": True}
+
+
+def _at_least_one(value: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """``value`` without repeats (the first of each kept); none at all is refused, naming ``what``."""
+    if not value:
+        raise ValueError(f"at least one {what} is needed")
+    return tuple(dict.fromkeys(value))
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # every number finite (inf and nan refused in one line, for the CLI, presets, jobs, the UI and live alike)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
 
 
-class ProcessorSettings(_Section):
-    order: tuple[ProcessorName, ...] = Field(("face_swapper", "face_enhancer"), title="Processors, in order",
-                                             description="what is done, in this order: face processors work "
-                                             "on each chosen face, frame processors on the whole frame (an "
-                                             "enhancer set to none does nothing)")
+class ProcessorSection(_Section):
+    """A processor's settings: ``processor`` is its name in ``processors.order``, and the section's in
+    :class:`Settings` (adding a processor adds one of these and its field there)."""
 
-    @field_validator("order")
-    @classmethod
-    def _order_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("at least one processor is needed")
-        if len(set(value)) != len(value):
-            raise ValueError("each processor may appear once")
-        return value
+    processor: ClassVar[str]
+
+    @property
+    def makes_alpha(self) -> bool:
+        """Whether its processor gives the frames an alpha plane with these settings (the output is then
+        transparent)."""
+        return False
 
 
 class DetectorSettings(_Section):
@@ -104,32 +116,40 @@ class SelectorSettings(_Section):
                                      "in order; source i replaces the person in reference i (empty = off)")
 
 
-class SwapperSettings(_Section):
+class SwapperSettings(ProcessorSection):
+    processor: ClassVar[str] = "face_swapper"
     model: SwapperName = Field("auto", title="Face swapper",
-                               description="auto: the best installed model, else the built-in classic one")
+                               description="auto: the best installed model, else the built-in classic one",
+                               json_schema_extra=MAIN)
     pixel_boost: Literal[0, 128, 256, 512, 1024] = Field(0, title="Swap resolution (px)",
                                                          description="0 = the model's own size; larger "
-                                                         "is sharper and slower")
+                                                         "is sharper and slower",
+                                                         json_schema_extra={
+                                                             **MAIN, "choice_words": [
+                                                                 [0, "auto (the model's own size)"]]})
     poisson: bool = Field(False, title="Seamless edge (classic swapper)",
                           description="classic swapper: Poisson-blend the edge")
 
     @field_validator("pixel_boost", mode="before")
     @classmethod
     def _boost_from_text(cls, value: Any) -> Any:
-        # from --set swapper.pixel_boost=512
+        # from --set face_swapper.pixel_boost=512
         return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
-class EnhancerSettings(_Section):
+class EnhancerSettings(ProcessorSection):
+    processor: ClassVar[str] = "face_enhancer"
     model: EnhancerName = Field("none", title="Face enhancer",
-                                description="restores detail on the swapped face (slower)")
+                                description="restores detail on the swapped face (slower)",
+                                json_schema_extra=MAIN)
     blend: int = Field(80, ge=0, le=100, title="Enhancer strength (%)",
                        description="how much of the enhanced face is mixed in")
     fidelity: Unit = Field(0.5, title="CodeFormer fidelity (0–1)",
                            description="codeformer only: higher keeps closer to the swapped face")
 
 
-class FrameColorizerSettings(_Section):
+class FrameColorizerSettings(ProcessorSection):
+    processor: ClassVar[str] = "frame_colorizer"
     model: ColorizerName = Field("ddcolor", title="Colouriser",
                                  description="the model that gives the frame colour (ddcolor: natural; "
                                  "deoldify: old film)")
@@ -140,7 +160,8 @@ class FrameColorizerSettings(_Section):
                                 "slower")
 
 
-class FrameEnhancerSettings(_Section):
+class FrameEnhancerSettings(ProcessorSection):
+    processor: ClassVar[str] = "frame_enhancer"
     model: FrameEnhancerName = Field("span_kendata_x4", title="Frame enhancer",
                                      description="upscales the whole frame (×2, ×4 or ×8, as the name says); "
                                      "runs where frame_enhancer is in the processors")
@@ -152,7 +173,8 @@ class MaskSettings(_Section):
     types: tuple[MaskType, ...] = Field(("box",), title="Mask shapes",
                                         description="box: soft rectangle; occlusion: keep hands and hair "
                                         "in front; region: only chosen face parts; mouth: keep the open "
-                                        "mouth")
+                                        "mouth; area: only chosen areas of the face's outline (upper face, "
+                                        "lower face, mouth)", json_schema_extra=MAIN)
     blur: Unit = Field(0.3, title="Edge softness (0–1)", description="how softly the swapped face fades out")
     padding: tuple[int, int, int, int] = Field((0, 0, 0, 0), title="Mask padding (%)",
                                                description="top, right, bottom, left in % of the crop")
@@ -164,6 +186,10 @@ class MaskSettings(_Section):
         "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
         "upper-lip", "lower-lip",
     ), title="Face parts to replace", description="region mask only: the parts of the face that are swapped")
+    areas: tuple[FaceArea, ...] = Field(("upper-face", "lower-face", "mouth"), title="Face areas to replace",
+                                        description="area mask only: upper-face (brows to nose), lower-face "
+                                        "(nose to chin), mouth (the lips), from the 68 landmarks "
+                                        "(landmarks.model; else estimated from five points)")
 
     @field_validator("padding")
     @classmethod
@@ -175,14 +201,18 @@ class MaskSettings(_Section):
     @field_validator("types")
     @classmethod
     def _types_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("at least one mask type is needed")
-        return tuple(dict.fromkeys(value))
+        return _at_least_one(value, "mask type")
+
+    @field_validator("areas")
+    @classmethod
+    def _areas_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _at_least_one(value, "area")
 
 
 class ColorSettings(_Section):
     method: ColorMethod = Field("reinhard", title="Colour matching",
-                                description="matches the swapped face's colours to the target's skin")
+                                description="the face swapper's output matched to the target face's "
+                                "colours (the later processors work on, and keep, the matched swap)")
     strength: Unit = Field(1.0, title="Colour matching strength (0–1)",
                            description="0 = the swapper's own colours, 1 = fully matched")
 
@@ -208,9 +238,11 @@ class TrackerSettings(_Section):
 
 
 class VideoSettings(_Section):
-    start: float | None = Field(None, ge=0.0, title="Start at (s)",
+    # the trim (video/trim.py reads it): finite times, so a job stores what was asked (JSON has no inf)
+    start: float | None = Field(None, ge=0.0, allow_inf_nan=False, title="Start at (s)",
                                 description="trim start (s); empty = beginning")
-    end: float | None = Field(None, gt=0.0, title="End at (s)", description="trim end (s); empty = the end")
+    end: float | None = Field(None, gt=0.0, allow_inf_nan=False, title="End at (s)",
+                              description="trim end (s); empty = the end")
     keep_audio: bool = Field(True, title="Keep the sound",
                              description="copy the target's audio into the result")
     allow_damaged: bool = Field(False, title="Render a damaged video",
@@ -247,12 +279,11 @@ class ExecutionSettings(_Section):
     @field_validator("providers")
     @classmethod
     def _providers_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("at least one provider is needed")
-        return tuple(dict.fromkeys(value))
+        return _at_least_one(value, "provider")
 
 
-class ExpressionRestorerSettings(_Section):
+class ExpressionRestorerSettings(ProcessorSection):
+    processor: ClassVar[str] = "expression_restorer"
     model: LivePortraitModel = Field("live_portrait", title="Expression restorer model",
                                      description="LivePortrait: puts the target's own expression back on "
                                      "the processed face")
@@ -266,9 +297,7 @@ class ExpressionRestorerSettings(_Section):
     @field_validator("areas")
     @classmethod
     def _areas_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("at least one area is needed")
-        return tuple(dict.fromkeys(value))
+        return _at_least_one(value, "area")
 
 
 Slider = Annotated[float, Field(ge=-1.0, le=1.0, multiple_of=0.05)]
@@ -278,10 +307,11 @@ def _slider(title: str, description: str) -> Any:
     return Field(0.0, title=f"{title} (−1–1)", description=description)
 
 
-class FaceEditorSettings(_Section):
+class FaceEditorSettings(ProcessorSection):
     """FaceFusion's fourteen face-editor sliders; all at 0 leave the face untouched (FaceFusion re-renders
     it)."""
 
+    processor: ClassVar[str] = "face_editor"
     model: LivePortraitModel = Field("live_portrait", title="Face editor model",
                                      description="LivePortrait: moves the face's expression and head pose")
     eyebrow_direction: Slider = _slider("Eyebrows", "down (−) or up (+)")
@@ -302,7 +332,8 @@ class FaceEditorSettings(_Section):
     def sliders(self) -> dict[str, float]:
         """Every slider by name (the model left out)."""
         return {k: float(v) for k, v in self.model_dump().items() if k != "model"}
-class LipSyncerSettings(_Section):
+class LipSyncerSettings(ProcessorSection):
+    processor: ClassVar[str] = "lip_syncer"
     model: LipSyncerName = Field("wav2lip_gan_96", title="Lip sync model",
                                  description="lip_syncer: the mouth follows the audio (wav2lip: the lower "
                                  "face at 96 px; edtalk_256: the whole face at 256 px)")
@@ -318,9 +349,10 @@ DEEP_SWAPPER_MODELS: tuple[str, ...] = typing.get_args(DeepSwapperName)
 _CUSTOM_DFM = re.compile(CUSTOM_DFM_NAME)
 
 
-class DeepSwapperSettings(_Section):
+class DeepSwapperSettings(ProcessorSection):
     """DeepFaceLive's DFM models: the identity is in the file (no source photo needed)."""
 
+    processor: ClassVar[str] = "deep_swapper"
     model: str = Field("iperov/elon_musk_224", title="Deep swapper model",
                        description="a DeepFaceLive model (scope/name) or custom/<name> for your own "
                        "<name>.dfm in the models folder's custom/ folder")
@@ -336,9 +368,10 @@ class DeepSwapperSettings(_Section):
                          "file in the models folder's custom/ folder")
 
 
-class AgeModifierSettings(_Section):
+class AgeModifierSettings(ProcessorSection):
     """FaceFusion's age modifier; a direction of 0 leaves the processor out (the face untouched)."""
 
+    processor: ClassVar[str] = "age_modifier"
     model: AgeModifierName = Field("fran", title="Age modifier model",
                                    description="fran: ages the face from its estimated age; styleganex_age: "
                                    "re-draws the head and its surroundings (1.3 GB)")
@@ -346,7 +379,7 @@ class AgeModifierSettings(_Section):
                            description="younger (−) or older (+); 0 leaves the face as it is")
 
 
-# --- background_remover (shared/PROCESSORS.md §7) ---------------------------------------------------------
+# --- background_remover (docs/processors.md §7) ---------------------------------------------------------
 TRANSPARENT = "transparent"
 
 
@@ -369,7 +402,8 @@ def _hex(rgb: tuple[int, int, int]) -> str:
     return "#" + "".join(f"{c:02x}" for c in rgb)
 
 
-class BackgroundRemoverSettings(_Section):
+class BackgroundRemoverSettings(ProcessorSection):
+    processor: ClassVar[str] = "background_remover"
     model: BackgroundRemoverName = Field("modnet", title="Background remover",
                                          description="the model that finds the person (modnet: fast; "
                                          "birefnet, rmbg_2.0: finer edges, slower)")
@@ -397,14 +431,52 @@ class BackgroundRemoverSettings(_Section):
     def transparent(self) -> bool:
         return self.fill == TRANSPARENT
 
+    @property
+    def makes_alpha(self) -> bool:
+        return self.transparent
+
+
+class FrameSharpenerSettings(ProcessorSection):
+    """An unsharp mask on the whole frame (no model); an amount of 0 leaves the processor out."""
+
+    processor: ClassVar[str] = "frame_sharpener"
+    amount: int = Field(50, ge=0, le=300, multiple_of=5, title="Sharpening (%)",
+                        description="how much of the frame's fine detail is added again on top (0 = none)")
+    radius: float = Field(1.0, ge=0.5, le=5.0, multiple_of=0.5, title="Detail size (px)",
+                          description="the blur the detail is measured against: small sharpens fine "
+                          "texture, large the broad edges")
+
+
+# the names processors.order takes: the processor sections' (every ProcessorSection above)
+if TYPE_CHECKING:
+    ProcessorName = str
+else:
+    ProcessorName = Literal[tuple(section.processor for section in ProcessorSection.__subclasses__())]
+
+
+class ProcessorSettings(_Section):
+    order: tuple[ProcessorName, ...] = Field(("face_swapper", "face_enhancer"), title="Processors, in order",
+                                             description="what is done, in this order: face processors work "
+                                             "on each chosen face, frame processors on the whole frame (an "
+                                             "enhancer set to none does nothing)")
+
+    @field_validator("order")
+    @classmethod
+    def _order_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one processor is needed")
+        if len(set(value)) != len(value):
+            raise ValueError("each processor may appear once")
+        return value
+
 
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
     detector: DetectorSettings = DetectorSettings()
     selector: SelectorSettings = SelectorSettings()
-    swapper: SwapperSettings = SwapperSettings()
-    enhancer: EnhancerSettings = EnhancerSettings()
+    face_swapper: SwapperSettings = SwapperSettings()
+    face_enhancer: EnhancerSettings = EnhancerSettings()
     frame_colorizer: FrameColorizerSettings = FrameColorizerSettings()
     frame_enhancer: FrameEnhancerSettings = FrameEnhancerSettings()
     mask: MaskSettings = MaskSettings()
@@ -420,6 +492,7 @@ class Settings(_Section):
     deep_swapper: DeepSwapperSettings = DeepSwapperSettings()
     age_modifier: AgeModifierSettings = AgeModifierSettings()
     background_remover: BackgroundRemoverSettings = BackgroundRemoverSettings()
+    frame_sharpener: FrameSharpenerSettings = FrameSharpenerSettings()
 
 
 def _describe(error: ValidationError) -> str:
@@ -432,7 +505,7 @@ def _describe(error: ValidationError) -> str:
     parts = []
     for key, items in by_key.items():
         if items[0]["type"] == "extra_forbidden":
-            parts.append(f"unknown settings key '{key}'")
+            parts.append(unknown_key(key))
             continue
         literals = [i for i in items if i["type"] == "literal_error"]
         others = [i for i in items if i["type"] != "literal_error"] or literals
@@ -445,9 +518,34 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Settings data of an older schema (a job queued before, a settings dump) in this schema's names: each
+    renamed section under its new name, the version this one's. A section given under both names is
+    refused."""
+    out = dict(data)
+    for old, new in RENAMED_SECTIONS.items():
+        if old in out:
+            if new in out:
+                raise SettingsError(f"settings give both '{old}' and '{new}': '{old}' is the old name of "
+                                    f"'{new}', keep one")
+            out[new] = out.pop(old)
+    version = out.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version < SCHEMA_VERSION:
+        out["version"] = SCHEMA_VERSION
+    return out
+
+
+def current_key(key: str) -> str:
+    """``section.key`` in this schema's names (``swapper.model`` -> ``face_swapper.model``)."""
+    section, dot, name = key.partition(".")
+    return f"{RENAMED_SECTIONS[section]}{dot}{name}" if section in RENAMED_SECTIONS else key
+
+
 def validate(data: dict[str, Any], *, strict: bool = False) -> Settings:
-    """Build settings from plain data, raising SettingsError naming each bad key. ``strict`` (a preset file):
-    every value must already be of its key's JSON type (``true`` is no number, ``"0.5"`` no fraction)."""
+    """Build settings from plain data (an older schema's upgraded first), raising SettingsError naming each
+    bad key. ``strict`` (a preset file): every value must already be of its key's JSON type (``true`` is no
+    number, ``"0.5"`` no fraction)."""
+    data = upgrade(data)
     try:
         if strict:
             return Settings.model_validate_json(json.dumps(data), strict=True)
@@ -465,6 +563,39 @@ def keys() -> dict[str, Any]:
             for name, field in annotation.model_fields.items():
                 out[f"{section}.{name}"] = field
     return out
+
+
+def key_choosing(value: str) -> str | None:
+    """The settings key (``section.key``) among whose choices ``value`` is: a model's name -> the setting that
+    picks it (None: no setting offers it)."""
+    for key, info in keys().items():
+        if value in _choices(info.annotation):
+            return key
+    return None
+
+
+def _choices(annotation: Any) -> tuple[Any, ...]:
+    """The literal values an annotation allows (a union's, a tuple's items'), none for a free value."""
+    if typing.get_origin(annotation) is Literal:
+        return typing.get_args(annotation)
+    return tuple(c for arg in typing.get_args(annotation) for c in _choices(arg))
+
+
+def unknown_key(key: str) -> str:
+    """"unknown settings key 'KEY'" with the closest keys (by the whole key, then a key of that name in
+    another section), else the keys of the closest section, else the sections: a few names, never all keys."""
+    fields = list(keys())
+    name = key.rpartition(".")[2]
+    close = difflib.get_close_matches(key, fields, n=3, cutoff=0.6)
+    close = list(dict.fromkeys(close + [f for f in fields if f.rpartition(".")[2] == name]))[:3]
+    if not close:
+        sections = list(dict.fromkeys(f.partition(".")[0] for f in fields))
+        near = difflib.get_close_matches(key.partition(".")[0], sections, n=1, cutoff=0.6)
+        if not near:
+            return f"unknown settings key '{key}': a key is section.key, in one of {', '.join(sections)}"
+        close = [f for f in fields if f.startswith(f"{near[0]}.")]
+        close = difflib.get_close_matches(key, close, n=3, cutoff=0) or close[:3]
+    return f"unknown settings key '{key}': did you mean {' or '.join(close)}?"
 
 
 def _is_sequence(annotation: Any) -> bool:
@@ -498,8 +629,9 @@ def apply_overrides(settings: Settings, overrides: list[str] | dict[str, Any]) -
     data = settings.model_dump()
     items = overrides.items() if isinstance(overrides, dict) else (_split(o) for o in overrides)
     for key, value in items:
+        key = current_key(key)
         if key not in fields:
-            raise SettingsError(f"unknown settings key '{key}' (valid: {', '.join(fields)})")
+            raise SettingsError(unknown_key(key))
         section, name = key.split(".", 1)
         if isinstance(value, str):
             value = _parse_value(value, fields[key].annotation)

@@ -3,6 +3,8 @@
 Nothing here knows about faces or video: :class:`Stages` starts named threads that take items in order from
 their :class:`Pipe` and hand results on; the first failure stops them all (every pipe gives up once the stop
 event is set) and is kept for the caller; :meth:`Stages.timed` counts the seconds each stage is busy.
+Stages may be put in groups that take turns (:meth:`Stages.turn`: one stage of a group works at a time, in
+the order they asked, so that their thread pools share cores instead of fighting over them).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 END = object()  # the last item through a pipe
@@ -63,8 +66,45 @@ class Pipe:
             yield batch
 
 
+class Turns:
+    """A lock handed over in the order it was asked for (first come, first served), given up when the run
+    stops: the stages of one group take turns with it, so none waits behind another's next frame."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self._mutex = threading.Lock()
+        self._waiting: deque[threading.Event] = deque()
+        self._held = False
+
+    def acquire(self) -> None:
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                return
+            mine = threading.Event()
+            self._waiting.append(mine)
+        while not mine.wait(0.1):
+            if self.stop.is_set():
+                with self._mutex:
+                    if mine in self._waiting:
+                        self._waiting.remove(mine)
+                        raise Stop
+                break  # handed over just now: take it, then leave through release
+        if self.stop.is_set():
+            self.release()
+            raise Stop
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._waiting:
+                self._waiting.popleft().set()  # handed over: still held, by the next in line
+            else:
+                self._held = False
+
+
 class Stages:
-    """The threads of one run, their pipes and their busy seconds."""
+    """The threads of one run, their pipes and their busy seconds (and, for stages taking turns, the seconds
+    each waited for its turn)."""
 
     def __init__(self, names: Iterable[str], queue_size: int) -> None:
         self.stop = threading.Event()  # set when the run ends, fails or is cancelled: every stage leaves
@@ -72,7 +112,32 @@ class Stages:
         self.names = list(names)
         self.inbox = {name: Pipe(queue_size, self.stop) for name in self.names[1:]}  # the first has none
         self.busy = dict.fromkeys(self.names, 0.0)
+        self.waited = dict.fromkeys(self.names, 0.0)
         self.threads: list[threading.Thread] = []
+        self._turns: dict[str, Turns] = {}
+
+    def take_turns(self, groups: Sequence[Sequence[str]]) -> None:
+        """The stages of each group of two or more work one at a time (:meth:`turn`)."""
+        for group in groups:
+            if len(group) > 1:
+                turns = Turns(self.stop)
+                self._turns.update(dict.fromkeys(group, turns))
+
+    @contextlib.contextmanager
+    def turn(self, stage: str) -> Iterator[None]:
+        """Hold ``stage``'s group's turn for the block (no wait for a stage of no group); the wait counts
+        in :attr:`waited`, not in its busy time."""
+        turns = self._turns.get(stage)
+        if turns is None:
+            yield
+            return
+        started = time.perf_counter()
+        turns.acquire()
+        self.waited[stage] += time.perf_counter() - started
+        try:
+            yield
+        finally:
+            turns.release()
 
     def after(self, name: str) -> Pipe:
         """The pipe into the stage after ``name``."""

@@ -8,12 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.chain import Chain, Work
+from pipeline.chain import Chain, Work, frame_changers, no_face_notice
 from pipeline.checks import check_alpha_output
 from pipeline.errors import UserError
 from pipeline.image import output_format, read_image, write_image
 from pipeline.process import FaceProcessor
-from pipeline.processors import STILL, FaceProcessorBase
+from pipeline.processors import STILL
 from pipeline.provenance import provenance_tag
 from pipeline.settings import Settings
 
@@ -30,9 +30,12 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     processor.prepare(STILL)
     work: Work = Chain(processor).one(picture.bgr, alpha=picture.alpha)
     faces = work.faces
-    if not faces and any(isinstance(p, FaceProcessorBase) for p in processor.processors):
+    order, said = settings.processors.order, None
+    if not faces and frame_changers(order) == []:  # nothing would change it: refused
         raise UserError(f"no face to replace in the target {target.name} "
                         f"(selector.mode={settings.selector.mode})")
+    if not faces:  # changed by its frame processors only: said so
+        said = no_face_notice(target.name, order, settings.selector.mode)
     result = work.out
     assert result is not None  # Chain.one sets it for every frame
     picture = replace(picture, alpha=work.alpha)  # its own alpha as the chain left it (the remover's)
@@ -44,6 +47,7 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
         "frames": 1,
         "faces_swapped": len(faces),
         "models": processor.models,
-        "notices": [*processor.notices, *picture.loss_notices(target.name, output)],
+        "notices": [*processor.notices, *([said] if said else []),
+                    *picture.loss_notices(target.name, output)],
         "seconds": round(time.perf_counter() - started, 3),
     }

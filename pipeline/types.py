@@ -43,7 +43,7 @@ EnhancerName = Literal[
     "gpen_bfr_1024",
     "restoreformer_plus_plus",
 ]
-# frame_enhancer.model: FaceFusion 3.8.1's upscalers (shared/PROCESSORS.md §1.1), under FaceFusion's names
+# frame_enhancer.model: FaceFusion 3.8.1's upscalers (docs/processors.md §1.1), under FaceFusion's names
 FrameEnhancerName = Literal[
     "clear_reality_x4", "face_dat_x4", "nomos8k_sc_x4", "real_esrgan_x2", "real_esrgan_x2_fp16",
     "real_esrgan_x4", "real_esrgan_x4_fp16", "real_esrgan_x8", "real_esrgan_x8_fp16", "real_hatgan_x4",
@@ -58,21 +58,19 @@ ColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 LipSyncerName = Literal["wav2lip_96", "wav2lip_gan_96", "edtalk_256"]  # lip_syncer.model
 VoiceExtractorName = Literal["none", "kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"]  # lip_syncer.voice_extractor
 # FaceFusion's vocabulary; see pipeline/processors/
-ProcessorName = Literal["face_swapper", "face_enhancer", "frame_colorizer", "frame_enhancer",
-                        "expression_restorer", "face_editor", "lip_syncer", "deep_swapper", "age_modifier",
-                        "background_remover"]
 ModelRole = Literal["detector", "recogniser", "swapper", "enhancer", "occluder", "parser", "landmarker",
                     "colorizer", "frame_enhancer", "liveportrait", "lip_syncer", "voice_extractor",
                     "deep_swapper", "age_modifier", "classifier", "background_remover"]
 
-# deep_swapper.model: the catalog's DFM models (shared/PROCESSORS.md §8.1); custom/<stem> names the user's own
+# deep_swapper.model: the catalog's DFM models (docs/processors.md §8.1); custom/<stem> names the user's own
 DeepSwapperName = Literal["iperov/elon_musk_224", "dflive/keanu_reeves_320", "dflive/jackie_chan"]
 CUSTOM_DFM_NAME = r"custom/[A-Za-z0-9][A-Za-z0-9 _.+-]*"  # a name of the user's own custom/<stem>.dfm
 
 SelectorMode = Literal["one", "many", "reference"]
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
 ColorMethod = Literal["none", "reinhard", "mkl", "histogram"]
-MaskType = Literal["box", "occlusion", "region", "mouth"]
+MaskType = Literal["box", "occlusion", "region", "mouth", "area"]
+FaceArea = Literal["upper-face", "lower-face", "mouth"]  # landmark hulls of the area mask (FaceFusion's)
 FaceRegion = Literal[
     "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
     "upper-lip", "lower-lip",
@@ -83,7 +81,7 @@ Provider = Literal["tensorrt", "cuda", "cpu"]
 # LivePortrait processors (expression_restorer, face_editor)
 LivePortraitModel = Literal["live_portrait"]
 RestorerArea = Literal["upper-face", "lower-face"]
-# age_modifier (shared/PROCESSORS.md §5): the model, and FaceFusion's styleganex_384 crop of the head
+# age_modifier (docs/processors.md §5): the model, and FaceFusion's styleganex_384 crop of the head
 AgeModifierName = Literal["fran", "styleganex_age"]
 Template = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512",
                    "dfl_whole_face", "styleganex_384"]
@@ -122,7 +120,7 @@ class Face:
                        landmarks=(self.landmarks * factor).astype(np.float32), landmarks68=lm68)
 
 
-# background_remover.model: FaceFusion 3.8.1's background removers (shared/PROCESSORS.md §7)
+# background_remover.model: FaceFusion 3.8.1's background removers (docs/processors.md §7)
 BackgroundRemoverName = Literal[
     "ben_2", "birefnet_general", "birefnet_portrait", "corridor_key_1024", "corridor_key_2048",
     "isnet_general", "modnet", "ormbg", "rmbg_1.4", "rmbg_2.0", "silueta", "u2net_cloth", "u2net_general",

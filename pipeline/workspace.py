@@ -61,13 +61,20 @@ def output_path(folder: Path, target: str | Path, owner: str = "", transparent: 
     return fresh_output(sub, target, transparent)
 
 
+STASHED = re.compile(r"^[0-9a-f]{16}-")  # the content-hash prefix of a stashed upload's name
+
+
+def shown_name(path: str | Path) -> str:
+    """A job's input file as its user named it: a stashed upload's name without its content hash."""
+    return STASHED.sub("", Path(path).name)
+
+
 def fresh_output(folder: Path, target: str | Path, transparent: bool = False) -> Path:
     """A new file name for ``target``'s output in ``folder`` (which exists): its name, ``-swap``, the time
     and a random part (a stashed upload's hash dropped)."""
     target = Path(target)
     suffix = output_suffix(target, transparent)
-    stashed = re.match(r"^[0-9a-f]{16}-", target.stem)  # a stashed upload: drop the hash again
-    stem = safe_stem(target.stem.split("-", 1)[-1] if stashed else target.stem)
+    stem = safe_stem(Path(shown_name(target)).stem)  # a stashed upload: its hash dropped again
     # a random part: jobs queued in the same second must not share a name (their files appear only when done)
     for _ in range(100):
         candidate = folder / f"{stem}-swap-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}{suffix}"

@@ -1,6 +1,6 @@
 """Cost of each quality-stack stage on CPU with surrogate models, in ms per face.
 
-Surrogates (tests/surrogates.py) have the real models' I/O but tiny graphs, so these numbers are the
+Surrogates (tests/surrogates/) have the real models' I/O but tiny graphs, so these numbers are the
 pipeline's own overhead around each model (resizing, normalising, warping, masks, paste) plus a
 near-free model run: a floor, not what the real weights cost. Run:
     .venv/bin/python scripts/bench_quality.py [--faces 4] [--repeats 5] [--json]
@@ -50,7 +50,7 @@ def main() -> int:
                  "bisenet_resnet34", "2dfan4"):
         install_surrogate(name)
     target, n = photos.astronaut(), args.faces
-    base = ["swapper.model=inswapper_128", "selector.mode=one", "color.method=none"]
+    base = ["face_swapper.model=inswapper_128", "selector.mode=one", "color.method=none"]
 
     def processor(*extra: str) -> FaceProcessor:
         return FaceProcessor(apply_overrides(Settings(), [*base, *extra]), [photos.grace_hopper_path()])
@@ -65,14 +65,17 @@ def main() -> int:
     results: dict[str, float] = {}
     swap0 = results["swap inswapper_128 (align + swap)"] = swap_ms(plain)
     for label, extra in (
-        ("pixel boost 256 (4 sub-swaps)", ("swapper.pixel_boost=256",)),
-        ("pixel boost 512 (16 sub-swaps)", ("swapper.pixel_boost=512",)),
+        ("pixel boost 256 (4 sub-swaps)", ("face_swapper.pixel_boost=256",)),
+        ("pixel boost 512 (16 sub-swaps)", ("face_swapper.pixel_boost=512",)),
         ("mask occlusion (xseg)", ("mask.types=box,occlusion",)),
         ("mask region (bisenet)", ("mask.types=box,region",)),
         ("mask mouth (landmarks)", ("mask.types=box,mouth",)),
-        ("enhancer gfpgan_1.4 (re-frame + run + mix)", ("enhancer.model=gfpgan_1.4",)),
-        ("enhancer codeformer", ("enhancer.model=codeformer",)),
-        ("enhancer gpen_bfr_256", ("enhancer.model=gpen_bfr_256",)),
+        ("enhancer gfpgan_1.4 (re-frame + run + mix)", ("face_enhancer.model=gfpgan_1.4",)),
+        ("enhancer codeformer", ("face_enhancer.model=codeformer",)),
+        ("enhancer gpen_bfr_256", ("face_enhancer.model=gpen_bfr_256",)),
+        ("colour reinhard (the swap's colour step)", ("color.method=reinhard",)),
+        ("colour mkl", ("color.method=mkl",)),
+        ("colour histogram", ("color.method=histogram",)),
     ):
         results[label] = swap_ms(processor(*extra)) - swap0
     lm = processor("landmarks.model=2dfan4")
@@ -81,12 +84,8 @@ def main() -> int:
     select_plain = _best(lambda: plain.select(target, detected), args.repeats)
     results["landmarks 2dfan4 (select + refine)"] = 1000 * (select_lm - select_plain)
     items = plain.swap([target], [face])[0]
-    for method in ("reinhard", "mkl", "histogram"):
-        proc = processor(f"color.method={method}")
-        blend_s = _best(lambda p=proc: p.blend(target, items), args.repeats)
-        results[f"colour {method} + paste"] = 1000 * blend_s
-    results["paste only (colour none)"] = 1000 * _best(lambda: plain.blend(target, items), args.repeats)
-    boosted = processor("swapper.pixel_boost=512")
+    results["paste"] = 1000 * _best(lambda: plain.blend(target, items), args.repeats)
+    boosted = processor("face_swapper.pixel_boost=512")
     big = boosted.swap([target], [face])[0]
     results["paste only, 512 crop"] = 1000 * _best(lambda: boosted.blend(target, big), args.repeats)
     results = {k: round(max(v, 0.0), 2) for k, v in results.items()}

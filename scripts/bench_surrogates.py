@@ -34,7 +34,7 @@ def main() -> int:
             install_surrogate(entry.recogniser, Path(tmp))
         from cli.main import main as cli
 
-        return cli(["bench", "--set", f"swapper.model={swapper}", *args])
+        return cli(["bench", "--set", f"face_swapper.model={swapper}", *args])
 
 
 if __name__ == "__main__":

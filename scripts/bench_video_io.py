@@ -32,6 +32,7 @@ from pipeline.video import builders, ffmpeg  # noqa: E402
 from pipeline.video.decode import read_frames  # noqa: E402
 from pipeline.video.encode import Encoder  # noqa: E402
 from pipeline.video.probe import probe  # noqa: E402
+from pipeline.video.trim import Trim  # noqa: E402
 
 log = logging.getLogger("bench_video_io")
 
@@ -120,7 +121,8 @@ def main() -> None:
         work = Path(tmp)
         clip = work / "clip1080.mp4"
         make_clip(clip, args.seconds)
-        frames = list(read_frames(clip, end=2.0, hwaccel="none"))  # 60 distinct frames, cycled for encoding
+        # 60 distinct frames, cycled for encoding
+        frames = list(read_frames(clip, trim=Trim(end=2.0), hwaccel="none"))
         n = args.seconds * 30
         results = {
             "decode_pipe": best_fps(lambda: decode_pipe(clip), args.repeats),

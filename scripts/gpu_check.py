@@ -1,277 +1,368 @@
 #!/usr/bin/env python
-"""The GPU check at real cost, for a lent NVIDIA machine: the cost twins on CUDA and TensorRT (fp16) at
-batch 1/2/4/8, IO binding for the swapper, a 1080p render with the inswapper + GFPGAN twins with NVENC
-on and off, and live mode at 720p and 1080p with the same twins. Prints the tables for BENCHMARKS.md, then
-the whole report as JSON.
+"""The article's workload on a lent GPU: a 1080p30 clip with one face, swapped by the inswapper twin and
+restored by the GFPGAN twin, on onnxruntime's CUDA and TensorRT providers, decoded with NVDEC and encoded
+with NVENC; its fps and the time 5 minutes of 1080p30 would take, next to the article's 7.5 min (RTX 4090).
 
-Run: scripts/setup.sh (picks the gpu extra when nvidia-smi works), then
-    .venv/bin/python scripts/gpu_check.py                 # everything, full-size twins (built once, cached)
-    .venv/bin/python scripts/gpu_check.py --providers cpu --width 0.0625 --seconds 0.2 --size 320x240 \
-        --live-sizes 160x120 --live-seconds 1
-the second is the quick CPU rehearsal of every path (tests/test_gpu_check.py runs its parts).
+Run (one command, unattended; it says what it could not do instead of stopping):
+    python scripts/gpu_check.py                      # the article's rows, within --budget seconds
+    python scripts/gpu_check.py --tables             # also the batch, IO-binding, live tables (gpu_tables)
+    python scripts/gpu_check.py --providers cpu --width 0.0625 --seconds 0.3 --size 320x240   # CPU rehearsal
 
-- twins: scripts/make_twins.py's (the fp16 swapper converted from the fp32 one), built into ``--twins``
-  (default: the cache's ``twins`` folder) or, with ``--width`` < 1, scaled-down twins into a temporary
-  folder (same I/O, a fraction of the channels).
-- batches: each twin's (the processors' heavy ones too: the frame enhancer's real_esrgan_x2/x4 at its
-  256² tile, the lip syncer's wav2lip_gan_96) dynamic-batch rewrite (pipeline.models.batching; a twin
-  whose rewrite fails runs batch 1 only, as the pipeline would) on each provider, items per second at each
-  batch size. TensorRT builds fp16 engines (trt_fp16_enable) cached under the facestation cache.
-- io binding: the swapper (pipeline's ModelRunner.run_feeds) with inputs and outputs bound on the
-  session's device against plain runs, same feeds, same outputs.
-- render: ``pipeline.render.render`` of a generated 1080p clip with the inswapper and GFPGAN twins on the
-  first provider, output.encoder h264_nvenc and libx264.
-- live: ``facestation live`` from a generated clip standing in for a 30 fps camera (delivered at its own
-  rate) at each of ``--live-sizes`` (default 1280x720 and 1920x1080), inswapper + GFPGAN twins on the first
-  provider, into a recording: delivered fps (the goal: the camera's 30), latency p50/p95 and its p50 at the
-  start and the end of the run, frames dropped of those captured.
+1. **Preflight**: the Python packages the engine imports, ffmpeg (and its NVENC encoder, by a one-frame
+   trial), the card (nvidia-smi), onnxruntime's providers and, for CUDA and TensorRT, a tiny graph run on
+   each in a child process (pipeline.models.gpu: what a session really gets, and the missing piece named).
+   Each line is ``ok`` or ``could not`` with the fix; nothing is installed (a lent machine reaches no
+   registry: carry wheels).
+2. **Twins** of inswapper_128, arcface_w600k_r50 (the swapper's recogniser) and gfpgan_1.4 built once into
+   ``--twins`` (default the facestation cache's ``twins``); a generated 1080p30 clip of ``--seconds``.
+3. **Rows**, each a render in a child process (``--row PROVIDER:ENCODER``) with a time limit taken from what
+   is left of ``--budget``, less a minute for each row after it (a TensorRT engine build that runs long
+   cannot take the later rows' time): each usable GPU provider with NVENC (or libx264 where NVENC failed its
+   trial), then the first with libx264, while time is left. A row that fails or runs out of time is a
+   ``could not`` line with its last words.
+4. **Projection**: fps = frames / render seconds (start-up apart); 5 minutes of 1080p30 = 9000 frames take
+   start-up + 9000 / fps, printed next to the article's 7.5 min.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
+for _path in (ROOT, ROOT / "scripts"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider",
              "cpu": "CPUExecutionProvider"}
-TWIN_NAMES = ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "gfpgan_1.4", "scrfd_10g",
-              "real_esrgan_x2", "real_esrgan_x4", "wav2lip_gan_96")  # the last three: issue 22's processors
+ARTICLE_MINUTES = 7.5  # the guiding article: 5 minutes of 1080p30, retinaface + inswapper + GFPGAN
+ARTICLE_GPU = "RTX 4090"
+CLIP_MINUTES, CLIP_FPS = 5.0, 30.0
+ARTICLE_TWINS = ("inswapper_128", "arcface_w600k_r50", "gfpgan_1.4")
+ARTICLE_SETTINGS = ("face_swapper.model=inswapper_128", "face_enhancer.model=gfpgan_1.4")
+# the engine's imports (module -> the distribution to carry where it is missing)
+PACKAGES = {"numpy": "numpy", "cv2": "opencv-python-headless", "onnx": "onnx",
+            "onnxruntime": "onnxruntime-gpu", "pydantic": "pydantic (with pydantic-core, annotated-types, "
+            "typing-inspection)", "psutil": "psutil", "platformdirs": "platformdirs"}
+NVENC = "NVENC (h264_nvenc)"
+ROW_FLOOR_S = 60.0  # a row is not started with less than this left of the budget
 
 
-def build_twins(names: Sequence[str], folder: Path, width: float) -> dict[str, Path]:
-    import make_twins
+@dataclass(frozen=True)
+class Check:
+    """One preflight line: what was checked, whether it is there, what was found, and the fix if not."""
 
-    folder.mkdir(parents=True, exist_ok=True)
-    return {t.name: make_twins.build_twin(t, folder, width=width).path for t in make_twins.resolve(names)}
+    name: str
+    ok: bool
+    found: str
+    fix: str = ""
 
-
-def time_batches(path: Path, provider: str, batches: Sequence[int], items: int) -> dict[str, Any]:
-    """Items per second at each batch size, on the dynamic-batch rewrite where it exists."""
-    from pipeline.models import batching, sessions
-    from pipeline.models.runtime import random_feeds
-
-    batched = batching.batched_path(path)
-    asked = (provider,) if provider == "cpu" else (provider, "cpu")  # as a render asks: CPU as fallback
-    session = sessions.load(batched or path, None, asked)
-    dynamic = all(not isinstance(a.shape[0], int) for a in session.get_inputs() if a.shape)
-    row: dict[str, Any] = {"provider": session.get_providers()[0], "dynamic_batch": dynamic}
-    rng = np.random.default_rng(0)
-    for b in batches if dynamic else [1]:
-        feeds = random_feeds(session, rng, batch=b, free=640)  # a free image size (the detector): 640
-        session.run(None, feeds)  # warm (TensorRT builds its engine for this shape here)
-        runs = max(1, items // b)
-        started = time.perf_counter()
-        for _ in range(runs):
-            session.run(None, feeds)
-        row[str(b)] = round(runs * b / (time.perf_counter() - started), 2)
-    del session
-    sessions.release(batched or path)  # one twin's session at a time
-    return row
+    def line(self) -> str:
+        return f"ok          {self.name}: {self.found}" if self.ok else \
+            f"could not   {self.name}: {self.found}" + (f" (fix: {self.fix})" if self.fix else "")
 
 
-def io_binding(provider: str, batch: int, runs: int) -> dict[str, Any]:
-    """The swapper's runs with and without IO binding: items per second, and whether outputs agree."""
-    from pipeline.models.runner import ModelRunner
-    from pipeline.models.runtime import random_feeds
-
-    runner = ModelRunner("inswapper_128", "swapper", providers=(provider,))
-    rng = np.random.default_rng(1)
-    feeds = random_feeds(runner.session, rng, batch=batch)
-    out: dict[str, Any] = {"provider": runner.session.get_providers()[0], "device": runner.device,
-                           "batch": batch}
-    results = {}
-    for bound in (False, True):
-        runner.io_binding = bound
-        results[bound] = runner.run_feeds(feeds)[0]
-        started = time.perf_counter()
-        for _ in range(runs):
-            runner.run_feeds(feeds)
-        out["bound" if bound else "plain"] = round(runs * batch / (time.perf_counter() - started), 2)
-    out["same_output"] = bool(np.allclose(results[False], results[True], atol=1e-3))
-    return out
+def projection(frames: int, render_s: float, startup_s: float, minutes: float = CLIP_MINUTES,
+               fps: float = CLIP_FPS) -> dict[str, float]:
+    """fps over the render (start-up apart) and what ``minutes`` of ``fps`` video would take: start-up +
+    its frames at that rate; against the article's figure, how many times faster (> 1) or slower."""
+    rate = frames / render_s if render_s > 0 else 0.0
+    total = round(minutes * 60 * fps)
+    seconds = startup_s + total / rate if rate > 0 else float("inf")
+    return {"fps": round(rate, 2), "frames_projected": total, "projected_s": round(seconds, 1),
+            "projected_min": round(seconds / 60, 2), "article_min": ARTICLE_MINUTES,
+            "vs_article": round(ARTICLE_MINUTES * 60 / seconds, 2) if seconds > 0 else 0.0}
 
 
-def render_row(provider: str, encoder: str, seconds: float, size: tuple[int, int],
-               work: Path) -> dict[str, Any]:
-    from pipeline.bench import default_face, make_test_clip
+def package_checks(find: Callable[[str], Any] = importlib.util.find_spec) -> list[Check]:
+    """The engine's Python packages: importable or not (``find``: importlib's, or a fake)."""
+    checks = []
+    for module, dist in PACKAGES.items():
+        there = find(module) is not None
+        checks.append(Check(f"python package {module}", there, "importable" if there else "missing",
+                            "" if there else f"carry a wheel of {dist} (no registry is reachable)"))
+    return checks
+
+
+def provider_checks(asked: Sequence[str], built: Sequence[str], trial: Callable[[str], Any],
+                    card: Any) -> tuple[list[str], list[Check]]:
+    """Which of the ``asked`` providers (cuda, tensorrt, cpu) a render can use here, and a check for each:
+    built into this onnxruntime (``built``: its available providers), and a tiny graph really run on it
+    (``trial``: pipeline.models.gpu.trial, or a fake)."""
+    usable, checks = [], []
+    for name in asked:
+        ort_name = PROVIDERS[name]
+        if name == "cpu":
+            usable.append(name)
+            checks.append(Check("provider cpu", True, "onnxruntime's CPU provider"))
+            continue
+        if ort_name not in built:
+            checks.append(Check(f"provider {name}", False, f"{ort_name} is not in this onnxruntime "
+                                f"({', '.join(built) or 'no providers'})",
+                                "install onnxruntime-gpu instead of onnxruntime (carry its wheel)"))
+            continue
+        if card is None:
+            checks.append(Check(f"provider {name}", False, "no NVIDIA card (nvidia-smi lists none)"))
+            continue
+        got = trial(ort_name)
+        if got.providers and got.providers[0] == ort_name:
+            usable.append(name)
+            checks.append(Check(f"provider {name}", True, f"a session ran on {ort_name}"))
+        else:
+            why = (got.error.strip().splitlines() or ["it fell back to the CPU"])[0][:200]
+            checks.append(Check(f"provider {name}", False, f"a session asked for {ort_name} got "
+                                f"{got.providers[0] if got.providers else 'nothing'}: {why}",
+                                "the CUDA/cuDNN (and for TensorRT, libnvinfer) libraries of this "
+                                "onnxruntime-gpu build"))
+    return usable, checks
+
+
+def preflight(asked: Sequence[str]) -> tuple[list[str], list[Check], dict[str, Any]]:
+    """Every check on this machine: the providers a render can use (none where the engine cannot import or
+    ffmpeg is missing), the checks, and what was found (for the JSON)."""
+    checks = package_checks()
+    facts: dict[str, Any] = {"python": sys.version.split()[0]}
+    if not all(c.ok for c in checks):  # the engine imports every one
+        return [], checks, facts
+    from pipeline.models import gpu
+    from pipeline.models.runtime import ort
+
+    card = gpu.nvidia_card()
+    checks.append(Check("NVIDIA card", card is not None, str(card) if card else "nvidia-smi lists none",
+                        "" if card else "a machine with an NVIDIA GPU and its driver"))
+    built = list(ort().get_available_providers())
+    facts.update({"onnxruntime": ort().__version__, "built_providers": built, "card": str(card or "")})
+    usable, more = provider_checks(asked, built, gpu.trial, card)
+    checks += more
+    video = video_checks()
+    checks += video
+    return (usable if all(c.ok for c in video if c.name != NVENC) else []), checks, facts
+
+
+def video_checks() -> list[Check]:
+    """ffmpeg found; ffprobe or PyAV to probe with; whether NVENC encodes a frame with that ffmpeg."""
+    from pipeline.errors import FacestationError
+    from pipeline.video import encoders, ffmpeg
+
+    try:
+        tools = ffmpeg.find_tools()
+    except FacestationError as exc:
+        return [Check("ffmpeg", False, str(exc), "apt-get install ffmpeg, or carry an imageio-ffmpeg wheel")]
+    probe_with = tools.ffprobe or ("PyAV" if importlib.util.find_spec("av") else "")
+    works, message = encoders.trial_encode(tools.ffmpeg, "h264_nvenc")
+    return [Check("ffmpeg", True, f"{tools.ffmpeg} ({tools.origin})"),
+            Check("ffprobe or PyAV", bool(probe_with), probe_with or "neither found",
+                  "" if probe_with else "an ffmpeg with its ffprobe, or carry a wheel of av"),
+            Check(NVENC, works, "one frame encoded" if works else message,
+                  "" if works else "an ffmpeg built with NVENC and the NVIDIA driver's libnvidia-encode")]
+
+
+def article_row(provider: str, encoder: str, clip: Path, out: Path) -> dict[str, Any]:
+    """The article's workload once: ``clip`` rendered with the inswapper + GFPGAN twins (the models folder:
+    FACESTATION_MODELS) on ``provider`` (the CPU as fallback, as a render asks), ``encoder``; what the
+    render reports, which decoder and providers really ran, and the projection."""
+    from pipeline.bench import default_face
+    from pipeline.models import sessions
     from pipeline.render import render
     from pipeline.settings import Settings, apply_overrides
+    from pipeline.video import encoders, ffmpeg
+    from pipeline.video.probe import probe
 
-    clip = work / f"clip-{size[0]}x{size[1]}-{seconds}.mp4"
-    if not clip.exists():
-        make_test_clip(clip, default_face(), seconds=seconds, size=size)
-    settings = apply_overrides(Settings(), [
-        "swapper.model=inswapper_128", "enhancer.model=gfpgan_1.4", "selector.mode=one",
-        f"execution.providers={provider},cpu", f"output.encoder={encoder}", "output.preset=fast"])
+    providers = provider if provider == "cpu" else ("tensorrt,cuda,cpu" if provider == "tensorrt" else
+                                                   f"{provider},cpu")
+    settings = apply_overrides(Settings(), [*ARTICLE_SETTINGS, f"execution.providers={providers}",
+                                            f"output.encoder={encoder}"])
+    info = probe(clip)
+    accel, decode_reason = encoders.choose_hwaccel("auto", ffmpeg.ffmpeg_exe(), clip, info.codec,
+                                                   info.pix_fmt)
     started = time.perf_counter()
-    result = render(settings, [default_face()], clip, work / f"out-{encoder}.mp4")
-    return {"provider": provider, "requested": encoder, "encoder": result.encoder,
-            "encoder_reason": result.encoder_reason, "fps": result.fps, "frames": result.frames,
-            "batch": result.batch_size, "threads": result.threads,
-            "startup_s": round(time.perf_counter() - started - result.seconds, 2),
+    result = render(settings, [default_face()], clip, out)
+    startup = time.perf_counter() - started - result.seconds
+    return {"provider": provider, "ran_on": sessions.ran_on(), "encoder_asked": encoder,
+            "encoder": result.encoder, "encoder_reason": result.encoder_reason,
+            "decoder": "NVDEC" if accel else "software", "decoder_reason": decode_reason,
+            "frames": result.frames, "render_s": result.seconds, "startup_s": round(startup, 2),
+            "batch": result.batch_size, "placement": result.plan.get("placement"),
             "stage_ms_per_frame": {k: round(1000 * v / max(1, result.frames), 1)
                                    for k, v in result.stage_s.items()},
-            "peak_rss_mb": result.peak_rss_mb}
+            "peak_rss_mb": result.peak_rss_mb, "faces_swapped": result.faces_swapped,
+            **projection(result.frames, result.seconds, startup)}
 
 
-LIVE_SETTINGS = ("swapper.model=inswapper_128", "enhancer.model=gfpgan_1.4", "selector.mode=one")
+def planned_rows(usable: Sequence[str], nvenc: bool) -> list[tuple[str, str]]:
+    """The rows to run, most wanted first: each usable provider with NVENC (libx264 where NVENC failed its
+    trial), then the first with libx264 for the encoder's share."""
+    first_choice = "h264_nvenc" if nvenc else "libx264"
+    rows = [(p, first_choice) for p in usable]
+    if usable and nvenc:
+        rows.append((usable[0], "libx264"))
+    return rows
 
 
-def live_args(face: Path, clip: Path, output: Path, provider: str, seconds: float) -> list[str]:
-    """``facestation live``'s arguments for one live row: ``clip`` as the camera, the inswapper + GFPGAN
-    twins on ``provider`` (CPU as the fallback, as a render asks), a recording, JSON out."""
-    providers = provider if provider == "cpu" else f"{provider},cpu"
-    sets = [*LIVE_SETTINGS, f"execution.providers={providers}"]
-    return ["live", "--source", str(face), "--camera", str(clip), "--output", str(output),
-            "--seconds", f"{seconds:g}", "--json", *(a for s in sets for a in ("--set", s))]
+Runner = Callable[[list[str], float], tuple[int, str, str]]  # (command, timeout) -> (code, stdout, stderr)
 
 
-def live_row(provider: str, size: tuple[int, int], seconds: float, work: Path) -> dict[str, Any]:
-    """One live run (:func:`live_args`) of a ``size`` camera at 30 fps for ``seconds``: its summary."""
-    from cli.main import main as facestation
-    from pipeline.bench import default_face, make_test_clip
-
-    clip = work / f"camera-{size[0]}x{size[1]}-{seconds}.mp4"
-    if not clip.exists():
-        make_test_clip(clip, default_face(), seconds=seconds + 1, size=size, fps=30)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = facestation(live_args(default_face(), clip, work / f"live-{size[0]}.mp4", provider, seconds))
-    if code != 0:
-        raise SystemExit(f"facestation live at {size[0]}x{size[1]} failed ({code})")
-    summary = json.loads(out.getvalue())
-    keep = ("frames_captured", "frames_delivered", "frames_dropped", "fps", "latency_p50_ms",
-            "latency_p95_ms", "latency_start_p50_ms", "latency_end_p50_ms")
-    return {"provider": provider, "size": f"{size[0]}x{size[1]}", **{k: summary[k] for k in keep}}
+def run_child(command: list[str], timeout: float) -> tuple[int, str, str]:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        tail = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return 124, "", tail
+    return done.returncode, done.stdout, done.stderr
 
 
-def table(report: dict[str, Any]) -> str:
-    """The BENCHMARKS.md tables of a report."""
-    batches = report["batches_asked"]
-    lines = [f"onnxruntime {report['onnxruntime']}; {report['device']}", "",
-             "| twin | provider (got) | dynamic batch | "
-             + " | ".join(f"b={b} items/s" for b in batches) + " |",
-             "|---|---|---|" + "---|" * len(batches)]
-    for twin, rows in report["batches"].items():
-        for asked, row in rows.items():
-            cells = [str(row.get(str(b), "–")) for b in batches]
-            dynamic = "yes" if row["dynamic_batch"] else "no"
-            lines.append(f"| {twin} | {asked} ({row['provider']}) | {dynamic} | " + " | ".join(cells) + " |")
-    if report.get("io_binding"):
-        lines += ["", "| swapper IO binding | device | batch | plain items/s | bound items/s | same output |",
-                  "|---|---|---|---|---|---|"]
-        for row in report["io_binding"]:
-            lines.append(f"| {row['provider']} | {row['device']} | {row['batch']} | {row['plain']} | "
-                         f"{row['bound']} | {row['same_output']} |")
-    if report.get("render"):
-        lines += ["", "| render (inswapper + gfpgan twins) | encoder asked → used | fps | batch | start-up s "
-                  "| ms per frame (swap / enhance / encode) | peak RSS MB |", "|---|---|---|---|---|---|---|"]
-        for row in report["render"]:
-            ms = row["stage_ms_per_frame"]
-            lines.append(f"| {row['provider']} | {row['requested']} → {row['encoder']} | {row['fps']} | "
-                         f"{row['batch']} | {row['startup_s']} | {ms.get('swap')} / {ms.get('enhance')} / "
-                         f"{ms.get('encode')} | {row['peak_rss_mb']} |")
-    if report.get("live"):
-        lines += ["", "| live (inswapper + gfpgan twins, 30 fps camera) | size | delivered fps "
-                  "| latency p50 / p95 ms | p50 start → end ms | dropped / captured |",
-                  "|---|---|---|---|---|---|"]
-        for row in report["live"]:
-            lines.append(f"| {row['provider']} | {row['size']} | {row['fps']} | {row['latency_p50_ms']} / "
-                         f"{row['latency_p95_ms']} | {row['latency_start_p50_ms']} → "
-                         f"{row['latency_end_p50_ms']} | {row['frames_dropped']} / "
-                         f"{row['frames_captured']} |")
+def run_rows(rows: Sequence[tuple[str, str]], child_args: list[str], deadline: float,
+             runner: Runner = run_child, clock: Callable[[], float] = time.monotonic
+             ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each row in a child process (``--row P:E`` + ``child_args``) within what is left before
+    ``deadline`` (each leaves :data:`ROW_FLOOR_S` to every row after it: a TensorRT engine build that runs
+    long cannot take the whole budget): the rows' reports, and a line for each row that could not be
+    measured."""
+    done, could_not = [], []
+    for i, (provider, encoder) in enumerate(rows):
+        left = deadline - clock()
+        if left < ROW_FLOOR_S:
+            could_not.append(f"row {provider}/{encoder}: not started, {left:.0f} s of the budget left")
+            continue
+        left = max(ROW_FLOOR_S, left - ROW_FLOOR_S * (len(rows) - i - 1))  # leave the later rows a start
+        code, out, err = runner([sys.executable, str(Path(__file__).resolve()), "--row",
+                                 f"{provider}:{encoder}", *child_args], left)
+        lines = out.strip().splitlines()
+        if code == 0 and lines:
+            done.append(json.loads(lines[-1]))
+            continue
+        last = (err.strip().splitlines() or ["no output"])[-1][:300]
+        what = f"ran out of its {left:.0f} s" if code == 124 else f"failed (exit {code})"
+        could_not.append(f"row {provider}/{encoder}: {what}: {last}")
+    return done, could_not
+
+
+def article_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The article's comparison, one line per row."""
+    lines = [f"| provider (ran on) | decode | encode | frames | fps | start-up s | 5 min of 1080p30 | "
+             f"article ({ARTICLE_GPU}) | vs article |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        got = ", ".join(sorted(set(r.get("ran_on", {}).values()))) or "?"
+        lines.append(f"| {r['provider']} ({got}) | {r['decoder']} | {r['encoder']} | {r['frames']} | "
+                     f"{r['fps']} | {r['startup_s']} | {r['projected_min']} min | {r['article_min']} min | "
+                     f"{r['vs_article']}× |")
     return "\n".join(lines)
 
 
-def _device() -> str:
+def _size(text: str) -> tuple[int, int]:
+    w, _, h = text.partition("x")
+    if not (w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not WxH (e.g. 1920x1080)")
+    return int(w), int(h)
+
+
+def _providers(text: str) -> list[str]:
+    names = [p for p in text.split(",") if p]
+    if not names or any(p not in PROVIDERS for p in names):
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma list of {', '.join(PROVIDERS)}")
+    return names
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    from gpu_tables import live_sizes
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--providers", type=_providers, default="cuda,tensorrt",
+                        help="comma list of cuda, tensorrt, cpu")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of the rendered clip")
+    parser.add_argument("--size", type=_size, default="1920x1080", help="clip size WxH")
+    parser.add_argument("--budget", type=float, default=450.0, help="seconds for the whole check")
+    parser.add_argument("--twins", metavar="DIR", help="where the twins are built (default: the cache)")
+    parser.add_argument("--width", type=float, default=1.0, help="channel scale of the twins (1 = full size)")
+    parser.add_argument("--row", metavar="PROVIDER:ENCODER", help=argparse.SUPPRESS)  # one row (a child)
+    parser.add_argument("--clip", help=argparse.SUPPRESS)
+    parser.add_argument("--tables", action="store_true", help="also the batch, IO-binding and live tables")
+    parser.add_argument("--batches", default="1,2,4,8")
+    parser.add_argument("--items", type=int, default=64, help="items timed per batch size (--tables)")
+    parser.add_argument("--runs", type=int, default=8, help="runs timed for IO binding (--tables)")
+    parser.add_argument("--only", nargs="+", metavar="TWIN", help="twins of the tables (--tables)")
+    parser.add_argument("--live-sizes", type=live_sizes, default="1280x720,1920x1080",
+                        help="camera sizes of the live runs (--tables), comma list of WxH (\"\": none)")
+    parser.add_argument("--live-seconds", type=float, default=20.0, help="length of each live run (--tables)")
+    args = parser.parse_args(argv)
+    if args.seconds <= 0 or args.budget <= 0 or not 0 < args.width <= 1:
+        parser.error("--seconds and --budget must be positive, --width in (0, 1]")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.monotonic()
+    args = parse(argv)
+    if args.row:  # a child: one row, its report as the last line
+        provider, _, encoder = args.row.partition(":")
+        os.environ["FACESTATION_MODELS"] = str(args.twins)
+        clip = Path(args.clip)
+        print(json.dumps(article_row(provider, encoder, clip, clip.with_suffix(".out.mp4"))))
+        return 0
+    usable, checks, facts = preflight(args.providers)
+    print("preflight:")
+    for check in checks:
+        print(f"  {check.line()}")
+    report: dict[str, Any] = {"preflight": [asdict(c) for c in checks], "facts": facts, "rows": [],
+                              "could_not": [c.line() for c in checks if not c.ok]}
+    if usable:
+        with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+            report.update(_measure(args, usable, checks, Path(tmp), started))
+    else:
+        report["could_not"].append(f"no row measured: none of {', '.join(args.providers)} can render here "
+                                   "(the lines above say what is missing)")
+    for line in report["could_not"]:
+        print(f"facestation gpu_check: {line}", file=sys.stderr)
+    if report["rows"]:
+        print(article_table(report["rows"]))
+    print(json.dumps(report, indent=2))
+    return 0 if report["rows"] else 1
+
+
+def _measure(args: argparse.Namespace, usable: list[str], checks: list[Check], work: Path,
+             started: float) -> dict[str, Any]:
+    """Twins, clip, the article's rows (and the tables): what :func:`main` reports beyond the preflight."""
+    import gpu_tables
+
+    from pipeline.bench import default_face, make_test_clip
+    from pipeline.paths import cache_dir
+
+    default = cache_dir() / "twins" if args.width == 1.0 else work / "twins"
+    folder = Path(args.twins) if args.twins else default
+    gpu_tables.build_twins(ARTICLE_TWINS, folder, args.width)
+    clip = make_test_clip(work / "clip.mp4", default_face(), seconds=args.seconds, size=args.size)
+    nvenc = any(c.ok for c in checks if c.name == NVENC)
+    child = ["--twins", str(folder), "--clip", str(clip)]
+    rows, could_not = run_rows(planned_rows(usable, nvenc), child, started + args.budget)
+    out: dict[str, Any] = {"rows": rows, "could_not": [c.line() for c in checks if not c.ok] + could_not}
+    for row in rows:
+        off = {m: p for m, p in row["ran_on"].items() if row["provider"] != "cpu" and p == PROVIDERS["cpu"]}
+        if off:
+            out["could_not"].append(f"row {row['provider']}/{row['encoder_asked']}: "
+                                    f"{', '.join(off)} ran on the CPU, not {row['provider']}")
+    if args.tables:
+        out["tables"] = gpu_tables.run(args, work, facts_device())
+        print(gpu_tables.table(out["tables"]))
+    return out
+
+
+def facts_device() -> str:
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
         return listed.strip() or "no NVIDIA GPU listed"
     except OSError:
         return "no nvidia-smi (CPU only)"
-
-
-def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from pipeline.models.runtime import ort
-    from pipeline.paths import cache_dir
-
-    providers = [p for p in args.providers.split(",") if p]
-    batches = [int(b) for b in args.batches.split(",")]
-    default = cache_dir() / "twins" if args.width == 1.0 else work / "twins"
-    folder = Path(args.twins) if args.twins else default
-    twins = build_twins(args.only or TWIN_NAMES, folder, args.width)
-    os.environ["FACESTATION_MODELS"] = str(folder)  # the twins are the models folder from here on
-    available = ort().get_available_providers()
-    report: dict[str, Any] = {"onnxruntime": ort().__version__, "available": available, "device": _device(),
-                              "batches_asked": batches, "batches": {}, "io_binding": [], "render": [],
-                              "live": []}
-    for name, path in twins.items():
-        report["batches"][name] = {p: time_batches(path, p, batches, args.items) for p in providers
-                                   if PROVIDERS[p] in available}
-    if "inswapper_128" in twins and "arcface_w600k_r50" in twins:
-        report["io_binding"] = [io_binding(p, max(batches), args.runs) for p in providers
-                                if PROVIDERS[p] in available]
-    if not args.skip_render and {"inswapper_128", "arcface_w600k_r50", "gfpgan_1.4"} <= set(twins):
-        size = tuple(int(v) for v in args.size.split("x"))
-        first = next(p for p in providers if PROVIDERS[p] in available)
-        report["render"] = [render_row(first, enc, args.seconds, (size[0], size[1]), work)
-                            for enc in ("h264_nvenc", "libx264")]
-    if args.live_sizes and {"inswapper_128", "arcface_w600k_r50", "gfpgan_1.4"} <= set(twins):
-        first = next(p for p in providers if PROVIDERS[p] in available)
-        report["live"] = [live_row(first, size, args.live_seconds, work) for size in args.live_sizes]
-    return report
-
-
-def live_sizes(text: str) -> list[tuple[int, int]]:
-    """``--live-sizes``: a comma list of WxH ("" for none)."""
-    sizes = []
-    for item in filter(None, text.split(",")):
-        w, _, h = item.partition("x")
-        if not (w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of WxH (e.g. 1280x720,1920x1080)")
-        sizes.append((int(w), int(h)))
-    return sizes
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--providers", default="cuda,tensorrt", help="comma list of cuda, tensorrt, cpu")
-    parser.add_argument("--batches", default="1,2,4,8")
-    parser.add_argument("--items", type=int, default=64, help="items timed per batch size")
-    parser.add_argument("--runs", type=int, default=8, help="runs timed for IO binding")
-    parser.add_argument("--only", nargs="+", metavar="TWIN", help=f"some of {', '.join(TWIN_NAMES)}")
-    parser.add_argument("--twins", metavar="DIR", help="where the twins are built (default: the cache)")
-    parser.add_argument("--width", type=float, default=1.0, help="channel scale of the twins (1 = full size)")
-    parser.add_argument("--seconds", type=float, default=2.0, help="length of the render clip")
-    parser.add_argument("--size", default="1920x1080", help="render clip size WxH")
-    parser.add_argument("--skip-render", action="store_true")
-    parser.add_argument("--live-sizes", type=live_sizes, default="1280x720,1920x1080",
-                        help="camera sizes of the live runs, comma list of WxH (\"\": no live run)")
-    parser.add_argument("--live-seconds", type=float, default=20.0, help="length of each live run")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
-        report = run(args, Path(tmp))
-    print(table(report))
-    print(json.dumps(report, indent=2))
-    return 0
 
 
 if __name__ == "__main__":

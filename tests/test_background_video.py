@@ -107,6 +107,29 @@ def test_a_render_to_mov_is_prores_4444_with_alpha(clip: Path, tmp_path: Path) -
     assert np.abs(frames[0, 40:80, 30:60, :3].astype(int) - RED).max() <= 6  # the pixels are kept
 
 
+def test_a_batch_named_target_alpha_mov_is_a_prores_4444_mov_with_alpha(
+        clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``queue add --name '{target}-alpha.mov'`` keeps the .mov it names (it became rect-alpha_mov.mp4):
+    with a transparent background the job renders ProRes 4444 with its alpha."""
+    from cli.main import main
+    from pipeline.jobs.service import open_store
+
+    install_surrogate("modnet", gain=4.0)
+    out = tmp_path / "out"
+    out.mkdir()
+    sets = [a for s in (*TRANSPARENT, "execution.batch_size=4") for a in ("--set", s)]
+    assert main(["queue", "add", "--source", str(photos.grace_hopper_path()), "--target", str(clip),
+                 "--output", str(out), "--name", "{target}-alpha.mov", *sets]) == 0, capsys.readouterr().err
+    (job,) = open_store().list()
+    assert Path(job.output).name == "rect-alpha.mov"
+    assert run(open_store(), "w1", once=True) == 1
+    done = open_store().get(job.id)
+    assert done.state == "done", (done.error, done.log)
+    video = next(s for s in _probe(Path(done.output))["streams"] if s["codec_type"] == "video")
+    assert video["codec_name"] == "prores" and video.get("profile") == "4444", video
+    _assert_alpha_in_every_frame(_bgra(Path(done.output)))
+
+
 def test_a_fill_colour_is_in_every_frame_of_an_mp4(clip: Path, tmp_path: Path) -> None:
     install_surrogate("modnet", gain=4.0)
     out = tmp_path / "out.mp4"
@@ -146,10 +169,12 @@ def test_a_queued_job_to_webm_keeps_alpha_in_every_segment_and_after_a_resume(cl
 def test_a_queued_job_to_mp4_is_refused(clip: Path, tmp_path: Path) -> None:
     from pipeline.errors import UserError
     from pipeline.jobs import service
+    from pipeline.request import SwapRequest
 
     store = JobStore(tmp_path / "q.sqlite3")
     with pytest.raises(UserError, match=r"job\.mp4 cannot; use \.png or \.webp for a still, \.webm"):
-        service.add(store, [photos.grace_hopper_path()], clip, tmp_path / "job.mp4", _settings())
+        service.add(store, SwapRequest.of([photos.grace_hopper_path()], clip, _settings(),
+                                          tmp_path / "job.mp4"))
     assert store.list() == []
 
 

@@ -6,12 +6,12 @@ import cv2
 import numpy as np
 import pytest
 
-from pipeline.blend.color import to_lab
 from pipeline.blend.mask import box_mask
 from pipeline.blend.paste import paste_back
 from pipeline.errors import NoFaceFound
 from pipeline.faces.align import align, template_points
-from pipeline.swap.classic import ClassicIdentity, ClassicSwapper
+from pipeline.processors.face_swapper.classic import ClassicIdentity, ClassicSwapper
+from pipeline.processors.face_swapper.color import to_lab
 from pipeline.types import Face
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ def _swap(tmp_path: Path, source: Path, out: str, *extra: str, capsys: pytest.Ca
 @pytest.mark.parametrize("swapper", ["inswapper_128", "hyperswap_1a_256"])
 def test_neural_swap_with_surrogates(tmp_path: Path, neural_models: None, swapper: str,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    sets = ["--set", "detector.model=retinaface", "--set", f"swapper.model={swapper}"]
+    sets = ["--set", "detector.model=retinaface", "--set", f"face_swapper.model={swapper}"]
     a = _swap(tmp_path, photos.grace_hopper_path(), "a.png", *sets, capsys=capsys)
     assert a["summary"]["models"] == ["retinaface", swapper, "arcface_w600k_r50"]  # every model that ran
     assert "classic" not in a["err"]
@@ -72,6 +72,6 @@ def test_wrong_file_under_a_model_name_is_refused(tmp_path: Path, capsys: pytest
     make_surrogate("gfpgan_1.4", store.installed_path(catalog.get("inswapper_128")))
     code = main(["swap", "--source", str(photos.grace_hopper_path()),
                  "--target", str(photos.astronaut_path(tmp_path)),
-                 "--output", str(tmp_path / "x.png"), "--set", "swapper.model=inswapper_128"])
+                 "--output", str(tmp_path / "x.png"), "--set", "face_swapper.model=inswapper_128"])
     err = capsys.readouterr().err
     assert code == 2 and "does not look like inswapper_128" in err and "expected inputs" in err

@@ -16,7 +16,7 @@ from pipeline.faces.recognise import cosine, embed_faces
 from pipeline.faces.sface import SFaceRecogniser
 from pipeline.faces.yunet import YuNetDetector
 from pipeline.image import read_image, read_provenance
-from pipeline.swap.classic import ClassicSwapper
+from pipeline.processors.face_swapper.classic import ClassicSwapper
 from tests import photos
 
 
@@ -29,7 +29,7 @@ def _embedding(img: np.ndarray) -> np.ndarray:
 
 def _footprint(img: np.ndarray, faces: list) -> np.ndarray:
     """Pixels covered by the swapper's aligned crops of ``faces`` (the face area)."""
-    swapper = ClassicSwapper()  # what swapper.model=auto gives with no neural swapper installed
+    swapper = ClassicSwapper()  # what face_swapper.model=auto gives with no neural swapper installed
     area = np.zeros(img.shape[:2], np.uint8)
     n = swapper.crop_size
     for face in faces:
@@ -128,7 +128,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
     cut = tmp_path / "cut.jpg"
     cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
     cases = {
-        "no such file": ["--source", str(tmp_path / "missing.jpg"), "--target", target],
+        "source image not found": ["--source", str(tmp_path / "missing.jpg"), "--target", target],
         "empty": ["--source", str(empty), "--target", target],
         "not an image": ["--source", gh, "--target", str(text)],
         "truncated": ["--source", str(cut), "--target", target],
@@ -136,7 +136,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
         "no face to replace": ["--source", gh, "--target", str(blank)],
         "unknown settings key": ["--source", gh, "--target", target, "--set", "detector.bogus=1"],
         "not installed: inswapper": ["--source", gh, "--target", target,
-                                     "--set", "swapper.model=inswapper_128"],
+                                     "--set", "face_swapper.model=inswapper_128"],
     }
     for expected, args in cases.items():
         code, err = _run(["swap", *args, "--output", out], capsys)

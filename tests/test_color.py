@@ -4,8 +4,8 @@ import cv2
 import numpy as np
 import pytest
 
-from pipeline.blend.color import to_lab, transfer
 from pipeline.blend.mask import ellipse_mask
+from pipeline.processors.face_swapper.color import to_lab, transfer
 
 S = 128
 

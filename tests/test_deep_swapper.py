@@ -1,4 +1,4 @@
-"""deep_swapper (shared/PROCESSORS.md §8): DeepFaceLive DFM files on surrogates with the real signature.
+"""deep_swapper (docs/processors.md §8): DeepFaceLive DFM files on surrogates with the real signature.
 
 The acceptance facts: the morph value reaches an AMP model and is never fed to one without that input; the
 paste mask is min(box, the least of the DFM's two masks eroded by a 3×3 ellipse twice and blurred σ 6.25),
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from cli.main import main
-from pipeline import families, preview
+from pipeline import adopt, families, preview, processors
 from pipeline.blend import mask as masks
 from pipeline.blend.frame_color import conditional_match_frame_color, match_frame_color, match_sizes
 from pipeline.errors import ModelMismatch, ModelMissing, SettingsError
@@ -25,24 +25,24 @@ from pipeline.faces import align
 from pipeline.image import read_image
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import run
-from pipeline.modelcheck.judges import JUDGES, judge_for
-from pipeline.models import adopt, catalog, store
+from pipeline.modelcheck.judges import judge_for
+from pipeline.models import catalog, store
 from pipeline.models.catalog import TensorSpec
 from pipeline.plan import ModelPlan
-from pipeline.processors.crops import Swapped
+from pipeline.processors.crops import FaceItem
 from pipeline.processors.deep_swapper import DeepSwapperProcessor
+from pipeline.processors.deep_swapper.dfm import presharpen
+from pipeline.processors.deep_swapper.judge import JUDGES
 from pipeline.render import render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.still import swap_image
-from pipeline.swap.dfm import presharpen
 from pipeline.types import DeepSwapperName, Face
 from tests import photos
 from tests.surrogates import DFM_KEEP, dfm_masks, install_dfm, make_surrogate
 from tests.videos import count_frames, make_clip
 
 DEFAULT = "iperov/elon_musk_224"
-FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2", "detector.size=320",
-                                    "color.method=none"])
+FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2", "detector.size=320"])
 ONLY = 'processors.order=["deep_swapper"]'
 
 
@@ -101,14 +101,14 @@ def test_bad_names_and_morph_are_one_line_errors() -> None:
 @pytest.mark.parametrize("amp", [True, False])
 def test_the_loader_accepts_the_real_signature_with_or_without_morph(amp: bool) -> None:
     install_dfm(DEFAULT, amp=amp)
-    model = families.build(DEFAULT, Settings(), "deep_swapper")
+    model = families.build(DEFAULT, Settings(), "deep_swapper", processors.families())
     assert model.crop_size == 224 and model.amp is amp
 
 
 def test_another_input_layout_is_refused_in_one_line(tmp_path: Path) -> None:
     install_dfm(DEFAULT, nchw=True)
     with pytest.raises(ModelMismatch) as info:
-        _ = families.build(DEFAULT, Settings(), "deep_swapper").amp
+        _ = families.build(DEFAULT, Settings(), "deep_swapper", processors.families()).amp
     assert "in_face:0" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -116,7 +116,7 @@ def test_a_custom_file_without_a_fixed_resolution_is_refused(tmp_path: Path) -> 
     path = install_dfm("custom/open", open_size=True)
     assert path.is_file()
     with pytest.raises(ModelMismatch, match="resolution"):
-        _ = families.build("custom/open", Settings(), "deep_swapper").crop_size
+        _ = families.build("custom/open", Settings(), "deep_swapper", processors.families()).crop_size
 
 
 # --- the morph value and the masks (acceptance) -------------------------------------------------------
@@ -124,7 +124,7 @@ def test_a_custom_file_without_a_fixed_resolution_is_refused(tmp_path: Path) -> 
 @pytest.mark.parametrize("morph", [0.0, 0.3, 1.0])
 def test_the_morph_value_reaches_an_amp_model(morph: float) -> None:
     install_dfm(DEFAULT, amp=True)
-    model = families.build(DEFAULT, Settings(), "deep_swapper")
+    model = families.build(DEFAULT, Settings(), "deep_swapper", processors.families())
     crops = np.stack([cv2.resize(_frame(), (224, 224))] * 3)
     _, celeb, _ = model.swap(crops, morph)
     x = presharpen(crops[0])
@@ -134,7 +134,7 @@ def test_the_morph_value_reaches_an_amp_model(morph: float) -> None:
 
 def test_a_model_without_morph_is_not_fed_it() -> None:
     install_dfm(DEFAULT, amp=False)  # onnxruntime refuses a feed the graph has no input for
-    model = families.build(DEFAULT, Settings(), "deep_swapper")
+    model = families.build(DEFAULT, Settings(), "deep_swapper", processors.families())
     crop = cv2.resize(_frame(), (224, 224))
     _, celeb, _ = model.swap(crop[None], 0.5)
     assert np.abs(celeb[0].astype(int) - np.clip(presharpen(crop) * 255, 0, 255).astype(np.uint8)).max() <= 1
@@ -152,8 +152,8 @@ def test_the_paste_mask_is_the_box_and_the_dfm_masks_eroded_and_blurred() -> Non
     face_mask[100:110, :] = 0.4  # a band only one of them has: their minimum must keep it
     install_dfm(DEFAULT, face_mask=face_mask, celeb_mask=celeb_mask)
     settings = _settings(ONLY, "mask.blur=0.2")
-    proc = DeepSwapperProcessor(settings, "classic", (DEFAULT,))
-    item = Swapped.unframed(_face())
+    proc = DeepSwapperProcessor(settings, (DEFAULT,))
+    item = FaceItem.unframed(_face())
     frame = _frame()
     proc.run([frame], [[item]], None, None, [0])  # type: ignore[arg-type]
     m = np.minimum(face_mask, celeb_mask)
@@ -251,7 +251,7 @@ def test_adopt_takes_a_deepfacelive_and_a_visomaster_dfm_folder(tmp_path: Path,
     assert main(["models", "list"]) == 0
     listed = capsys.readouterr().out
     assert "custom/Keanu_Reeves_320" in listed and "custom/Other" in listed
-    model = families.build("custom/Other", Settings(), "deep_swapper")
+    model = families.build("custom/Other", Settings(), "deep_swapper", processors.families())
     assert model.crop_size == 224 and not model.amp  # its I/O read and checked at load
 
 
@@ -269,3 +269,23 @@ def test_models_check_judges_a_dfm_and_fails_a_wrong_one() -> None:
 
 
 
+
+
+def test_the_region_mask_is_made_on_the_deep_swapped_face() -> None:
+    """FaceFusion's deep swapper parses the swapped (colour-matched) face it pastes, not the target's crop."""
+    from pipeline.blend.region import FaceParser
+    from pipeline.processors.crops import FaceMasks
+    from tests.surrogates import install_surrogate
+
+    install_dfm(DEFAULT, constant=(0.2, 0.4, 0.6))
+    install_surrogate("bisenet_resnet34")
+    settings = _settings(ONLY, "mask.types=box,region")
+    proc = DeepSwapperProcessor(settings, (DEFAULT,))
+    parser = FaceParser()
+    fed: list[np.ndarray] = []
+    real = parser.masks
+    parser.masks = lambda crops, regions: fed.append(crops.copy()) or real(crops, regions)  # type: ignore[method-assign]
+    item = FaceItem.unframed(_face())
+    proc.run([_frame()], [[item]], None, FaceMasks(settings, None, parser), [0])  # type: ignore[arg-type]
+    assert len(fed) == 1 and np.array_equal(fed[0][0], item.result)
+    assert not np.array_equal(item.result, item.crop)

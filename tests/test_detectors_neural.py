@@ -72,9 +72,9 @@ def test_scrfd_detects_each_frame_of_a_batch() -> None:
 
 
 def test_scrfd_decode_accepts_outputs_with_a_leading_batch_axis() -> None:
-    from tests.surrogates import _scrfd_arrays
+    from tests.surrogates import scrfd_arrays
 
-    arrays = _scrfd_arrays(FACES, 640, 0.02, True)
+    arrays = scrfd_arrays(FACES, 640, 0.02, True)
     flat = scrfd.decode(arrays, 640, 0.5)
     batched = scrfd.decode([a[None] for a in arrays], 640, 0.5)
     for a, b in zip(flat, batched, strict=True):

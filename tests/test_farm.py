@@ -158,6 +158,7 @@ def test_a_segment_seeks_to_its_own_start_and_decodes_exactly_the_same_frames(
     from pipeline.jobs.farm_task import seek_range
     from pipeline.video.decode import read_frames
     from pipeline.video.probe import probe
+    from pipeline.video.trim import Trim
 
     clip = make_clip(tmp_path / "c.mp4", seconds=4, fps=fps, audio=audio)
     info = probe(clip)
@@ -165,7 +166,7 @@ def test_a_segment_seeks_to_its_own_start_and_decodes_exactly_the_same_frames(
     for start, n in ((1, 5), (fps - 1, 3), (fps, fps), (fps + 1, 4), (3 * fps, None), (len(full) - 2, None)):
         seeked, frames = seek_range(FAST, info, start, n)
         assert seeked.video.start is not None and frames == (0, n)
-        got = list(read_frames(clip, info=info, start=seeked.video.start, frames=frames))
+        got = list(read_frames(clip, info=info, trim=Trim.of(seeked), frames=frames))
         want = full[start:] if n is None else full[start:start + n]
         assert len(got) == len(want), (start, n)
         assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), f"segment at {start}"
@@ -186,21 +187,21 @@ def _install_fake(*names: str) -> None:
 def test_the_driver_resolves_the_swapper_and_ships_exactly_the_models_it_needs() -> None:
     """``auto`` is resolved once on the driver, the tasks get that name, and the models of those settings go
     to the nodes (the swapper and its recogniser included; a model the settings do not use stays)."""
-    from pipeline.plan import CLASSIC_NOTICE
+    from pipeline.processors.face_swapper.auto import CLASSIC_NOTICE
 
     settings = apply_overrides(FAST, ["landmarks.model=2dfan4"])
-    assert settings.swapper.model == "auto"
+    assert settings.face_swapper.model == "auto"
     resolved, notices = farm.resolved_settings(settings)  # nothing installed: the classic swapper
-    assert resolved.swapper.model == "classic" and notices == [CLASSIC_NOTICE]
+    assert resolved.face_swapper.model == "classic" and notices == [CLASSIC_NOTICE]
     assert farm._shippable_models(resolved) == {}
     _install_fake("inswapper_128", "arcface_w600k_r50", "hyperswap_1b_256", "2dfan4")
     resolved, notices = farm.resolved_settings(settings)
-    assert resolved.swapper.model == "inswapper_128" and notices == []
-    assert json.loads(resolved.model_dump_json())["swapper"]["model"] == "inswapper_128"
+    assert resolved.face_swapper.model == "inswapper_128" and notices == []
+    assert json.loads(resolved.model_dump_json())["face_swapper"]["model"] == "inswapper_128"
     shipped = farm._shippable_models(resolved)
     assert sorted(shipped) == ["2dfan4", "arcface_w600k_r50", "inswapper_128"]
     assert shipped["inswapper_128"]["size"] == len(b"weights of inswapper_128")
-    named = apply_overrides(FAST, ["swapper.model=hyperswap_1b_256"])
+    named = apply_overrides(FAST, ["face_swapper.model=hyperswap_1b_256"])
     assert farm.resolved_settings(named) == (named, [])  # a name the user chose is kept as it is
 
 
@@ -222,7 +223,7 @@ def test_a_farm_job_reports_the_notices_of_its_segments_once_each(tmp_path: Path
     """Each segment's notices come back with it; the driver keeps them (deduplicated, and in the resume record
     for a driver that resumes) and returns them in the job's summary. Progress is written only when due."""
     from pipeline.jobs import runner
-    from pipeline.plan import CLASSIC_NOTICE
+    from pipeline.processors.face_swapper.auto import CLASSIC_NOTICE
 
     store = open_store()
     clip = make_clip(tmp_path / "clip.mp4", seconds=2.0, size=(64, 48), fps=10)

@@ -132,7 +132,7 @@ def test_local_runtime_two_slots_renders_frame_exact_on_two_workers(
     assert read_status() is None
     done = store.get(job.id)
     assert done.state == "done", (done.error, done.log)
-    assert done.log.count("using the built-in classic swapper") == 1, done.log  # the summary's notices
+    assert done.log.count("the built-in classic swapper is in use") == 1, done.log  # the summary's notices
     _check_output(out, clip10)
     shown = _shown(job.id, capsys)
     assert [s["start"] for s in shown["segments"]] == list(range(0, 300, 30))

@@ -1,4 +1,4 @@
-"""frame_colorizer (PROCESSORS.md §6): DDColor's a/b and DeOldify's colour merged under the frame's own
+"""frame_colorizer (docs/processors.md §6): DDColor's a/b and DeOldify's colour merged under the frame's own
 lightness, checked against an independent Lab computation (scikit-image), and the processor in the chain
 (preview-style single frame, a still, a video render), the loader and the models check."""
 
@@ -13,10 +13,10 @@ from skimage import color as skcolor
 
 from pipeline import modelcheck
 from pipeline.chain import Chain
-from pipeline.enhance.colorize import DDColor, DeOldify
 from pipeline.errors import UserError
 from pipeline.models.catalog import TensorSpec
 from pipeline.process import FaceProcessor
+from pipeline.processors.frame_colorizer.colorize import DDColor, DeOldify
 from pipeline.render import render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.still import swap_image
@@ -53,7 +53,7 @@ def test_ddcolor_ab_goes_under_the_frames_own_lightness(blend: int) -> None:
     install_surrogate("ddcolor")
     frame = _grey()
     colorizer = DDColor("ddcolor", 256)
-    from pipeline.enhance.colorize import blend as mix
+    from pipeline.processors.frame_colorizer.colorize import blend as mix
 
     out = mix(frame, colorizer.colorize([frame])[0], blend).astype(float)
     x0 = frame[..., 0] / 255.0  # what the model is fed: the grey level in [0, 1]
@@ -92,14 +92,20 @@ def test_the_model_sees_the_chosen_size_and_the_colour_is_resized_back() -> None
     assert session.get_inputs()[0].name == "input"
 
 
-def test_a_file_with_another_input_name_is_refused_at_load() -> None:
-    from pipeline.models import catalog
+def test_another_input_name_is_bound_by_structure_and_another_channel_count_refused() -> None:
+    from pipeline.models import catalog, sessions
     from pipeline.paths import models_dir
 
     entry = catalog.get("ddcolor")
 
     make_surrogate("ddcolor", models_dir() / entry.file,
                    signature=((TensorSpec("image", (1, 3, None, None)),), entry.outputs))
+    colouriser = DDColor("ddcolor", 256)
+    assert len(colouriser.colorize([_grey()])) == 1
+    assert colouriser.runner.binding.by_structure == (("input", "image"),)
+    sessions.release()
+    make_surrogate("ddcolor", models_dir() / entry.file,
+                   signature=((TensorSpec("image", (1, 4, None, None)),), entry.outputs))
     with pytest.raises(UserError, match="input"):
         DDColor("ddcolor", 256).colorize([_grey()])
 

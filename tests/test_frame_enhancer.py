@@ -1,7 +1,7 @@
-"""frame_enhancer: FaceFusion's tiling and blend (shared/PROCESSORS.md §1.3-1.4) on surrogates of the real
+"""frame_enhancer: FaceFusion's tiling and blend (docs/processors.md §1.3-1.4) on surrogates of the real
 files' signature, and the ×scale output through stills, previews, renders, queued jobs and the pre-check.
 
-The real signature (PROCESSORS.md §1.2) is stated here, not read from the catalog: ``input`` 1×3×S×S float32
+The real signature (docs/processors.md §1.2) is stated here (not from the catalog): ``input`` 1×3×S×S float32
 RGB in [0, 1] -> output 0, 1×3×(S·scale)×(S·scale). The surrogates add a fixed pattern over each output tile's
 own pixels (a tile put in the wrong place, or cropped by the wrong overlap, shows), or blur with zero padding
 first (a tile's border darkens: a kept overlap would be a seam).
@@ -19,8 +19,6 @@ from PIL import Image
 
 from cli.main import main
 from pipeline import checks, modelcheck
-from pipeline.enhance.frame import TiledUpscaler, group_size
-from pipeline.enhance.tiles import TileGrid
 from pipeline.errors import ModelMismatch, SettingsError, UserError
 from pipeline.image import Picture, write_image
 from pipeline.jobs import segments
@@ -31,6 +29,8 @@ from pipeline.models import catalog, sessions
 from pipeline.models.catalog import TensorSpec
 from pipeline.paths import models_dir
 from pipeline.plan import ModelPlan
+from pipeline.processors.frame_enhancer.tiles import TileGrid
+from pipeline.processors.frame_enhancer.upscaler import TiledUpscaler, group_size
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.farmkit import local_farm, render_on_farm
@@ -38,7 +38,7 @@ from tests.surrogates import make_surrogate
 from tests.timing import scaled
 from tests.videos import count_frames, make_clip, stream_info
 
-# PROCESSORS.md §1.1: (S, P, O) and scale of the files used here
+# docs/processors.md §1.1: (S, P, O) and scale of the files used here
 FACTS = {"span_kendata_x4": ((128, 8, 4), 4), "real_esrgan_x2": ((256, 16, 8), 2),
          "real_web_photo_x4": ((64, 4, 2), 4), "ultra_sharp_2_x4": ((1024, 64, 32), 4),
          "real_esrgan_x8": ((256, 16, 8), 8), "real_esrgan_x2_fp16": ((256, 16, 8), 2)}

@@ -8,7 +8,9 @@ import pytest
 
 from pipeline.errors import UserError
 from pipeline.jobs import runner, service
-from pipeline.jobs.model import OutputTaken
+from pipeline.jobs.model import Job, OutputTaken
+from pipeline.jobs.store import JobStore
+from pipeline.request import SwapRequest
 from pipeline.settings import Settings
 from tests import photos
 
@@ -23,9 +25,13 @@ def test_open_store_honours_the_queue_settings(tmp_path: Path, monkeypatch: pyte
         service.open_store(tmp_path / "q.sqlite3")
 
 
-def test_validate_says_what_is_wrong(tmp_path: Path) -> None:
+def _add(store: JobStore, target: str | Path, output: str | Path, owner: str = "") -> Job:
+    return service.add(store, SwapRequest.of([photos.grace_hopper_path()], target, Settings(), output), owner)
+
+
+def test_add_says_what_is_wrong_and_queues_nothing(tmp_path: Path) -> None:
+    store = service.open_store(tmp_path / "q.sqlite3")
     source, target = photos.grace_hopper_path(), photos.astronaut_path(tmp_path)
-    assert service.validate([source], target, tmp_path / "out.jpg") == "image"
     for sources, tgt, out, message in (
         ([tmp_path / "no.jpg"], target, tmp_path / "o.png", "source image not found"),
         ([source], tmp_path / "no.png", tmp_path / "o.png", "target not found"),
@@ -33,7 +39,8 @@ def test_validate_says_what_is_wrong(tmp_path: Path) -> None:
         ([source], target, tmp_path / "o.txt", "cannot write"),
     ):
         with pytest.raises(UserError, match=message):
-            service.validate(sources, tgt, out)
+            service.add(store, SwapRequest.of(sources, tgt, Settings(), out))
+    assert store.list() == []
 
 
 def test_add_checks_then_queues_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,8 +48,8 @@ def test_add_checks_then_queues_absolute_paths(tmp_path: Path, monkeypatch: pyte
     store = service.open_store(tmp_path / "q.sqlite3")
     photos.astronaut_path(tmp_path).rename(tmp_path / "target.png")
     with pytest.raises(UserError):
-        service.add(store, [photos.grace_hopper_path()], "target.png", "out.txt", Settings())
-    job = service.add(store, [photos.grace_hopper_path()], "target.png", "out.png", Settings(), owner="ann")
+        _add(store, "target.png", "out.txt")
+    job = _add(store, "target.png", "out.png", owner="ann")
     assert Path(job.target) == tmp_path / "target.png" and Path(job.output) == tmp_path / "out.png"
     assert job.owner == "ann" and [j.id for j in store.list()] == [job.id]
 
@@ -50,7 +57,7 @@ def test_add_checks_then_queues_absolute_paths(tmp_path: Path, monkeypatch: pyte
 def test_cancel_retry_delete(tmp_path: Path) -> None:
     store = service.open_store(tmp_path / "q.sqlite3")
     target = photos.astronaut_path(tmp_path)
-    job = service.add(store, [photos.grace_hopper_path()], target, tmp_path / "out.png", Settings())
+    job = _add(store, target, tmp_path / "out.png")
     assert service.cancel(store, job.id).state == "cancelled"
     assert service.retry(store, job.id).state == "queued"
     work = runner.work_dir(job.id)
@@ -67,9 +74,9 @@ def test_one_output_per_job_whatever_its_spelling(tmp_path: Path) -> None:
     target = photos.astronaut_path(tmp_path)
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    job = service.add(store, [photos.grace_hopper_path()], target, tmp_path / "real" / "o.png", Settings())
+    job = _add(store, target, tmp_path / "real" / "o.png")
     for spelling in (tmp_path / "link" / "o.png", tmp_path / "real" / ".." / "real" / "o.png"):
         with pytest.raises(OutputTaken, match=f"job {job.id} \\(queued\\) already writes"):
-            service.add(store, [photos.grace_hopper_path()], target, spelling, Settings())
+            _add(store, target, spelling)
     service.cancel(store, job.id)
-    assert service.add(store, [photos.grace_hopper_path()], target, tmp_path / "link" / "o.png", Settings())
+    assert _add(store, target, tmp_path / "link" / "o.png")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import multiprocessing
 import sqlite3
 import subprocess
@@ -32,7 +33,7 @@ class FakeClock:
 
 def _settings() -> Settings:
     data = Settings().model_dump()
-    data["swapper"]["pixel_boost"] = 256
+    data["face_swapper"]["pixel_boost"] = 256
     data["execution"]["providers"] = ("cpu",)
     return validate(data)
 
@@ -89,6 +90,21 @@ def test_add_get_list_and_persistence(tmp_path: Path) -> None:
         reopened.get(999)
     with pytest.raises(UserError, match="at least one source"):
         store.add([], "/t.mp4", "/o.mp4", Settings())
+
+
+def test_a_job_queued_with_the_old_section_names_still_loads(tmp_path: Path) -> None:
+    """The store keeps each job's settings as JSON: a job queued before the face swapper's and enhancer's
+    sections took their processors' names (``swapper``, ``enhancer``, version 1) reads as it was asked."""
+    store = JobStore(tmp_path / "q.db")
+    job = store.add(["/a.jpg"], "/t.mp4", "/o.mp4", _settings())
+    old = json.loads(_settings().model_dump_json())
+    old["swapper"], old["enhancer"], old["version"] = old.pop("face_swapper"), old.pop("face_enhancer"), 1
+    with sqlite3.connect(store.path) as con:
+        con.execute("UPDATE jobs SET settings = ? WHERE id = ?", (json.dumps(old), job.id))
+    con.close()
+    reread = JobStore(tmp_path / "q.db").get(job.id)
+    assert '"swapper": {' in reread.settings_json  # what the store holds is the old form
+    assert reread.settings == _settings() and reread.settings.face_swapper.pixel_boost == 256
 
 
 def test_state_machine(tmp_path: Path) -> None:

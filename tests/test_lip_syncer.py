@@ -1,4 +1,4 @@
-"""lip_syncer (PROCESSORS.md §2): the mel window each frame is fed, checked against an independent computation
+"""lip_syncer (docs/processors.md §2): each frame's mel window, checked against an independent computation
 with scipy; the lower face follows the audio and the upper face does not; silence and a short sound; the
 voice extractor's STFT round trip; the real files' signatures."""
 
@@ -13,23 +13,22 @@ import pytest
 from scipy import signal
 from scipy.io import wavfile
 
-from pipeline.audio import clip, mel
-from pipeline.audio.voice import VoiceExtractor
 from pipeline.errors import ModelMismatch
 from pipeline.faces import align
-from pipeline.lipsync import geometry
-from pipeline.lipsync.wav2lip import Wav2Lip
 from pipeline.models import catalog, sessions
 from pipeline.models.catalog import TensorSpec
 from pipeline.processors import Media
-from pipeline.processors.crops import Swapped
-from pipeline.processors.lip_syncer import ESTIMATED, LipSyncerProcessor
+from pipeline.processors.crops import FaceItem
+from pipeline.processors.lip_syncer import LipSyncerProcessor, clip, geometry, mel
+from pipeline.processors.lip_syncer.processor import ESTIMATED
+from pipeline.processors.lip_syncer.voice import VoiceExtractor
+from pipeline.processors.lip_syncer.wav2lip import Wav2Lip
 from pipeline.settings import Settings, apply_overrides
 from pipeline.types import Face
 from tests.surrogates import audio_shift, default_landmarks68, install_surrogate, make_surrogate
 from tests.videos import make_clip
 
-# §2.4 as PROCESSORS.md lists it (stated here, not computed by the code under test)
+# §2.4 as docs/processors.md lists it (stated here, not computed by the code under test)
 EDGES = [2, 3, 5, 6, 7, 8, 10, 11, 12, 14, 15, 17, 18, 20, 22, 23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 44,
          46, 48, 51, 54, 56, 59, 62, 65, 68, 71, 74, 77, 81, 84, 88, 92, 95, 99, 103, 108, 112, 116, 121, 126,
          130, 135, 141, 146, 151, 157, 163, 169, 175, 181, 188, 194, 201, 208, 216, 223, 231, 239, 247, 256,
@@ -82,7 +81,7 @@ def _syncer(tmp_path: Path, wav: Path, fps: float, *overrides: str) -> LipSyncer
     settings = apply_overrides(Settings(), ["processors.order=lip_syncer", *overrides])
     model = settings.lip_syncer.model
     install_surrogate(model)
-    processor = LipSyncerProcessor(settings, "classic", (model,))
+    processor = LipSyncerProcessor(settings, (model,))
     processor.prepare(Media(None, fps, 0.0, wav))
     return processor
 
@@ -103,7 +102,7 @@ def test_the_window_fed_for_frame_k_is_the_one_of_the_facts(tmp_path: Path, fps:
     frame, face = smooth_face()
     last = processor.windows.count - 1
     for k in (0, 1, 7, last, last + 1, last + 40):
-        processor.run([frame], [[Swapped.unframed(face)]], None, None, [k])  # type: ignore[arg-type]
+        processor.run([frame], [[FaceItem.unframed(face)]], None, None, [k])  # type: ignore[arg-type]
         want = np.clip(1.6 * np.log10(np.maximum(reference_window(expected_mel, k, fps), 1e-5)) + 3.2, -4, 4)
         np.testing.assert_allclose(fed[-1][0, 0], want * 2 * 0.75, atol=2e-3, err_msg=f"frame {k}")
     assert np.all(fed[-1] == -4 * 1.5)  # past the end: the empty window
@@ -115,7 +114,7 @@ def test_the_lower_face_follows_the_audio_and_the_upper_face_does_not(tmp_path: 
     frame, face = smooth_face()
     results = {}
     for k in (2, 9):
-        item = Swapped.unframed(face)
+        item = FaceItem.unframed(face)
         processor.run([frame], [[item]], None, None, [k])  # type: ignore[arg-type]
         results[k] = (item.crop.astype(np.float64), item.result.astype(np.float64))
     assert ESTIMATED in processor.notices  # no 68 points here
@@ -134,7 +133,7 @@ def test_the_68_points_set_the_box_and_the_lower_face_mask(tmp_path: Path) -> No
     m = align.estimate(face.landmarks, "ffhq_512", 512)
     face = Face(face.box, face.landmarks, face.score, landmarks68=align.transform_points(
         crop_points, align.invert(m)).astype(np.float32))
-    item = Swapped.unframed(face)
+    item = FaceItem.unframed(face)
     processor.run([frame], [[item]], None, None, [3])  # type: ignore[arg-type]
     assert ESTIMATED not in processor.notices
     hull = geometry.area_mask(crop_points[list(geometry.LOWER_FACE)].astype(np.float64), 512)
@@ -147,7 +146,7 @@ def test_silence_gives_no_nan_and_the_quietest_window(tmp_path: Path) -> None:
     processor = _syncer(tmp_path, wav, 25.0)
     assert processor.windows is not None and np.isfinite(processor.windows.mel).all()
     frame, face = smooth_face()
-    item = Swapped.unframed(face)
+    item = FaceItem.unframed(face)
     processor.run([frame], [[item]], None, None, [4])  # type: ignore[arg-type]
     assert np.all(mel.audio_tensor(processor.window(4)) == -4.0)
     assert item.result.dtype == np.uint8
@@ -158,7 +157,7 @@ def test_a_sound_shorter_than_the_video_is_said_with_its_frame_count(tmp_path: P
     wav = write_wav(tmp_path / "short.wav", speech_like(1.0))
     settings = apply_overrides(Settings(), ["processors.order=lip_syncer"])
     install_surrogate("wav2lip_gan_96")
-    processor = LipSyncerProcessor(settings, "classic", ("wav2lip_gan_96",))
+    processor = LipSyncerProcessor(settings, ("wav2lip_gan_96",))
     processor.prepare(Media(video, 24.0, 0.0, wav))
     assert processor.windows is not None
     heard = processor.windows.count  # 1 s at 24 fps, less the last 200 ms
@@ -198,7 +197,7 @@ def test_voice_extractor_round_trip_gives_the_sound_back(tmp_path: Path) -> None
     assert error[~edges].max() < 2e-3 and error.max() < 0.05
 
 
-# The real files' signatures as PROCESSORS.md §2.3 and §2.6 give them (not read from the catalog)
+# The real files' signatures as docs/processors.md §2.3 and §2.6 give them (not read from the catalog)
 def _t(name: str | None, *shape: int | None) -> TensorSpec:
     return TensorSpec(name, tuple(shape), "float32")
 
@@ -291,14 +290,14 @@ def test_faces_of_several_frames_go_in_one_run_each_with_its_own_window(
     numbers = [1, 6, 12]
     alone = []
     for k in numbers:
-        item = Swapped.unframed(face)
+        item = FaceItem.unframed(face)
         processor.run([frame], [[item]], None, None, [k])  # type: ignore[arg-type]
         alone.append(item.result)
     runs: list[int] = []
     real_run = Wav2Lip.run
     monkeypatch.setattr(Wav2Lip, "run", lambda self, source, target: runs.append(len(source)) or real_run(
         self, source, target))
-    items = [[Swapped.unframed(face)] for _ in numbers]
+    items = [[FaceItem.unframed(face)] for _ in numbers]
     processor.run([frame] * 3, items, None, None, numbers)  # type: ignore[arg-type]
     assert runs == [3] and processor.syncer.batch is None  # type: ignore[attr-defined]  # a dynamic batch
     for row, want in zip(items, alone, strict=True):

@@ -103,9 +103,10 @@ def test_the_preview_hears_its_own_frame_of_the_new_voice(
         heard.append((media, []))
         prepare(self, media)
 
-    def spy_run(self: LipSyncerProcessor, frames: Any, items: Any, who: Any, masks: Any, at: Any) -> None:
+    def spy_run(self: LipSyncerProcessor, frames: Any, items: Any, who: Any, masks: Any, at: Any,
+                originals: Any = None) -> None:
         heard[-1][1].extend(at)
-        run(self, frames, items, who, masks, at)
+        run(self, frames, items, who, masks, at, originals)
 
     monkeypatch.setattr(LipSyncerProcessor, "prepare", spy_prepare)
     monkeypatch.setattr(LipSyncerProcessor, "run", spy_run)

@@ -198,6 +198,26 @@ def test_a_recording_with_drops_plays_at_the_cameras_pace(tmp_path: Path) -> Non
     assert "yunet, classic" in probe_comment(recording.path)
 
 
+def test_a_recording_fits_a_frame_of_another_size_to_its_own(tmp_path: Path) -> None:
+    recording = Recording(tmp_path / "resized.mp4", 30.0)
+    recording.write(np.full((48, 64, 3), 40, np.uint8), 0)
+    recording.write(np.full((36, 48, 3), 200, np.uint8), 1)  # the camera went smaller: scaled up to fit
+    recording.write(np.full((48, 48, 3), 120, np.uint8), 3)  # another shape: fitted, centred on black
+    recording.close()
+    frames = list(read_frames(recording.path))
+    assert [f.shape for f in frames] == [(48, 64, 3)] * 4 and recording.repeated == 1
+    assert [round(int(f[24, 32, 1]) / 20) for f in frames] == [2, 10, 10, 6]  # the repeat: the frame before
+    assert int(frames[3][24, 4, 1]) < 20 and int(frames[3][24, 59, 1]) < 20  # black beside a square frame
+
+
+def test_fit_keeps_the_aspect_and_leaves_a_frame_of_the_size_alone() -> None:
+    frame = np.full((100, 200, 3), 255, np.uint8)
+    assert outputs.fit(frame, (200, 100)) is frame
+    fitted = outputs.fit(frame, (100, 100))  # 2:1 into a square: 100×50, bars above and below
+    assert fitted.shape == (100, 100, 3) and fitted[50, 50, 0] == 255
+    assert fitted[10, 50, 0] == 0 and fitted[90, 50, 0] == 0
+
+
 def test_a_recording_given_no_capture_numbers_writes_frames_as_they_come(tmp_path: Path) -> None:
     recording = Recording(tmp_path / "plain.mp4", 30.0)
     for value in (0, 60, 120):
@@ -410,6 +430,16 @@ def test_live_to_udp_is_received_in_order_with_drops_counted(tmp_path: Path,
 
 
 @pytest.mark.slow
+def test_seconds_past_the_end_of_a_file_camera_are_noted(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    clip = index_clip(tmp_path / "clip.mp4", seconds=1.0)
+    code, _, err = run_live(capsys, "--camera", str(clip), "--output", str(tmp_path / "live.mp4"),
+                            "--seconds", "3", "--json")
+    assert code == 0, err
+    assert "ended after 1.0 s, before the 3 s asked" in err
+
+
+@pytest.mark.slow
 def test_a_minute_to_udp_keeps_its_order_counts_its_drops_and_its_latency_does_not_grow(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The acceptance run: 60 s of a 320×240 camera (built-in models) to UDP, received and read back."""
@@ -526,3 +556,26 @@ def test_a_window_without_a_windowing_opencv_exits_2_saying_what_to_do(
     code, _, err = run_live(capsys, "--camera", str(clip), "--output", "window")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "this OpenCV is built without windows (a headless build): record to a file" in err
+
+
+# --- the live chain: frames of any size, its models' threads ---------------------------------------
+
+def test_the_live_chain_follows_a_camera_that_changes_its_size_and_its_models_do_not_spin() -> None:
+    from pipeline.live.step import ChainStep
+    from pipeline.models import sessions
+
+    step = ChainStep(Settings(), [photos.grace_hopper_path()], 30.0)
+    face = photos.astronaut()
+    changed = []
+    for size in ((320, 240), (320, 240), (240, 180), (240, 180), (320, 240)):  # smaller, then back
+        frame = np.ascontiguousarray(_face_frames(face, 1, *size)[0])
+        out = step(frame.copy())
+        assert out.shape == frame.shape
+        h, w = frame.shape[:2]
+        middle = (slice(h // 4, 3 * h // 4), slice(w // 3, 2 * w // 3))  # the face
+        changed.append(float(np.abs(out[middle].astype(int) - frame[middle].astype(int)).mean()))
+    assert all(c > 1.5 for c in changed), changed  # the face swapped at every size (0 unswapped)
+    models = [m for stage in step.processor.stage_sessions().values() for m in stage]
+    assert models and not any(m.spin for m in models)
+    # the detector this step loaded runs without spinning (other tests of the process may hold spinning ones)
+    assert any(not row["spinning"] for row in sessions.loaded() if row["model"].startswith("face_detection"))

@@ -6,8 +6,11 @@ the camera's frame of the same index (it was swapped) while the index corner is 
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
+import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ import numpy as np
 import pytest
 
 from pipeline.video.decode import read_frames
+from pipeline.video.probe import probe
 from tests.browser.helpers import chromium, open_tab, running_app, screenshot, sign_in, upload
 from tests.photos import grace_hopper_path
 from tests.test_live import index_clip, read_index
@@ -68,13 +72,14 @@ def live_page(browser: Any, url: str) -> Any:
     return page
 
 
-def grab(page: Any, selector: str) -> np.ndarray | None:
+def grab(page: Any, selector: str, size: tuple[int, int] = SIZE) -> np.ndarray | None:
+    """The frame ``selector``'s video shows now, at ``size`` (None before it has one)."""
     url = page.evaluate(GRAB, selector)
     if not url:
         return None
     data = np.frombuffer(base64.b64decode(url.split(",", 1)[1]), np.uint8)
     frame = cv2.imdecode(data, cv2.IMREAD_COLOR)
-    return None if frame is None else cv2.resize(frame, SIZE, interpolation=cv2.INTER_AREA)
+    return None if frame is None else cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
 
 
 def enough(measured: dict[str, Any]) -> dict[str, Any] | None:
@@ -163,6 +168,11 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
         page.locator("#live-stop").click()
         said = wait_until(lambda: "saved to your results" in page.inner_text("#live-status")
                           and page.inner_text("#live-status"), 30, "the stop summary")
+        assert said.startswith("stopped; ") and "not applied" not in said, said  # a plain line
+        # nothing stale: the meters cleared, no poll left to write over them
+        assert page.inner_text("#live-overlay") == "stopped"
+        assert page.evaluate("window.fsLive.state.timer") is None
+        assert page.evaluate("window.fsLive.measure()")["fps"] == 0
         assert len(app.ctx.live) == 0
     recordings = list((tmp_path / "outputs" / "local").glob("live-swap-*.mp4"))
     assert len(recordings) == 1 and recordings[0].name in said
@@ -171,6 +181,137 @@ def test_the_live_tab_swaps_the_browsers_camera_over_webrtc(tmp_path: Path,
     tags = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format_tags=comment", "-of",
                            "default=nw=1:nk=1", str(recordings[0])], capture_output=True, text=True).stdout
     assert "synthetic media: face swapped with facestation" in tags
+
+
+@contextlib.contextmanager
+def recording_live(tmp_path: Path, size: tuple[int, int] = SIZE) -> Iterator[tuple[Any, Any]]:
+    """The app (its results in ``tmp_path / "outputs"``) and chromium with the fake camera at ``size``; a
+    page on the Live tab, started with Record on: (page, app)."""
+    y4m, _ = fake_camera(tmp_path, size)
+    with running_app(worker=False, data=tmp_path / "data", outputs=tmp_path / "outputs") as (url, app), \
+            chromium(camera_args(y4m)) as browser:
+        page = live_page(browser, url)
+        page.locator("#live-record input").check()
+        page.locator("#live-start").click()
+        yield page, app
+
+
+def recorded_in(outputs: Path, said: str) -> Path:
+    """The one live recording in the local user's results, named in the status line ``said``."""
+    recordings = list((outputs / "local").glob("live-swap-*.mp4"))
+    assert len(recordings) == 1 and recordings[0].name in said, (recordings, said)
+    return recordings[0]
+
+
+def status_after_stop(page: Any) -> str:
+    def said() -> str | None:
+        text = page.inner_text("#live-status")
+        return text if text.startswith("stopped") else None
+    return wait_until(said, 30, "the stop summary")
+
+
+def test_a_camera_that_changes_its_size_mid_run_goes_on_and_is_recorded_whole(tmp_path: Path) -> None:
+    """As the browser does under load (here: the user picks a smaller size while live): the camera sends
+    320×240 instead of 640×480; the stream goes on at the new size, and Stop keeps a recording of the
+    whole run at the size it started with."""
+    outputs = tmp_path / "outputs"
+    with recording_live(tmp_path, (640, 480)) as (page, app):
+        # the frames the server sent (its stats, polled by the page; the page's own index meter reads
+        # the test camera's code at its first size only)
+        def received() -> int:
+            return int((page.evaluate("window.fsLive.state.server") or {}).get("frames_delivered", 0))
+
+        wait_until(lambda: received() >= 30, 120, "30 swapped frames sent at 640×480")
+        assert page.evaluate("document.querySelector('#live-remote').videoWidth") == 640
+        page.select_option("#live-size", "320x240")  # applied to the running camera
+        wait_until(lambda: page.evaluate("document.querySelector('#live-remote').videoWidth") == 320, 60,
+                   "the swapped video at the camera's new size")
+        then = received()
+        wait_until(lambda: received() >= then + 30, 60, "30 more frames sent after the change")
+        presented = page.evaluate("window.fsLive.measure()")["presented"][1]
+        wait_until(lambda: page.evaluate("window.fsLive.measure()")["presented"][1] >= presented + 10, 30,
+                   "the page to show 10 more frames")
+        server = page.evaluate("window.fsLive.state.server")
+        assert server["size"] == [320, 240] and not server["ended"], server
+        assert "expected a" not in page.inner_text("#live-overlay")
+        page.locator("#live-stop").click()
+        said = status_after_stop(page)
+        assert len(app.ctx.live) == 0 and "saved to your results" in said, said
+    captured = int(said.split(" dropped of ")[1].split(";")[0])
+    recording = recorded_in(outputs, said)
+    info = probe(recording)
+    frames = list(read_frames(recording))
+    assert (info.width, info.height) == (640, 480)  # the run's first size: later frames fitted to it
+    # the whole run, at the camera's pace: a frame for each one captured from the first delivered on
+    assert captured - 30 <= len(frames) <= captured and abs(info.duration - len(frames) / 30) < 0.2
+    assert all(f.shape == (480, 640, 3) for f in frames)
+
+
+def test_an_error_in_the_chain_shows_on_the_page_ends_the_run_and_keeps_its_recording(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FACESTATION_TEST_LIVE_FAIL_FRAME", "40")  # the app runs in this process
+    outputs = tmp_path / "outputs"
+    with recording_live(tmp_path) as (page, app):
+        said = "the live stream stopped on an internal error (RuntimeError: " \
+               "FACESTATION_TEST_LIVE_FAIL_FRAME=40: the chain fails here)"
+        try:
+            overlay = wait_until(lambda: said in page.inner_text("#live-overlay")
+                                 and page.inner_text("#live-overlay"), 120, "the error on the page")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the page: {page.evaluate(PAGE_STATE)}, "
+                                 f"{page.evaluate('window.fsLive.state.server')}") from None
+        assert overlay == f"stopped: {said}"  # one line, nothing else
+        status = status_after_stop(page)  # the page pressed Stop for the summary
+        assert re.fullmatch(rf"stopped: {re.escape(said)}; \d+ frames swapped, \d+ dropped of \d+; "
+                            r"recording saved to your results as live-swap-\S+\.mp4", status), status
+        assert len(app.ctx.live) == 0 and page.evaluate("window.fsLive.state.token") == ""
+        screenshot(page, "live-error")
+    frames = list(read_frames(recorded_in(outputs, status)))
+    # the camera's frames, by their index code (VP8 at the low bitrate of a loaded machine may blur a bit of
+    # a few: nine in ten read back as a camera index)
+    read = [read_index(f) < FRAMES for f in frames]
+    assert len(frames) >= 39 and sum(read) >= 0.9 * len(frames), (len(frames), sum(read))
+
+
+def test_the_camera_picker_lists_the_fake_cameras_and_obs_receives_the_stream(tmp_path: Path) -> None:
+    """Three fake cameras (chromium's test patterns; the second is a depth camera, Y16): the picker lists
+    them, the third one picked is the one sent; "Also send to: OBS" streams the swapped frames as MPEG-TS
+    over UDP, read here."""
+    from tests.test_live import udp_receiver
+
+    received = tmp_path / "received.ts"
+    fake = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream=device-count=3",
+            "--disable-features=WebRtcHideLocalIpsWithMdns"]
+    with running_app(worker=False, data=tmp_path / "data", outputs=tmp_path / "outputs") as (url, app), \
+            chromium(fake) as browser, udp_receiver(received) as port:
+        page = live_page(browser, url)
+        cameras = wait_until(lambda: [o for o in page.locator("#live-camera option").all_inner_texts()
+                                      if o.startswith("fake_device")] or None, 30, "the cameras listed")
+        assert cameras == ["fake_device_0", "fake_device_1", "fake_device_2"], cameras
+        page.select_option("#live-camera", label="fake_device_2")
+        page.locator("#live-send-to input").first.click()
+        page.get_by_role("option", name="OBS (MPEG-TS over UDP)", exact=True).first.click()
+        target = page.locator("#live-send-target input, #live-send-target textarea").first
+        wait_until(lambda: target.input_value() == "udp://127.0.0.1:5000", 10, "the OBS address filled in")
+        target.fill(f"udp://127.0.0.1:{port}")
+        target.press("Enter")
+        page.locator("#live-start").click()
+        try:
+            wait_until(lambda: page.evaluate("window.fsLive.measure()")["fps"] > 0, 120, "frames back")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the page: {page.evaluate(PAGE_STATE)}, "
+                                 f"{page.evaluate('window.fsLive.state.server')}") from None
+        assert page.evaluate("window.fsLive.state.stream.getVideoTracks()[0].label") == "fake_device_2"
+        assert f"sending to udp://127.0.0.1:{port}" in page.inner_text("#live-status")
+        wait_until(lambda: received.stat().st_size > 200_000, 60, "the stream at the UDP receiver")
+        page.locator("#live-mirror input").check()  # both panels: the camera's by the page, the swapped
+        transform = "getComputedStyle(document.querySelector('#live-local')).transform"  # by the server
+        wait_until(lambda: page.evaluate(transform) == "matrix(-1, 0, 0, 1, 0, 0)", 10, "the camera mirrored")
+        wait_until(lambda: all(r.mirror for r in app.ctx.live._runs.values()), 10, "the stream mirrored")
+        page.locator("#live-stop").click()
+        status_after_stop(page)
+    frames = list(read_frames(received))
+    assert len(frames) >= 10 and frames[0].shape == (480, 640, 3)  # chromium's fake camera: 640×480
 
 
 USERS = (("alice", "alice-pw"), ("bob", "bob-pw"))

@@ -1,10 +1,10 @@
-"""LivePortrait processors (shared/PROCESSORS.md §3, §4): the generator gets the formula's keypoints.
+"""LivePortrait processors (docs/processors.md §3, §4): the generator gets the formula's keypoints.
 
-Surrogates stand in for FaceFusion's six exports (tests/surrogates.py): a motion extractor returning known
+Surrogates stand in for FaceFusion's six exports (tests/surrogates/): a motion extractor returning known
 motions (one for a dark crop, one for a bright crop), retargeters and a stitcher that are known linear maps.
 The expected keypoints are computed here independently: R by scipy's
 ``Rotation.from_euler('xyz', degrees=True)``, the restorer's areas and the editor's slider table written out
-again from PROCESSORS.md.
+again from docs/processors.md.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from pipeline.liveportrait import kinematics
 from pipeline.liveportrait.network import PARTS, LivePortraitPart, model_name
 from pipeline.models import catalog
 from pipeline.models.catalog import TensorSpec
-from pipeline.processors import PROCESSORS, ExpressionRestorerProcessor, FaceEditorProcessor
-from pipeline.processors.crops import Swapped
+from pipeline.processors import PROCESSORS
+from pipeline.processors.crops import FaceItem
+from pipeline.processors.expression_restorer import ExpressionRestorerProcessor
+from pipeline.processors.face_editor import FaceEditorProcessor
 from pipeline.settings import Settings, apply_overrides
 from pipeline.types import Face
 from tests.surrogates import (
@@ -93,7 +95,7 @@ def test_restorer_factor_maps_0_100_to_0_1_2() -> None:
 # --- expression restorer -------------------------------------------------------------------------------
 
 def _restorer(settings: Settings) -> ExpressionRestorerProcessor:
-    return ExpressionRestorerProcessor(settings, "classic", ExpressionRestorerProcessor.models(settings, ""))
+    return ExpressionRestorerProcessor(settings, ExpressionRestorerProcessor.models(settings))
 
 
 TARGET_MOTION = {**default_motion(1), "expression": (HI * 0.9).copy()}
@@ -127,15 +129,15 @@ def test_restorer_hands_the_generator_the_formulas_keypoints(factor: int, areas:
     frame = np.full((640, 640, 3), 30, np.uint8)  # the original target: dark
     matrix = align.estimate(face.landmarks, "arcface_128", 512)
     swapped = np.full((512, 512, 3), 220, np.uint8)  # an earlier processor's result: bright
-    item = Swapped(matrix, align.warp(frame, matrix, 512), swapped, face, np.ones((512, 512), np.float32),
+    item = FaceItem(matrix, align.warp(frame, matrix, 512), swapped, face, np.ones((512, 512), np.float32),
                    masks.box_mask(512, 0.3))
     restorer.run([frame], [[item]], None, None, [0])  # type: ignore[arg-type]
     assert len(seen) == 1
     wanted, own = _restorer_expected(factor, areas)
     np.testing.assert_allclose(seen[0]["source"][0], wanted, atol=1e-5)
     np.testing.assert_allclose(seen[0]["target"][0], own, atol=1e-5)
-    assert item.result.shape == (512, 512, 3)  # pasted with the restorer's box, within the earlier mask
-    assert item.mask is not None and np.all(item.mask <= masks.box_mask(512, 0.3) + 1e-6)
+    assert item.result.shape == (512, 512, 3)  # pasted under its own box, the earlier paste kept beneath
+    assert item.mask is None and item.paste_mask is restorer.box and len(item.below) == 1
     assert item.result.mean() > 100  # the bright processed face re-rendered, not the dark target
 
 
@@ -145,7 +147,7 @@ def test_restorer_batches_every_face_of_the_batch_in_one_motion_and_one_generato
     restorer = _restorer(settings)
     seen = _record(restorer)
     frames = [np.full((640, 640, 3), v, np.uint8) for v in (40, 60, 80)]
-    items = [[Swapped.unframed(_face())] for _ in frames]
+    items = [[FaceItem.unframed(_face())] for _ in frames]
     restorer.run(frames, items, None, None, [0, 1, 2])  # type: ignore[arg-type]
     batch = restorer.lp.parts["generator"].batch
     assert sum(len(s["source"]) for s in seen) == 3
@@ -208,7 +210,7 @@ def _editor_expected(landmarks68: np.ndarray | None) -> tuple[np.ndarray, np.nda
 def _editor(landmarker: str = "2dfan4") -> FaceEditorProcessor:
     settings = apply_overrides(Settings(), [f"face_editor.{k}={v}" for k, v in SLIDERS.items()]
                                + [f"landmarks.model={landmarker}"])
-    return FaceEditorProcessor(settings, "classic", FaceEditorProcessor.models(settings, ""))
+    return FaceEditorProcessor(settings, FaceEditorProcessor.models(settings))
 
 
 @pytest.mark.parametrize("with_landmarks", [True, False])
@@ -220,7 +222,7 @@ def test_editor_hands_the_generator_the_formulas_keypoints(with_landmarks: bool)
     if not with_landmarks:  # no 68 points: the eyes and lips are not retargeted
         face = Face(face.box, face.landmarks, face.score)
     frame = np.random.default_rng(4).integers(0, 255, (640, 640, 3), np.uint8)
-    item = Swapped.unframed(face)
+    item = FaceItem.unframed(face)
     editor.run([frame], [[item]], None, None, [0])  # type: ignore[arg-type]
     wanted, own = _editor_expected(face.landmarks68)
     np.testing.assert_allclose(seen[0]["source"][0], wanted, atol=1e-5)
@@ -236,11 +238,11 @@ def test_editor_is_off_with_every_slider_at_0_and_runs_only_the_retargeters_it_n
     assert not FaceEditorProcessor.active(Settings())
     assert FaceEditorProcessor.active(apply_overrides(Settings(), ["face_editor.head_yaw=-0.25"]))
     smile = apply_overrides(Settings(), ["face_editor.mouth_smile=0.5"])
-    assert FaceEditorProcessor.models(smile, "") == tuple(model_name(p) for p in
+    assert FaceEditorProcessor.models(smile) == tuple(model_name(p) for p in
                                                           ("feature_extractor", "motion_extractor",
                                                            "generator", "stitcher"))
     eyes = apply_overrides(Settings(), ["face_editor.eye_open_ratio=0.5"])
-    assert model_name("eye_retargeter") in FaceEditorProcessor.models(eyes, "")
+    assert model_name("eye_retargeter") in FaceEditorProcessor.models(eyes)
     off = apply_overrides(Settings(), ["expression_restorer.factor=0"])
     assert not ExpressionRestorerProcessor.active(off)
     assert set(PROCESSORS) >= {"expression_restorer", "face_editor"}
@@ -263,7 +265,7 @@ def test_out_of_range_settings_are_refused_with_one_line(bad: str) -> None:
     assert "\n" not in str(err.value) and bad.split("=")[0] in str(err.value)
 
 
-# --- the real files' signatures (PROCESSORS.md §3.1, stated here, not read from the catalog) --------------
+# --- the real files' signatures (docs/processors.md §3.1, stated here, not read from the catalog) -----------
 
 K = (1, 21, 3)
 FF_ASSETS = "https://github.com/facefusion/facefusion-assets/releases/download/"

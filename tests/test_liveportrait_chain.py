@@ -22,8 +22,7 @@ from tests import photos
 from tests.surrogates import default_motion, install_live_portrait
 from tests.videos import count_frames, make_clip
 
-FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2", "detector.size=320",
-                                    "color.method=none"])
+FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=2", "detector.size=320"])
 BOTH = '["face_swapper","expression_restorer","face_editor"]'
 EDIT = ["face_editor.mouth_smile=0.5", "face_editor.head_yaw=0.3"]
 

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from pipeline.chain import Chain
+from pipeline.chain import Chain, Work
 from pipeline.errors import UserError
 from pipeline.faces.mapping import assign, distances, identity_of
 from pipeline.faces.recognise import cosine, embed_faces
@@ -54,7 +54,7 @@ def test_two_sources_replace_exactly_the_two_chosen_people_in_t1(tmp_path: Path)
     first, second = faces[2], faces[4]
     refs = [_cut(target, first, tmp_path, "ref_a"), _cut(target, second, tmp_path, "ref_b")]
     astronaut = photos.astronaut_path(tmp_path)
-    settings = apply_overrides(Settings(), {"swapper.model": "classic",
+    settings = apply_overrides(Settings(), {"face_swapper.model": "classic",
                                             "selector.mapping": [str(r) for r in refs],
                                             "selector.reference_distance": 0.5})
     proc = FaceProcessor(settings, [photos.grace_hopper_path(), astronaut])
@@ -62,7 +62,8 @@ def test_two_sources_replace_exactly_the_two_chosen_people_in_t1(tmp_path: Path)
     chosen = proc.select(target, proc.detect([target])[0])
     assert sorted((round(float(f.center[0])), identity_of(f)) for f in chosen) == [
         (round(first.center[0]), 0), (round(second.center[0]), 1)]
-    out = Chain(proc).apply([target], [chosen])[0]
+    out = Chain(proc).through([Work(target, list(chosen))])[0].out
+    assert out is not None
 
     changed = np.any(out != target, axis=2)
     for i, face in enumerate(faces):
@@ -87,7 +88,7 @@ def test_two_sources_replace_exactly_the_two_chosen_people_in_t1(tmp_path: Path)
 
 
 def test_mapping_needs_one_reference_per_source(tmp_path: Path) -> None:
-    settings = apply_overrides(Settings(), {"swapper.model": "classic",
+    settings = apply_overrides(Settings(), {"face_swapper.model": "classic",
                                             "selector.mapping": [str(photos.astronaut_path(tmp_path))]})
     with pytest.raises(UserError, match="one reference per source"):
         FaceProcessor(settings, [photos.grace_hopper_path(), photos.grace_hopper_path()])

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.blend import area
 from pipeline.blend.mask import box_mask
 from pipeline.blend.mouth import mouth_mask
 from pipeline.blend.occlusion import Occluder
@@ -16,19 +17,26 @@ from pipeline.errors import ModelMismatch, UserError
 from pipeline.faces import align
 from pipeline.faces.landmark68 import Landmarker68, box_matrix, five_from_68
 from pipeline.models import catalog
+from pipeline.plan import ModelPlan
 from pipeline.process import FaceProcessor
 from pipeline.settings import Settings, apply_overrides
-from tests import photos
-from tests.surrogates import default_classes, default_landmarks68, install_surrogate, make_surrogate
+from tests import photos, steps
+from tests.surrogates import (
+    default_classes,
+    default_landmarks68,
+    install_face_swapper,
+    install_surrogate,
+    make_surrogate,
+)
 
 ALL_BUT_MOUTH = "skin,left-eyebrow,right-eyebrow,left-eye,right-eye,glasses,nose,upper-lip,lower-lip"
 
 
 def _processor(*overrides: str) -> FaceProcessor:
-    install_surrogate("inswapper_128", alpha=0.8)
+    install_face_swapper("inswapper_128")  # a face of another shape: it shows through the colour matching
     install_surrogate("arcface_w600k_r50")
-    settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "color.method=none",
-                                            "selector.mode=one", *overrides])
+    settings = apply_overrides(Settings(), ["face_swapper.model=inswapper_128", "selector.mode=one",
+                                            *overrides])
     return FaceProcessor(settings, [photos.grace_hopper_path()])
 
 
@@ -45,7 +53,7 @@ def _in_crop_rect(matrix: np.ndarray, shape: tuple[int, ...],
 
 def _run(proc: FaceProcessor, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     faces = proc.select(frame, proc.detect([frame])[0])
-    items = proc.swap([frame], [faces])[0]
+    items = steps.swap(proc, [frame], [faces])[0]
     return proc.blend(frame, items), items[0].matrix
 
 
@@ -86,7 +94,7 @@ def test_combined_mask_is_the_minimum_of_its_parts() -> None:
     proc = _processor("mask.types=box,occlusion,region,mouth", "mask.regions=skin,nose,upper-lip,lower-lip")
     target = photos.astronaut()
     faces = proc.select(target, proc.detect([target])[0])
-    item = proc.swap([target], [faces])[0][0]
+    item = steps.swap(proc, [target], [faces])[0][0]
     crops = item.crop[None]
     parts = [
         box_mask(128, proc.settings.mask.blur),
@@ -103,8 +111,10 @@ def test_combined_mask_is_the_minimum_of_its_parts() -> None:
 def test_default_settings_keep_the_plain_box_mask() -> None:
     proc = _processor()
     target = photos.astronaut()
-    item = proc.swap([target], [proc.select(target, proc.detect([target])[0])])[0][0]
-    assert item.mask is None and proc.occluder is None and proc.parser is None and proc.enhancer is None
+    item = steps.swap(proc, [target], [proc.select(target, proc.detect([target])[0])])[0][0]
+    models = proc.face_models
+    assert item.mask is None and models.occluder is None and models.parser is None
+    assert [p.name for p in proc.processors] == ["face_swapper"]
 
 
 def test_occluder_and_parser_refuse_wrong_files(isolated_dirs: dict[str, Path]) -> None:
@@ -148,8 +158,85 @@ def test_processor_aligns_with_refined_landmarks_when_installed() -> None:
     proc = _processor("landmarks.model=2dfan4", "mask.types=box,mouth")
     face = proc.select(frame, proc.detect([frame])[0])[0]
     assert face.landmarks68 is not None and "2dfan4" in proc.models
-    item = proc.swap([frame], [[face]])[0][0]
+    item = steps.swap(proc, [frame], [[face]])[0][0]
     assert np.allclose(item.matrix, align.estimate(five_from_68(face.landmarks68), "arcface_128", 128))
     low = _processor("landmarks.model=2dfan4")
     install_surrogate("2dfan4", confidence=0.1)  # not confident: the detector's points stay
     assert low.select(frame, low.detect([frame])[0])[0].landmarks68 is None
+
+
+# --- the area mask (mask.types area, mask.areas) ------------------------------------------------------------
+
+def test_area_masks_are_the_hull_of_their_points_feathered_inside_it() -> None:
+    """FaceFusion's sets of the 68 points, one hull for the chosen areas, σ 5 and (clip(0.5, 1) − 0.5)·2: 1
+    well inside, exactly 0 outside the hull."""
+    import cv2
+
+    points = default_landmarks68(512).astype(np.float64)
+    lower = area.area_mask(512, ["lower-face"], points[[36, 45, 30, 48, 54]], points)
+    hull = np.zeros((512, 512), np.uint8)
+    cv2.fillConvexPoly(hull, cv2.convexHull(points[list(area.AREAS["lower-face"])].astype(np.int32)), 1)
+    assert np.all(lower[hull == 0] == 0.0)
+    assert np.all(lower[cv2.erode(hull, np.ones((31, 31), np.uint8)) == 1] > 0.99)
+    both = area.area_mask(512, ["upper-face", "mouth"], points[[36, 45, 30, 48, 54]], points)
+    assert both[int(points[27, 1]), int(points[27, 0])] > 0.99  # the bridge of the nose: upper face
+    assert both[int(points[66, 1]), int(points[66, 0])] > 0.99  # the lower lip: mouth
+    assert both[int(points[8, 1]) - 5, int(points[8, 0])] == 0.0  # the chin: neither
+
+
+def test_area_masks_from_five_points_outline_each_area_where_it_is() -> None:
+    five = align.template_points("ffhq_512", 512)
+    eyes_y, nose_y, mouth_y = five[0, 1], five[2, 1], five[3, 1]
+    upper = area.area_mask(512, ["upper-face"], five)
+    lower = area.area_mask(512, ["lower-face"], five)
+    mouth = area.area_mask(512, ["mouth"], five)
+    centre = int(five[2, 0])
+    assert upper[int(eyes_y), centre] == 1.0 and upper[int(mouth_y), centre] == 0.0
+    assert lower[int(mouth_y), centre] == 1.0 and lower[int(eyes_y), centre] == 0.0
+    assert mouth[int(mouth_y), centre] == 1.0 and mouth[int(nose_y), centre] == 0.0
+
+
+def test_the_swap_is_pasted_under_the_area_mask_and_the_plan_says_when_it_is_estimated() -> None:
+    install_surrogate("2dfan4", confidence=0.9)
+    estimated = _processor("mask.types=box,area", "mask.areas=mouth")
+    assert area.ESTIMATED in estimated.notices
+    proc = _processor("mask.types=box,area", "mask.areas=mouth", "landmarks.model=2dfan4")
+    assert area.ESTIMATED not in proc.notices
+    target = photos.astronaut()
+    face = proc.select(target, proc.detect([target])[0])[0]
+    item = steps.swap(proc, [target], [[face]])[0][0]
+    assert face.landmarks68 is not None and item.mask is not None
+    inside = align.transform_points(face.landmarks68, item.matrix)
+    want = np.minimum(box_mask(128, proc.settings.mask.blur),
+                      area.area_mask(128, ["mouth"], inside[[36, 45, 30, 48, 54]], inside))
+    assert np.array_equal(item.mask, want)
+    assert ModelPlan.from_settings(apply_overrides(Settings(), ["mask.types=area"])).masks == ()
+
+
+def test_region_masks_are_made_on_the_swappers_output() -> None:
+    """FaceFusion's swappers parse the face they made (the swapped one), not the target's."""
+    install_surrogate("bisenet_resnet34")
+    proc = _processor("mask.types=box,region")
+    fed: list[np.ndarray] = []
+    real = proc.masks.parser.masks  # type: ignore[union-attr]
+
+    def recording(crops: np.ndarray, regions: object) -> np.ndarray:
+        fed.append(crops.copy())
+        return real(crops, regions)  # type: ignore[arg-type]
+
+    proc.masks.parser.masks = recording  # type: ignore[union-attr, method-assign]
+    target = photos.astronaut()
+    item = steps.swap(proc, [target], [proc.select(target, proc.detect([target])[0])])[0][0]
+    swapper = steps.swapper(proc)
+    swapped = swapper.swapper.swap(item.crop[None], swapper.identities[0])
+    assert len(fed) == 1 and np.array_equal(fed[0], swapped) and not np.array_equal(fed[0][0], item.crop)
+
+
+def test_the_area_setting_takes_the_three_areas_and_refuses_others() -> None:
+    from pipeline.errors import SettingsError
+
+    assert Settings().mask.areas == ("upper-face", "lower-face", "mouth")
+    with pytest.raises(SettingsError, match="mask.areas"):
+        apply_overrides(Settings(), ["mask.areas=ears"])
+    with pytest.raises(SettingsError, match="mask.areas"):
+        apply_overrides(Settings(), ["mask.areas=[]"])

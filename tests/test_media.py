@@ -18,7 +18,8 @@ def test_suffixes_are_derived_from_the_readers_and_writers() -> None:
     assert tuple(FORMATS) == media.IMAGE_OUTPUTS
     assert set(media.IMAGE_OUTPUTS) <= set(media.IMAGE_INPUTS)
     assert media.VIDEO_OUTPUTS == (".mp4", ".mov", ".mkv", ".m4v")  # what holds H.264/HEVC
-    assert set(media.VIDEO_INPUTS) == {".mp4", ".mov", ".mkv", ".m4v", ".webm", ".avi"}
+    written = {".mp4", ".mov", ".mkv", ".m4v", ".webm", ".avi"}
+    assert set(media.VIDEO_INPUTS) == written | set(media.READ_ONLY_VIDEOS)
     assert not set(media.IMAGE_INPUTS) & set(media.VIDEO_INPUTS)
     assert all(media.kind_of(f"x{s.upper()}") == "video" for s in media.VIDEO_INPUTS)
     assert all(media.kind_of(f"x{s}") == "image" for s in media.IMAGE_INPUTS)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from cli.main import main
-from pipeline import families, modelcheck
+from pipeline import families, modelcheck, processors
+from pipeline.checking import photos
+from pipeline.checking.judging import aligned
 from pipeline.errors import ModelMissing
 from pipeline.faces import align
 from pipeline.faces.landmark68 import box_matrix, five_from_68
 from pipeline.faces.yunet import YuNetDetector
-from pipeline.modelcheck import photos
-from pipeline.modelcheck.judges import aligned
 from pipeline.models.catalog import IMAGENET_MEAN, IMAGENET_STD
 from pipeline.settings import Settings
 from tests.surrogates import default_landmarks68, install_surrogate
@@ -48,7 +48,7 @@ def detector(name: str, shots: photos.Photos, scale: float = 1.0) -> None:
 def swapper(name: str, shots: photos.Photos, **options: Any) -> None:
     """A swapper that carries identity: it pastes the aligned face whose source vector it is given."""
     install_surrogate(name, **options)
-    model = families.build(name, Settings(), "swapper")
+    model = families.build(name, Settings(), "swapper", processors.families())
     bank = []
     for shot in (shots.person, shots.other):
         assert shot is not None
@@ -171,13 +171,17 @@ def test_cli_table_json_and_exit_codes(shots: photos.Photos, capsys: pytest.Capt
     install_surrogate("xseg")
     assert main(["models", "check"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["model", "role", "verdict", "figures", "reason"]
-    assert any(line.split()[:3] == ["xseg", "occluder", "PASS"] for line in out.splitlines())
+    assert out.splitlines()[0].split() == ["model", "role", "verdict", "ran", "on", "figures", "reason"]
+    # the provider onnxruntime really gave the model's session (the CPU here), never what was asked for
+    assert any(line.split()[:4] == ["xseg", "occluder", "PASS", "CPUExecutionProvider"]
+               for line in out.splitlines())
+    assert any(line.split()[:4] == ["gfpgan_1.4", "enhancer", "SKIP", "-"] for line in out.splitlines())
     install_surrogate("xseg", invert=True)
     assert main(["models", "check", "--json"]) == 1
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["xseg"]["verdict"] == "FAIL" and rows["xseg"]["figures"]["centre"] == 0.0
     assert rows["gfpgan_1.4"]["verdict"] == "SKIP"
+    assert rows["xseg"]["ran_on"] == "CPUExecutionProvider" and rows["gfpgan_1.4"]["ran_on"] == ""
 
 
 def test_cli_named_model_missing_says_how_to_fetch_it(capsys: pytest.CaptureFixture[str]) -> None:

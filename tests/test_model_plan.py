@@ -16,6 +16,7 @@ from pipeline import checks, preview
 from pipeline.image import read_provenance
 from pipeline.models import catalog, sessions
 from pipeline.plan import ModelPlan
+from pipeline.processors.face_swapper.auto import CLASSIC_NOTICE
 from pipeline.render import Render
 from pipeline.settings import Settings, apply_overrides
 from pipeline.still import swap_image
@@ -47,7 +48,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _settings(swapper: str, enhancer: str, masks: list[str], selector: str, person: Path) -> Settings:
     """``person``: who to replace (reference and mapping selection)."""
-    sets = [f"swapper.model={swapper}", f"enhancer.model={enhancer}", *masks]
+    sets = [f"face_swapper.model={swapper}", f"face_enhancer.model={enhancer}", *masks]
     face = str(person)
     if selector == "reference":
         sets += ["selector.mode=reference", f"selector.reference={face}"]
@@ -117,15 +118,17 @@ def test_a_still_and_a_render_load_the_plan_and_tag_it(swapper: str, loads: list
 
 
 def test_the_plan_resolves_auto_and_leaves_out_what_does_nothing() -> None:
-    assert ModelPlan.from_settings(Settings()).swapper == "classic"  # nothing installed
-    assert ModelPlan.from_settings(Settings()).names == ["yunet", "classic"]
+    plan = ModelPlan.from_settings(Settings())
+    # none installed
+    assert plan.models_of("face_swapper") == ("classic",) and plan.planned == (CLASSIC_NOTICE,)
+    assert plan.names == ["yunet", "classic"] and plan.models == ("yunet",)
     install_surrogate("inswapper_128")
     install_surrogate("arcface_w600k_r50")
-    blend_0 = apply_overrides(Settings(), ["enhancer.model=gfpgan_1.4", "enhancer.blend=0"])
+    blend_0 = apply_overrides(Settings(), ["face_enhancer.model=gfpgan_1.4", "face_enhancer.blend=0"])
     plan = ModelPlan.from_settings(blend_0)
-    assert plan.swapper == "inswapper_128"
+    assert plan.models_of("face_swapper") == ("inswapper_128", "arcface_w600k_r50") and not plan.planned
     assert plan.models == ("yunet", "inswapper_128", "arcface_w600k_r50")  # a blend of 0 runs no enhancer
-    only = apply_overrides(Settings(), ["processors.order=face_enhancer", "enhancer.model=gfpgan_1.4"])
+    only = apply_overrides(Settings(), ["processors.order=face_enhancer", "face_enhancer.model=gfpgan_1.4"])
     plan = ModelPlan.from_settings(only)
-    assert plan.models == ("yunet", "gfpgan_1.4") and not plan.runs_swapper
+    assert plan.models == ("yunet", "gfpgan_1.4") and plan.models_of("face_swapper") is None
     assert [e.name for e in plan.missing()] == ["gfpgan_1.4"]

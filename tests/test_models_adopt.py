@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from cli.main import main
-from pipeline.models import adopt, catalog, store
+from pipeline import adopt
+from pipeline.models import catalog, store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,8 @@ def guard(event, args):
         raise RuntimeError(f"network use during adopt: {event}")
 
 sys.addaudithook(guard)
-from pipeline.models import adopt, catalog
+from pipeline import adopt
+from pipeline.models import catalog
 patches, folder, result = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 for name, sha in patches.items():
     catalog.CATALOG[name] = dataclasses.replace(catalog.CATALOG[name], sha256=sha)
@@ -105,7 +107,7 @@ def test_a_facefusion_folder_is_adopted_offline(tmp_path: Path, isolated_dirs: d
     assert adopted == {
         "inswapper_128.onnx": ("inswapper_128", "sha256", "hard link"),
         "arcface_w600k_r50.onnx": ("arcface_w600k_r50", "sha256", "hard link"),
-        "hyperswap_1b_256.onnx": ("hyperswap_1b_256", "CRC32 (FaceFusion .hash)", "hard link"),
+        "hyperswap_1b_256.onnx": ("hyperswap_1b_256", "name + CRC32 (FaceFusion .hash)", "hard link"),
     }
     models = isolated_dirs["models"]
     assert (models / "w600k_r50.onnx").read_bytes() == arcface  # installed under our file name
@@ -173,7 +175,8 @@ def test_where_no_link_is_possible_the_file_is_copied_and_the_report_says_so(
     monkeypatch.setattr(os, "symlink", refuse)
     assert main(["models", "adopt", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "adopted GFPGANv1.4.onnx as gfpgan_1.4 (by sha256; copy)" in out
+    row = next(line for line in out.splitlines() if line.startswith("GFPGANv1.4.onnx"))
+    assert row.split() == ["GFPGANv1.4.onnx", "gfpgan_1.4", "sha256", "copy"]
     installed = store.installed_path(catalog.get("gfpgan_1.4"))
     assert installed.read_bytes() == blob and not installed.is_symlink()
     assert installed.stat().st_ino != (folder / "GFPGANv1.4.onnx").stat().st_ino
@@ -202,7 +205,7 @@ def test_a_file_under_another_name_is_told_by_its_pinned_size(tmp_path: Path,
     _patch(monkeypatch, "simswap_256", size=len(blob))  # no sha256: the size tells it, the .hash verifies it
     report = adopt.adopt(folder)
     assert [(a.file, a.model, a.by) for a in report.adopted] == [
-        ("my swapper.onnx", "simswap_256", "CRC32 (FaceFusion .hash)")]
+        ("my swapper.onnx", "simswap_256", "size + CRC32 (FaceFusion .hash)")]
 
 
 def test_adopt_of_a_missing_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

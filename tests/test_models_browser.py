@@ -6,14 +6,18 @@ machine. Screenshot: test-artifacts/screenshots/models-fetch-failed.png."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline.models import catalog
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, wait_until
+from tests.browser.helpers import chromium, dropdown_options, open_tab, running_app, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 VIEWPORT = {"width": 1280, "height": 800}
@@ -62,3 +66,31 @@ def test_a_fetch_that_fails_offline_is_one_line_beside_the_model(monkeypatch: py
         assert "Error" not in table
         page.locator("#models-table [role=row]").filter(has_text=reason).first.scroll_into_view_if_needed()
         screenshot(page, "models-fetch-failed")
+
+
+def test_a_model_installed_by_another_process_shows_as_installed_without_a_restart() -> None:
+    """The Models tab, its Fetch list and the Swap tab's model menus read what is installed now: a model
+    written into the models folder by another process (a CLI fetch, a file copied in) shows as installed
+    the next time the tab is shown, with no restart and no reload."""
+    name = "gfpgan_1.4"
+    with running_app(worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        menu = dropdown_options(page, "set-face_enhancer-model")
+        assert [o for o in menu if o.startswith(f"{name} (not installed")], menu
+        open_tab(page, "Models")
+        wait_until(lambda: "missing" in _row_text(page, name), 30, what="the model's row: missing")
+        assert name in dropdown_options(page, "model-name")
+        # another process installs it (here: writes the file as a fetch would; a real fetch needs the network)
+        code = f"from tests.surrogates import install_surrogate; install_surrogate({name!r})"
+        subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ),
+                       cwd=Path(__file__).resolve().parents[1])
+        open_tab(page, "Swap")
+        wait_until(lambda: name in dropdown_options(page, "set-face_enhancer-model"), 30,
+                   what="the enhancer menu listing the model as installed")
+        open_tab(page, "Models")
+        wait_until(lambda: "installed" in _row_text(page, name) and "missing" not in _row_text(page, name),
+                   30, what="the model's row: installed")
+        assert name not in dropdown_options(page, "model-name")
+        screenshot(page, "models-installed-elsewhere")

@@ -86,11 +86,15 @@ def test_fetching_a_swapper_fetches_its_recogniser_first(server: str, monkeypatc
 
 def test_list_says_what_a_swapper_needs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "list"]) == 0
-    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert "needs arcface_w600k_r50" in lines["inswapper_128"]
     assert "needs arcface_ghost" in lines["ghost_2_256"]
     assert "needs" not in lines["gfpgan_1.4"]
-    assert "size unknown" in lines["occluder"]  # no published size found for it: said, not invented
+    # no published size found for the occluder: said, not invented, and said once under the table
+    assert lines["occluder"].split()[3] == "?" and "MB" not in lines["occluder"]
+    assert out.count("size unknown") == 1 and out.splitlines()[-1].startswith("?: size unknown (")
+    assert "4.6 MB" in lines["u2netp"]  # the size of a real file of the network (rembg's export)
 
 
 # ---------------------------------------------------------------- a failed fetch says why

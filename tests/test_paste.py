@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pipeline.blend.mask import box_mask
-from pipeline.blend.paste import paste_back, paste_many, poisson_blend
+from pipeline.blend.paste import paste_back, poisson_blend
 
 S = 128
 
@@ -120,18 +120,19 @@ def test_poisson_keeps_outside_exact_and_matches_surroundings() -> None:
     assert d_frame < d_plain / 3
 
 
-def test_paste_many_pastes_each_face() -> None:
+def test_faces_pasted_one_after_the_other_in_place_each_land_and_leave_the_rest() -> None:
+    """The blend pastes a frame's faces one by one into the same frame (``inplace``)."""
     frame = noise_frame(seed=6)
     matrices = [face_matrix(120, 180, 100, 0), face_matrix(360, 180, 100, -20)]
-    crops = np.stack([np.full((S, S, 3), 0, np.uint8), np.full((S, S, 3), 255, np.uint8)])
+    crops = [np.full((S, S, 3), 0, np.uint8), np.full((S, S, 3), 255, np.uint8)]
     mask = box_mask(S, 0.2)
-    out = paste_many(frame, crops, matrices, mask)
+    out = frame.copy()
+    for crop, matrix in zip(crops, matrices, strict=True):
+        assert paste_back(out, crop, matrix, mask, inplace=True) is out
     assert np.all(out[180, 120] == 0) and np.all(out[180, 360] == 255)
     union = np.maximum(reference_alpha(mask, matrices[0], frame.shape),
                        reference_alpha(mask, matrices[1], frame.shape))
     assert np.array_equal(out[union == 0], frame[union == 0])
-    with pytest.raises(ValueError):
-        paste_many(frame, crops, matrices[:1], mask)
 
 
 def test_mask_crop_size_mismatch_raises() -> None:

@@ -11,10 +11,11 @@ import pytest
 
 from pipeline.models import catalog
 from pipeline.process import FaceProcessor
+from pipeline.processors.face_swapper import pixel_boost
+from pipeline.processors.face_swapper.color import transfer
 from pipeline.settings import Settings, apply_overrides
-from pipeline.swap import pixel_boost
-from tests import photos
-from tests.surrogates import install_surrogate
+from tests import photos, steps
+from tests.surrogates import install_face_swapper, install_surrogate
 
 
 def test_split_takes_every_kth_pixel_and_merge_inverts_it() -> None:
@@ -52,22 +53,24 @@ class _Recorder:
 
 
 def _processor(*overrides: str) -> FaceProcessor:
-    settings = apply_overrides(Settings(), ["color.method=none", "selector.mode=one", *overrides])
+    settings = apply_overrides(Settings(), ["selector.mode=one", *overrides])
     return FaceProcessor(settings, [photos.grace_hopper_path()])
 
 
 def test_pixel_boost_512_runs_sixteen_sub_swaps_in_one_batch_and_reassembles_exactly() -> None:
     install_surrogate("inswapper_128", identity=True)
     install_surrogate("arcface_w600k_r50")
-    proc = _processor("swapper.model=inswapper_128", "swapper.pixel_boost=512")
-    assert proc.boost == 4 and proc.crop_size == 512
-    recorder = _Recorder(proc.swapper.session)
-    proc.swapper._session = recorder  # type: ignore[attr-defined]
+    proc = _processor("face_swapper.model=inswapper_128", "face_swapper.pixel_boost=512")
+    swapper = steps.swapper(proc)
+    assert swapper.boost == 4 and proc.crop_size == 512
+    recorder = _Recorder(swapper.swapper.session)  # type: ignore[attr-defined]
+    swapper.swapper._session = recorder  # type: ignore[attr-defined]
     target = photos.astronaut()
     faces = proc.select(target, proc.detect([target])[0])
-    item = proc.swap([target], [faces])[0][0]
+    item = steps.swap(proc, [target], [faces])[0][0]
     assert recorder.batches == [16]
-    assert item.crop.shape == (512, 512, 3) and np.array_equal(item.result, item.crop)
+    # the identity swap, matched to its own crop: the colour step's Lab round trip moves a level at most
+    assert item.crop.shape == (512, 512, 3) and np.abs(item.result.astype(int) - item.crop).max() <= 1
     out = proc.blend(target, [item])
     assert np.abs(out.astype(int) - target).mean() < 0.5  # the identity swap pasted back: only resampling
 
@@ -75,23 +78,26 @@ def test_pixel_boost_512_runs_sixteen_sub_swaps_in_one_batch_and_reassembles_exa
 def test_pixel_boost_batches_the_sub_images_of_every_frame_together() -> None:
     install_surrogate("inswapper_128")
     install_surrogate("arcface_w600k_r50")
-    proc = _processor("swapper.model=inswapper_128", "swapper.pixel_boost=256")
-    recorder = _Recorder(proc.swapper.session)
-    proc.swapper._session = recorder  # type: ignore[attr-defined]
+    proc = _processor("face_swapper.model=inswapper_128", "face_swapper.pixel_boost=256")
+    swapper = steps.swapper(proc)
+    recorder = _Recorder(swapper.swapper.session)  # type: ignore[attr-defined]
+    swapper.swapper._session = recorder  # type: ignore[attr-defined]
     target = photos.astronaut()
     faces = proc.select(target, proc.detect([target])[0])
-    items = proc.swap([target, target, target], [faces, faces, faces])
+    items = steps.swap(proc, [target, target, target], [faces, faces, faces])
     assert recorder.batches == [12]  # 3 frames × 4 sub-images
-    crop = items[1][0].crop
-    sub = pixel_boost.split(crop[None], 2)[3]  # crop[1::2, 1::2]
-    alone = proc.swapper.swap(sub[None], proc.identity)[0]
-    # each sub-image swapped and put back in place
-    assert np.array_equal(items[1][0].result[1::2, 1::2], alone)
+    item = items[1][0]
+    subs = pixel_boost.split(item.crop[None], 2)
+    alone = np.stack([swapper.swapper.swap(s[None], swapper.identities[0])[0] for s in subs])
+    # each sub-image swapped and put back in place (then the whole swap colour-matched to its crop)
+    c = proc.settings.color
+    merged = pixel_boost.merge(alone, 2)[0]
+    assert np.array_equal(item.result, transfer(merged, item.crop, c.method, c.strength, item.paste_mask))
 
 
 def test_classic_swapper_ignores_pixel_boost_with_a_notice() -> None:
-    proc = _processor("swapper.model=classic", "swapper.pixel_boost=512")
-    assert proc.boost == 1 and any("pixel_boost" in n for n in proc.notices)
+    proc = _processor("face_swapper.model=classic", "face_swapper.pixel_boost=512")
+    assert steps.swapper(proc).boost == 1 and any("pixel_boost" in n for n in proc.notices)
 
 
 SWAPPERS = ["simswap_256", "simswap_512_unoff", "ghost_1_256", "ghost_2_256", "ghost_3_256",
@@ -101,14 +107,14 @@ SWAPPERS = ["simswap_256", "simswap_512_unoff", "ghost_1_256", "ghost_2_256", "g
 @pytest.mark.parametrize("name", SWAPPERS)
 def test_every_neural_swapper_swaps_a_real_photo_end_to_end(name: str) -> None:
     entry = catalog.get(name)
-    install_surrogate(name)
+    install_face_swapper(name)  # another face's shape: it shows through the colour matching
     install_surrogate(entry.recogniser or "")
-    proc = _processor(f"swapper.model={name}")
+    proc = _processor(f"face_swapper.model={name}")
     assert proc.models == ["yunet", name, entry.recogniser]  # the recogniser is a model it runs (provenance)
-    assert proc.swapper.recogniser.name == entry.recogniser  # type: ignore[union-attr]
+    assert steps.swapper(proc).swapper.recogniser.name == entry.recogniser  # type: ignore[attr-defined]
     target = photos.astronaut()
     faces = proc.select(target, proc.detect([target])[0])
-    item = proc.swap([target], [faces])[0][0]
+    item = steps.swap(proc, [target], [faces])[0][0]
     assert item.crop.shape == (entry.input_size, entry.input_size, 3)
     out = proc.blend(target, [item])
     x1, y1, x2, y2 = (int(v) for v in faces[0].box)

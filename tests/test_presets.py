@@ -7,7 +7,7 @@ import pytest
 
 from pipeline import paths, presets
 from pipeline.errors import SettingsError, UserError
-from pipeline.settings import SCHEMA_VERSION, Settings, validate
+from pipeline.settings import SCHEMA_VERSION, Settings, apply_overrides, validate
 
 BUILTINS = {"fast-preview", "balanced-1080p", "best-quality-4k", "cpu-offline"}
 
@@ -15,8 +15,8 @@ BUILTINS = {"fast-preview", "balanced-1080p", "best-quality-4k", "cpu-offline"}
 def _custom() -> Settings:
     data = Settings().model_dump()
     data["detector"].update(model="scrfd", score=0.62, size=480)
-    data["swapper"].update(model="inswapper_128", pixel_boost=256)
-    data["enhancer"].update(model="codeformer", blend=35, fidelity=0.7)
+    data["face_swapper"].update(model="inswapper_128", pixel_boost=256)
+    data["face_enhancer"].update(model="codeformer", blend=35, fidelity=0.7)
     data["mask"].update(types=("box", "region"), padding=(1, 2, 3, 4), regions=("skin", "nose"))
     data["execution"].update(providers=("cuda", "cpu"), batch_size=6)
     data["video"].update(start=1.5, end=9.25)
@@ -44,11 +44,11 @@ def test_builtins_are_listed_and_valid() -> None:
 def test_builtins_say_what_they_promise() -> None:
     cpu = presets.load("cpu-offline")
     assert cpu.execution.providers == ("cpu",)
-    assert cpu.detector.model == "yunet" and cpu.enhancer.model == "none"
-    assert cpu.swapper.model in ("classic", "auto")
+    assert cpu.detector.model == "yunet" and cpu.face_enhancer.model == "none"
+    assert cpu.face_swapper.model in ("classic", "auto")
     best = presets.load("best-quality-4k")
     fast = presets.load("fast-preview")
-    assert best.swapper.pixel_boost == 512 and best.enhancer.model != "none"
+    assert best.face_swapper.pixel_boost == 512 and best.face_enhancer.model != "none"
     assert best.output.quality > presets.load("balanced-1080p").output.quality > fast.output.quality
     assert fast.detector.size < best.detector.size
 
@@ -70,7 +70,7 @@ def test_partial_settings_take_defaults(tmp_path: Path) -> None:
     file = tmp_path / "partial.json"
     file.write_text(json.dumps({"schema": 1, "name": "partial", "settings": {"enhancer": {"blend": 10}}}))
     loaded = presets.load(file)
-    assert loaded.enhancer.blend == 10
+    assert loaded.face_enhancer.blend == 10
     assert loaded.detector == Settings().detector
 
 
@@ -222,8 +222,8 @@ def test_migration_from_schema_0(tmp_path: Path) -> None:
     )
     loaded = presets.load(file)
     assert loaded.detector.model == "scrfd" and loaded.detector.score == 0.7
-    assert loaded.swapper.model == "classic"
-    assert loaded.enhancer.model == "gpen_bfr_512" and loaded.enhancer.blend == 40
+    assert loaded.face_swapper.model == "classic"
+    assert loaded.face_enhancer.model == "gpen_bfr_512" and loaded.face_enhancer.blend == 40
     assert loaded.color.method == "mkl" and loaded.execution.providers == ("cpu",)
     assert loaded.selector.reference_distance == 0.9 and loaded.output.quality == 70
     assert loaded.mask == Settings().mask
@@ -232,6 +232,48 @@ def test_migration_from_schema_0(tmp_path: Path) -> None:
     assert path.name == "old one.json"
     assert json.loads(path.read_text())["schema"] == SCHEMA_VERSION
     assert presets.load("old one") == loaded
+
+
+def _schema_1(settings: Settings) -> dict[str, object]:
+    """``settings`` as a schema 1 preset held them: the face swapper's and enhancer's sections under their
+    old names ``swapper`` and ``enhancer``, version 1."""
+    data = settings.model_dump(mode="json")
+    data["swapper"], data["enhancer"] = data.pop("face_swapper"), data.pop("face_enhancer")
+    return {"schema": 1, "name": "older", "description": "from 1.x", "settings": {**data, "version": 1}}
+
+
+def test_a_schema_1_preset_loads_its_swapper_and_enhancer_under_their_new_names(tmp_path: Path) -> None:
+    file = tmp_path / "older.json"
+    file.write_text(json.dumps(_schema_1(_custom())))
+    assert presets.load(file) == _custom()
+    assert _custom().face_swapper.pixel_boost == 256 and _custom().face_enhancer.model == "codeformer"
+    path = presets.import_file(file)  # importing rewrites it at the current schema, in the new names
+    saved = json.loads(path.read_text())
+    assert saved["schema"] == SCHEMA_VERSION == 2 and saved["settings"]["version"] == SCHEMA_VERSION
+    assert saved["settings"]["face_swapper"]["model"] == "inswapper_128"
+    assert "swapper" not in saved["settings"]
+    assert presets.load("older") == _custom()
+
+
+def test_a_preset_giving_a_section_under_both_names_is_refused_in_one_line(tmp_path: Path) -> None:
+    doc = _schema_1(Settings())
+    doc["settings"]["face_swapper"] = {"model": "classic"}  # type: ignore[index]
+    file = tmp_path / "both.json"
+    file.write_text(json.dumps(doc))
+    with pytest.raises(SettingsError, match="both 'swapper' and 'face_swapper'"):
+        presets.load(file)
+
+
+def test_old_set_keys_still_set_the_renamed_sections() -> None:
+    """``--set swapper.model=…`` (and ``enhancer.…``), as scripts and habits still write them."""
+    got = apply_overrides(Settings(), ["swapper.model=classic", "swapper.pixel_boost=512",
+                                       "enhancer.blend=30"])
+    assert (got.face_swapper.model, got.face_swapper.pixel_boost, got.face_enhancer.blend) == (
+        "classic", 512, 30)
+    assert got == apply_overrides(Settings(), {"face_swapper.model": "classic",
+                                               "face_swapper.pixel_boost": 512, "face_enhancer.blend": 30})
+    with pytest.raises(SettingsError, match="unknown settings key 'face_swapper.colour'"):
+        apply_overrides(Settings(), ["swapper.colour=1"])
 
 
 def test_schema_0_unknown_flat_key(tmp_path: Path) -> None:

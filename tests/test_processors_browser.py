@@ -88,3 +88,31 @@ def test_ticking_and_ordering_processors_changes_the_preview_and_the_job(tmp_pat
         ok, frame = cap.read()
         cap.release()
         assert ok and _warmth(frame) > _warmth(plain) + 5  # the render ran the colouriser too
+
+
+def test_an_enhancer_chosen_but_left_out_of_the_order_is_said_beside_the_preview(tmp_path: Path) -> None:
+    """The main settings' face enhancer does nothing when face_enhancer is not in the order: the preview
+    says so (it was silently ignored), and stops saying it once face_enhancer is back."""
+    target = tmp_path / "target.png"
+    cv2.imwrite(str(target), astronaut())
+    with running_app(worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        upload(page, "sources", grace_hopper_path())
+        upload(page, "target", target)
+        _next_preview(page, "")
+        page.locator("#set-face_enhancer-model input").first.click()
+        page.get_by_role("option", name="gfpgan_1.4", exact=False).first.click()
+        page.keyboard.press("Escape")
+        page.locator("#processors").get_by_text("Processors", exact=True).first.click()
+        order = page.locator("#set-processors-order")
+        order.locator(".token", has_text="face_enhancer").locator(".token-remove").first.click()
+        said = "face enhancer gfpgan_1.4 is not used"
+        wait_until(lambda: said in page.inner_text("#preview-notice"), 120, what="the preview saying so")
+        screenshot(page, "processors-enhancer-not-in-order")
+        _choose(page, "set-processors-order", "face_enhancer")
+        # back in the order, the enhancer runs: its model is the one thing missing now, and said so
+        wait_until(lambda: "gfpgan_1.4" in page.inner_text("#preview-status"), 120,
+                   what="the preview asking for the enhancer's model")
+        assert said not in page.inner_text("#preview-notice")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import UserError
-from pipeline.progress import HOLD_VARIABLE, Hold, Progress, RateMeter, RunControl, hold_from_env
+from pipeline.progress import HOLD_VARIABLE, FrameHold, Progress, RateMeter, RunControl, hold_from_env
 from tests.timing import scaled, wait_until
 
 
@@ -69,6 +69,38 @@ def test_the_rate_is_measured_from_the_first_frame_and_lately_and_none_before_a_
     assert meter.rate() == pytest.approx(5.0)
 
 
+def test_the_eta_comes_within_eight_frames_and_moves_less_than_30_percent_a_second() -> None:
+    """Frames one by one at an uneven pace (every eighth after a long pause, as batches make them; a 2 s
+    stall every 60, as a busy machine makes them), at a speed that halves half-way: there is an ETA by the
+    8th frame, and sampled each second it moves by less than 30 % from one second to the next while more
+    than 5 s are left (below that the countdown itself is more than a fifth a second). The recent rate
+    alone (the ETA before) swings more."""
+    now = [100.0]
+    meter = RateMeter(clock=lambda: now[0])
+    total, etas, raw = 900, [], []
+    next_sample = now[0] + 1.0
+    for done in range(1, total + 1):
+        step = 0.05 if done < total // 2 else 0.1
+        now[0] += step * (4.0 if done % 8 == 0 else 0.55 + 0.4 * ((done * 7) % 5) / 4)
+        now[0] += 2.0 if done % 60 == 0 else 0.0  # another program had the processor for 2 s
+        meter.add(done)
+        if done == 8:
+            assert meter.eta(total - done) is not None  # a first estimate within 8 frames
+        while now[0] >= next_sample:
+            etas.append(meter.eta(total - done))
+            fps = meter.rate()
+            raw.append((total - done) / fps if fps else None)
+            next_sample += 1.0
+
+    def worst(samples: list[float | None]) -> float:
+        pairs = [(a, b) for a, b in zip(samples, samples[1:], strict=False) if a and b and min(a, b) > 5]
+        assert len(pairs) > 40
+        return max(abs(b - a) / a for a, b in pairs)
+
+    assert worst(etas) < 0.3, worst(etas)
+    assert worst(raw) > 0.3
+
+
 def test_a_quiet_run_reports_anyway_but_never_in_place_of_a_held_frame(tmp_path: Path) -> None:
     now = [0.0]
     control = RunControl(lambda p: None, every=0.5, clock=lambda: now[0], hold=None)
@@ -77,7 +109,7 @@ def test_a_quiet_run_reports_anyway_but_never_in_place_of_a_held_frame(tmp_path:
     assert not control.quiet(1.0)
     now[0] = 1.0
     assert control.quiet(1.0)
-    held = RunControl(lambda p: None, clock=lambda: now[0], hold=Hold(5, tmp_path / "flag"))
+    held = RunControl(lambda p: None, clock=lambda: now[0], hold=FrameHold(5, tmp_path / "flag"))
     now[0] = 10.0
     assert not held.quiet(1.0)  # the frame to hold at is reported where frames are made
     assert not RunControl(clock=lambda: now[0], hold=None).quiet(1.0)  # nobody listens
@@ -124,7 +156,7 @@ def _held_run(control: RunControl, frames: int, done: list[int]) -> threading.Th
 @pytest.mark.parametrize("release", ["remove the flag", "cancel", "release"])
 def test_a_hold_stops_the_run_at_its_frame_until_released(tmp_path: Path, release: str) -> None:
     flag = tmp_path / "held"
-    hold = Hold(5, flag)
+    hold = FrameHold(5, flag)
     seen: list[Progress] = []
     control = RunControl(seen.append, every=3600.0, hold=hold)  # the pace alone would report frame 1 only
     done: list[int] = []
@@ -140,7 +172,7 @@ def test_a_hold_stops_the_run_at_its_frame_until_released(tmp_path: Path, releas
 
 def test_a_hold_in_a_relayed_part_counts_the_runs_frames(tmp_path: Path) -> None:
     flag = tmp_path / "held"
-    job = RunControl(None, every=3600.0, hold=Hold(105, flag))
+    job = RunControl(None, every=3600.0, hold=FrameHold(105, flag))
     part = job.relay(lambda p: Progress(100 + p.frames_done, 200))
     done: list[int] = []
     thread = _held_run(part, 20, done)

@@ -12,11 +12,11 @@ import numpy.typing as npt
 import pytest
 
 from pipeline.blend import paste
-from pipeline.blend.color import to_lab
 from pipeline.faces import align
 from pipeline.process import FaceProcessor
+from pipeline.processors.face_swapper.color import to_lab
 from pipeline.settings import Settings, apply_overrides
-from tests import photos
+from tests import photos, steps
 
 CAST = np.array([40, -25, 10], np.int16)  # BGR
 
@@ -24,19 +24,20 @@ CAST = np.array([40, -25, 10], np.int16)  # BGR
 def _run(
         method: str, cast: bool) -> tuple[np.ndarray, np.ndarray, npt.NDArray[np.bool_], FaceProcessor, list]:
     target = photos.astronaut()
-    proc = FaceProcessor(apply_overrides(Settings(), {"swapper.model": "classic", "color.method": method}),
-                         [photos.grace_hopper_path()])
+    settings = apply_overrides(Settings(), {"face_swapper.model": "classic", "color.method": method})
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
+    swapper = steps.swapper(proc).swapper
     if cast:
-        real = proc.swapper.swap
+        real = swapper.swap
 
         def tinted(crops: np.ndarray, identity: object) -> np.ndarray:
             return np.clip(real(crops, identity).astype(np.int16) + CAST, 0, 255).astype(np.uint8)
 
-        proc.swapper.swap = tinted  # type: ignore[method-assign]
+        swapper.swap = tinted  # type: ignore[method-assign]
     faces = proc.select(target, proc.detect([target])[0])
-    items = proc.swap([target], [faces])[0]
+    items = steps.swap(proc, [target], [faces])[0]
     out = proc.blend(target, items)
-    region = cv2.warpAffine(np.ascontiguousarray(proc.mask), align.invert(items[0].matrix),
+    region = cv2.warpAffine(np.ascontiguousarray(steps.swapper(proc).box), align.invert(items[0].matrix),
                             (target.shape[1], target.shape[0])) > 0.5
     return out, target, region, proc, items
 
@@ -75,5 +76,5 @@ def test_histogram_matching_brings_the_histograms_closer(cast: bool) -> None:
 
 def test_none_changes_nothing() -> None:
     out, target, _, proc, items = _run("none", True)
-    expected = paste.paste_back(target, items[0].result, items[0].matrix, proc.mask)
+    expected = paste.paste_back(target, items[0].result, items[0].matrix, steps.swapper(proc).box)
     assert np.array_equal(out, expected)

@@ -181,3 +181,22 @@ def test_a_bad_name_pattern_is_refused_in_one_line(files: dict[str, Path], patte
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
     assert open_store().list() == []
+
+
+def test_queue_list_names_an_upload_as_its_user_did(files: dict[str, Path], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A job queued from the web UI refers to its stashed upload (a content hash before the name): `queue
+    list` and the Queue tab show the name the user gave, not the hash."""
+    import shutil
+
+    from pipeline import api
+    from webui import queue_tab
+
+    mine = shutil.copyfile(files["target"], tmp_path / "my-party.png")
+    stashed = api.stash(mine)
+    assert stashed.name != "my-party.png"
+    job = open_store().add([files["source"]], stashed, tmp_path / "o.png", api.Settings())
+    assert main(["queue", "list"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert " my-party.png -> " in line and stashed.name not in line
+    assert "my-party.png" in queue_tab.render_jobs([open_store().get(job.id)])

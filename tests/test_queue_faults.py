@@ -18,6 +18,7 @@ from pipeline.jobs.model import Job
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import Worker
 from pipeline.media import check_output
+from pipeline.request import SwapRequest
 from pipeline.settings import Settings, apply_overrides
 from tests import photos
 from tests.videos import make_clip
@@ -75,7 +76,7 @@ def test_a_folder_turned_read_only_fails_the_job_with_the_reason(tmp_path: Path,
     folder = tmp_path / "ro"
     folder.mkdir()
     store = service.open_store()
-    job = service.add(store, [photos.grace_hopper_path()], clip, folder / "out.mp4", FAST)
+    job = service.add(store, SwapRequest.of([photos.grace_hopper_path()], clip, FAST, folder / "out.mp4"))
     with _mounted(["--bind", "-o", "ro", str(folder)], folder):
         if subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=False).returncode:
             pytest.skip("cannot make the bind mount read-only")
@@ -88,7 +89,7 @@ def test_a_full_disk_fails_the_job_with_the_reason(tmp_path: Path, clip: Path) -
     folder.mkdir()
     with _mounted(["-t", "tmpfs", "-o", "size=1m", "tmpfs"], folder):
         store = service.open_store()
-        job = service.add(store, [photos.grace_hopper_path()], clip, folder / "out.mp4", FAST)
+        job = service.add(store, SwapRequest.of([photos.grace_hopper_path()], clip, FAST, folder / "out.mp4"))
         filler = folder / "filler"
         with contextlib.suppress(OSError), open(filler, "wb") as fh:
             fh.write(b"\0" * (1024 * 1024 - 4096))  # leaves a page: less than the video needs
@@ -103,7 +104,7 @@ def test_a_write_protected_folder_fails_the_job_with_the_reason(tmp_path: Path, 
     folder = tmp_path / "locked"
     folder.mkdir()
     store = service.open_store()
-    job = service.add(store, [photos.grace_hopper_path()], clip, folder / "out.mp4", FAST)
+    job = service.add(store, SwapRequest.of([photos.grace_hopper_path()], clip, FAST, folder / "out.mp4"))
     folder.chmod(0o555)
     try:
         final = _run_one(store, job)

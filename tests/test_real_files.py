@@ -1,6 +1,6 @@
-"""The real files' facts (shared/MODELS.md §1 and §5), each checked on a surrogate with that file's signature.
+"""The real files' facts (docs/models.md §1 and §5), each checked on a surrogate with that file's signature.
 
-The signatures and conventions below are stated here from MODELS.md, not read from the catalog: each surrogate
+The signatures and conventions below are taken from docs/models.md, not read from the catalog: each surrogate
 is built with them (``make_surrogate(signature=..., input_norm=..., logits=...)``), so that a catalog entry or
 a model class that disagrees with the real file fails here instead of being echoed by its own surrogate.
 """
@@ -15,12 +15,12 @@ import pytest
 
 from cli.main import main
 from pipeline.blend.occlusion import Occluder
-from pipeline.enhance.onnx import OnnxEnhancer
 from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.models import catalog
 from pipeline.models.catalog import TensorSpec
 from pipeline.models.runner import normalise
-from pipeline.swap.neural import InswapperSwapper, NeuralSwapper
+from pipeline.processors.face_enhancer.onnx import OnnxEnhancer
+from pipeline.processors.face_swapper.neural import InswapperSwapper, NeuralSwapper
 from pipeline.types import Face
 from tests.surrogates import RAW_NORM, install_surrogate
 from tests.synthetic import random_crops as _crops
@@ -35,7 +35,7 @@ def _t(name: str | None, *shape: int | None, dtype: str | None = "float32") -> T
     return TensorSpec(name, tuple(shape), dtype)
 
 
-# The real files' signatures (MODELS.md §5; det_10g's tensor names as tests/test_twins.py has them).
+# The real files' signatures (docs/models.md §5; det_10g's tensor names as tests/test_twins.py has them).
 REAL: dict[str, tuple[Sequence[TensorSpec], Sequence[TensorSpec]]] = {
     "simswap_256": ([_t("target", 1, 3, 256, 256), _t("source", 1, 512)], [_t("output", 1, 3, 256, 256)]),
     "simswap_512_unoff": ([_t("input", 1, 3, 512, 512), _t("onnx::Gemm_1", 1, 512)],

@@ -20,6 +20,7 @@ from pipeline.jobs import runner, service
 from pipeline.jobs.model import Job, OutputTaken
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import Worker
+from pipeline.request import SwapRequest
 from pipeline.settings import Settings
 from tests import photos
 
@@ -140,8 +141,10 @@ def test_a_link_made_while_a_job_runs_is_refused_before_the_rename(tmp_path: Pat
     bench = Bench(tmp_path / "bench")
     store = service.open_store()
     settings = presets.settings_from(None, ["selector.mode=one"])
-    first = service.add(store, [bench.p("src.jpg")], bench.p("ins/t5.png"), bench.p("later/t6.png"), settings)
-    second = service.add(store, [bench.p("src.jpg")], bench.p("ins/t6.png"), bench.p("outs/o6.png"), settings)
+    first = service.add(store, SwapRequest.of([bench.p("src.jpg")], bench.p("ins/t5.png"), settings,
+                                               bench.p("later/t6.png")))
+    second = service.add(store, SwapRequest.of([bench.p("src.jpg")], bench.p("ins/t6.png"), settings,
+                                                bench.p("outs/o6.png")))
     before = _hashes(bench.root / "ins")
 
     def execute(job: Job, ctx: runner.JobContext) -> dict:

@@ -19,6 +19,7 @@ from pipeline.process import FaceProcessor
 from pipeline.progress import Progress, RateMeter, RunControl
 from pipeline.render import STAGES, Render, render
 from pipeline.settings import Settings, apply_overrides
+from pipeline.types import Frame
 from pipeline.video.decode import read_frames
 from tests import photos
 from tests.videos import count_frames, make_clip, stream_info
@@ -77,11 +78,17 @@ def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_pa
     assert _ffmpeg_children() == []
 
 
+def _processed(processor: FaceProcessor, frames: list[Frame]) -> list[Frame]:
+    """``frames`` detected in full and processed as one batch (as a render's batch runs)."""
+    chain = Chain(processor)
+    return [w.out for w in chain.through(chain.finder().push(frames)) if w.out is not None]
+
+
 def test_batches_across_frames_equal_single_frames(face_clip: Path) -> None:
     frames = list(read_frames(face_clip))[:6]
     processor = FaceProcessor(ONE, [photos.grace_hopper_path()])
-    batched = Chain(processor).process(frames)
-    single = [Chain(processor).process([f])[0] for f in frames]
+    batched = _processed(processor, frames)
+    single = [_processed(processor, [f])[0] for f in frames]
     for a, b in zip(batched, single, strict=True):
         assert np.abs(a.astype(int) - b).max() <= 1
 
@@ -137,7 +144,7 @@ def test_enhance_is_its_own_stage_with_its_own_time(face_clip: Path, tmp_path: P
     from tests.surrogates import install_surrogate
 
     install_surrogate("gfpgan_1.4")
-    settings = apply_overrides(ONE, ["enhancer.model=gfpgan_1.4", "execution.batch_size=2"])
+    settings = apply_overrides(ONE, ["face_enhancer.model=gfpgan_1.4", "execution.batch_size=2"])
     seen = []
     result = render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "enhanced.mp4",
                     control=RunControl(seen.append, every=0.0))
@@ -245,10 +252,11 @@ def test_the_first_frame_is_swapped_once(face_clip: Path, tmp_path: Path,
     swapped_frames: list[int] = []
     step = proc.run_step
 
-    def counting(index: int, frames: list[np.ndarray], items: list[list[object]], at: list[int]) -> None:
+    def counting(index: int, frames: list[np.ndarray], items: list[list[object]], at: list[int],
+                 originals: list[object] | None = None) -> None:
         if proc.processors[index].name == "face_swapper":
             swapped_frames.append(len(frames))
-        step(index, frames, items, at)  # type: ignore[arg-type]
+        step(index, frames, items, at, originals)  # type: ignore[arg-type]
 
     monkeypatch.setattr(proc, "run_step", counting)
     result = Render(settings, [photos.grace_hopper_path()], face_clip, tmp_path / "a.mp4",

@@ -11,30 +11,27 @@ import pytest
 from pipeline import renderplan as render
 from pipeline.models import sessions
 from pipeline.process import FaceProcessor
-from pipeline.renderplan import share_threads
 from pipeline.settings import Settings, apply_overrides
-from tests import photos
+from tests import photos, steps
 from tests.surrogates import install_surrogate
 
 
-def test_a_heavy_stage_gets_the_cores_that_decode_and_encode_leave() -> None:
-    # inswapper-like: the swap costs seconds per frame, the rest tens of ms: it gets both cores
-    assert share_threads({"detect": 40, "swap": 3200, "enhance": 0, "blend": 20}, 52, 2) == \
-        {"detect": 1, "swap": 2, "enhance": 1}
-    costs = {"detect": 40, "swap": 3200, "enhance": 0, "blend": 20}
-    assert share_threads(costs, 52, 16)["swap"] == 15  # 16 / (1 + 112 / 3200), rounded
-
-
-def test_near_free_models_keep_one_thread_each() -> None:
-    # yunet + classic at 1080p: decode/encode cost more than the detector
-    assert share_threads({"detect": 40, "swap": 12, "enhance": 0, "blend": 22}, 52, 2) == \
-        {"detect": 1, "swap": 1, "enhance": 1}
-
-
-def test_two_heavy_stages_share_the_cores() -> None:
-    plan = share_threads({"detect": 40, "swap": 3200, "enhance": 3600, "blend": 20}, 52, 2)
-    assert plan == {"detect": 1, "swap": 1, "enhance": 1}
-    assert share_threads({"detect": 40, "swap": 3200, "enhance": 3600, "blend": 20}, 52, 8)["enhance"] == 4
+def test_heavy_stages_are_the_model_stages_that_cost_more_than_decode_and_encode() -> None:
+    models = {"detect": [object()], "swap": [object()], "enhance": [object()], "blend": []}
+    # inswapper-like: the swap costs seconds of CPU a frame, decode + encode tens of ms
+    assert render.heavy_stages({"detect": 40, "swap": 3200, "enhance": 0, "blend": 20},
+                               ["detect", "swap", "enhance"], 52, models) == ["swap"]  # type: ignore[arg-type]
+    # yunet + classic at 1080p: nothing heavy, every model stage one thread (decode/encode cost more)
+    assert render.heavy_stages({"detect": 40, "swap": 12, "blend": 22}, ["detect"], 52,
+                               models) == []  # type: ignore[arg-type]
+    # the seed's chain: both face models
+    assert render.heavy_stages({"detect": 40, "swap": 3200, "enhance": 6900}, ["detect", "swap", "enhance"],
+                               52, models) == ["swap", "enhance"]  # type: ignore[arg-type]
+    # a busy machine makes the detector cost more than decoding and encoding: still light beside the swapper
+    assert render.heavy_stages({"detect": 90, "swap": 7400, "enhance": 11000}, ["detect", "swap", "enhance"],
+                               52, models) == ["swap", "enhance"]  # type: ignore[arg-type]
+    # a stage with no model of its own to place
+    assert render.heavy_stages({"swap": 3200}, ["swap"], 52, {"swap": []}) == []
 
 
 def _fake_probe(monkeypatch: pytest.MonkeyPatch, per_frame: float, gain: float = 1.0) -> list[int]:
@@ -77,27 +74,99 @@ def test_the_probe_grows_the_batch_while_it_pays_and_the_box_allows(monkeypatch:
     assert runs == [1, 2, 4, 8, 16]  # a long clip: up to the limit
 
 
+def _measured(monkeypatch: pytest.MonkeyPatch, *curves: dict[str, dict[int, float]]) -> list[list[str]]:
+    """Plans whose heavy stages are those of each of ``curves`` in turn, measured as given."""
+    pending = iter(curves)
+    heavy: list[list[str]] = []
+
+    def measure(models: Any, reruns: Any, took: Any, stages: Any, n: int, budget: float,
+                spin: bool) -> dict[str, dict[int, float]]:
+        assert set(stages) <= set(reruns)  # each heavy stage can be run again on the first frame
+        return current
+
+    def heavy_stages(cpu: Any, stages: Any, io: float, models: Any) -> list[str]:
+        nonlocal current
+        current = next(pending)
+        heavy.append(list(current))
+        return list(current)
+
+    current: dict[str, dict[int, float]] = {}
+    monkeypatch.setattr(render, "heavy_stages", heavy_stages)
+    monkeypatch.setattr(render, "measure", measure)
+    monkeypatch.setattr(render, "free_cores", lambda n, before, after: float(n))
+    return heavy
+
+
 def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.MonkeyPatch) -> None:
     install_surrogate("inswapper_128")
     install_surrogate("arcface_w600k_r50")
     sessions.release()
     monkeypatch.setattr(render, "cores", lambda: 2)
-    plans = iter([{"detect": 1, "swap": 2, "enhance": 1}, {"detect": 1, "swap": 1, "enhance": 1}])
-    monkeypatch.setattr(render, "share_threads", lambda cost, io, n, stages=(): next(plans))
-    settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "selector.mode=one"])
+    # the swap's second thread pays (taken: every core), then it does not (one thread)
+    _measured(monkeypatch, {"swap": {2: 1.6, 1: 3.1}}, {"swap": {2: 3.0, 1: 2.9}})
+    settings = apply_overrides(Settings(), ["face_swapper.model=inswapper_128", "selector.mode=one"])
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
-    loaded = proc.swapper.session  # the source was prepared: the swapper is loaded, on the default threads
+    # the source was prepared: the swapper is loaded, on the default threads
+    loaded = steps.swapper(proc).swapper.session
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
-    assert plan.threads == {"detect": 1, "swap": 2, "enhance": 1}
+    assert plan.threads == {"detect": 1, "swap": 2} and plan.placement == "swap on 2 threads"
     # every core for the swapper: its loaded session (onnxruntime's default, every core) is kept, not re-made
-    assert proc.swapper.threads == 0 and proc.swapper.session is loaded
+    assert steps.swapper(proc).swapper.threads == 0 and steps.swapper(proc).swapper.session is loaded
     assert proc.detector.threads == 1
     assert plan.batch >= 1 and plan.load_s >= 0 and set(plan.cost_ms) >= {"detect", "swap", "blend"}
+    assert plan.limit_s == 1.6 and plan.curves == {"swap": {2: 1.6, 1: 3.1}}
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)  # now one thread for the swapper
-    assert proc.swapper.threads == 1 and proc.swapper.session is not loaded
-    fixed = apply_overrides(settings, ["execution.threads=3"])
+    assert steps.swapper(proc).swapper.threads == 1 and steps.swapper(proc).swapper.session is not loaded
+    assert plan.summary()["curves"] == {"swap": {"2": 3.0, "1": 2.9}}  # as JSON has them
+
+
+def test_threads_fixed_by_the_setting_are_kept_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_surrogate("inswapper_128")
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    monkeypatch.setattr(render, "cores", lambda: 2)
+    _measured(monkeypatch, {})
+    fixed = apply_overrides(Settings(), ["face_swapper.model=inswapper_128", "selector.mode=one",
+                                         "execution.threads=3"])
     proc = FaceProcessor(fixed, [photos.grace_hopper_path()])
-    assert render.plan_render(proc, photos.grace_hopper(), frames=30).threads["swap"] == 3
+    loaded = steps.swapper(proc).swapper.session
+    plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
+    assert plan.threads == {"detect": 3, "swap": 3}
+    swapper = steps.swapper(proc).swapper
+    assert swapper.threads == 3 and swapper.session is loaded  # never re-made
+    assert render.planned(render.stage_models(proc)) == {"detect": [], "swap": []}
+
+
+def test_two_heavy_stages_take_turns_and_sleep_on_a_shared_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two heavy stages taking turns on every core. On cores of their own their idle threads spin
+    (onnxruntime's default: the loaded swapper is kept); where other processes took part of the cores they
+    sleep (re-made so), and the light detector's one thread, which never waits for another, is left alone."""
+    install_surrogate("inswapper_128")
+    install_surrogate("arcface_w600k_r50")
+    install_surrogate("gfpgan_1.4")
+    sessions.release()
+    monkeypatch.setattr(render, "cores", lambda: 2)
+    on_four = {"swap": {4: 0.8, 3: 1.05, 2: 1.6, 1: 3.1}, "enhance": {4: 1.8, 3: 2.3, 2: 3.45, 1: 5.3}}
+    _measured(monkeypatch, {"swap": {2: 1.6, 1: 3.1}, "enhance": {2: 3.45, 1: 5.3}}, on_four)
+    settings = apply_overrides(Settings(), ["face_swapper.model=inswapper_128",
+                                            "face_enhancer.model=gfpgan_1.4",
+                                            "selector.mode=one"])
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
+    loaded = steps.swapper(proc).swapper.session
+    plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
+    assert plan.groups == [["swap", "enhance"]] and plan.threads == {"detect": 1, "swap": 2, "enhance": 2}
+    assert plan.period_s >= (2 * 1.6 + 2 * 3.45) / 2  # the CPU of both (and the light work) over 2 cores
+    side_by_side = "swap on 1 thread ‖ enhance on 1 thread"
+    assert {p["placement"] for p in plan.considered} == {plan.placement, side_by_side}
+    assert plan.spin and steps.swapper(proc).swapper.session is loaded
+    monkeypatch.setattr(render, "cores", lambda: 4)
+    monkeypatch.setattr(render, "free_cores", lambda n, before, after: 3.2)  # others took 0.8 of a core
+    plan = render.plan_render(proc, photos.grace_hopper(), frames=30)
+    assert plan.groups == [["swap", "enhance"]] and plan.threads == {"detect": 1, "swap": 3, "enhance": 3}
+    enhancer = steps.enhancer(proc).enhancer
+    assert not plan.spin and not steps.swapper(proc).swapper.spin and not enhancer.runner.spin  # type: ignore
+    assert [row["spinning"] for row in sessions.loaded() if row["threads"] == 3] == [False, False]
+    assert proc.detector.threads == 1 and proc.detector.spin  # type: ignore[attr-defined]
 
 
 def test_free_cores_leaves_out_what_other_processes_took(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,30 +176,27 @@ def test_free_cores_leaves_out_what_other_processes_took(monkeypatch: pytest.Mon
     # idle apart from us: every core
     assert render.free_cores(2, (0.0, 0.0, 0.0), (10.0, 19.0, 19.0)) == 2.0
     assert render.free_cores(16, (0.0, 0.0, 0.0), (10.0, 10.0, 0.0)) == 8.0  # others took 1 of 2 logical
-    # and the share follows: an inswapper-like swap on the one free core gets one thread
-    assert share_threads({"detect": 40, "swap": 3200, "enhance": 0, "blend": 20}, 52, 1.0)["swap"] == 1
 
 
 def test_plan_unloads_the_swappers_recogniser_once_the_source_is_prepared() -> None:
     install_surrogate("inswapper_128")
     install_surrogate("arcface_w600k_r50")
     sessions.release()
-    settings = apply_overrides(Settings(), ["swapper.model=inswapper_128", "selector.mode=one"])
+    settings = apply_overrides(Settings(), ["face_swapper.model=inswapper_128", "selector.mode=one"])
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
-    recogniser = proc.swapper.recogniser  # type: ignore[attr-defined]
+    recogniser = steps.swapper(proc).swapper.recogniser  # type: ignore[attr-defined]
     assert recogniser.loaded  # it made the source identity
     render.plan_render(proc, photos.grace_hopper(), frames=30)
     assert not recogniser.loaded
     assert "w600k_r50.onnx" not in {row["model"] for row in sessions.loaded()}
-    assert proc.swapper.loaded  # the swapper itself stays
+    assert steps.swapper(proc).swapper.loaded  # the swapper itself stays
 
 
 def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_models(
         monkeypatch: pytest.MonkeyPatch) -> None:
     sessions.release()
     monkeypatch.setattr(render, "cores", lambda: 2)
-    monkeypatch.setattr(render, "share_threads",
-                        lambda cost, io, n, stages=(): {"detect": 1, "swap": 2, "enhance": 1})
+    _measured(monkeypatch, {})
     settings = apply_overrides(Settings(), ["selector.mode=reference",
                                             f"selector.reference={photos.grace_hopper_path()}"])
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
@@ -144,12 +210,18 @@ def test_the_recogniser_that_selects_by_reference_is_one_of_the_detect_stages_mo
 def test_the_plan_leaves_gpu_sessions_alone() -> None:
     """Threads are the CPU's business: a CUDA/TensorRT session is not re-made for them (twice a render)."""
     class Model:
-        def __init__(self, on_cpu: bool) -> None:
-            self.on_cpu, self.threads, self.calls = on_cpu, 0, []
+        def __init__(self, on_cpu: bool, threads: int = 0) -> None:
+            self.on_cpu, self.threads, self.planned, self.spin = on_cpu, threads, not threads, True
+            self.calls: list[int] = []
 
         def set_threads(self, n: int) -> None:
             self.calls.append(n)
 
-    gpu, cpu = Model(False), Model(True)
-    render.set_threads({"swap": [gpu], "detect": [cpu]}, {"swap": 1, "detect": 1}, 8)  # type: ignore[dict-item]
-    assert gpu.calls == [] and cpu.calls == [1]
+        def set_spinning(self, spin: bool) -> None:
+            self.spin = spin
+
+    gpu, cpu, fixed = Model(False), Model(True), Model(True, threads=4)
+    mine = render.planned({"swap": [gpu], "detect": [cpu, fixed]})  # type: ignore[dict-item]
+    assert mine == {"swap": [], "detect": [cpu]}
+    render.set_threads(mine, {"swap": 1, "detect": 1}, 8)
+    assert gpu.calls == [] and cpu.calls == [1] and fixed.calls == []

@@ -26,6 +26,7 @@ from pipeline.settings import Settings, apply_overrides
 from pipeline.video import ffmpeg
 from pipeline.video.decode import read_frames
 from pipeline.video.probe import probe
+from pipeline.video.trim import Trim
 from tests import photos
 from tests.timing import scaled
 from tests.videos import count_frames, make_clip, stream_info
@@ -64,8 +65,8 @@ def test_frame_range_is_exact_by_index(tmp_path: Path) -> None:
         assert np.array_equal(frame, full[7 + i]), f"frame {7 + i} differs"
     assert np.array_equal(tail[-1], full[-1])
     # with a seconds trim too: indices count from the trim start, and the trim end still holds
-    trimmed = list(read_frames(clip, start=0.2, end=0.8))
-    ranged = list(read_frames(clip, start=0.2, end=0.8, frames=(3, None)))
+    trimmed = list(read_frames(clip, trim=Trim(0.2, 0.8)))
+    ranged = list(read_frames(clip, trim=Trim(0.2, 0.8), frames=(3, None)))
     assert len(ranged) == len(trimmed) - 3
     assert np.array_equal(ranged[0], trimmed[3])
 

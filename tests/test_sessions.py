@@ -110,22 +110,22 @@ def test_setup_picks_the_extra_by_whether_a_gpu_answers(tmp_path: Path, smi: str
 
 
 def test_auto_prefers_the_fp16_swapper_on_a_gpu_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.plan import resolve_swapper as resolve_name
+    from pipeline.processors.face_swapper.auto import resolve_swapper as resolve_name
     from tests.surrogates import install_surrogate
 
     for name in ("inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
         install_surrogate(name)
-    assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"
+    assert resolve_name("auto", ("cpu",)) == "inswapper_128"
     rt = runtime.ort()
     monkeypatch.setattr(rt, "get_available_providers",
                         lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
-    assert resolve_name("auto", ("cuda", "cpu"))[0] == "inswapper_128_fp16"
-    assert resolve_name("auto", ("cpu",))[0] == "inswapper_128"  # CPU asked for: full precision
-    assert resolve_name("inswapper_128", ("cuda", "cpu"))[0] == "inswapper_128"  # an explicit choice stands
+    assert resolve_name("auto", ("cuda", "cpu")) == "inswapper_128_fp16"
+    assert resolve_name("auto", ("cpu",)) == "inswapper_128"  # CPU asked for: full precision
+    assert resolve_name("inswapper_128", ("cuda", "cpu")) == "inswapper_128"  # an explicit choice stands
 
 
 def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.plan import resolve_swapper as resolve_name
+    from pipeline.processors.face_swapper.auto import resolve_swapper as resolve_name
     from tests.surrogates import install_surrogate
 
     for name in ("hyperswap_1a_256", "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50"):
@@ -133,7 +133,7 @@ def test_fp16_preference_does_not_jump_ahead_of_better_models(monkeypatch: pytes
     rt = runtime.ort()
     monkeypatch.setattr(rt, "get_available_providers",
                         lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
-    assert resolve_name("auto", ("cuda", "cpu"))[0] == "hyperswap_1a_256"
+    assert resolve_name("auto", ("cuda", "cpu")) == "hyperswap_1a_256"
 
 
 def test_device_memory_is_read_from_nvidia_smi_and_reused(tmp_path: Path,
@@ -221,6 +221,28 @@ def test_set_threads_drops_the_loaded_session() -> None:
     assert [row["threads"] for row in sessions.loaded()] == [1]
 
 
+def test_a_session_set_not_to_spin_is_a_session_of_its_own_whose_idle_threads_sleep() -> None:
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    model = sessions.CatalogSession("arcface_w600k_r50")
+    def spins(session: Any) -> bool:
+        entries = session.get_session_options()
+        try:
+            return entries.get_session_config_entry("session.intra_op.allow_spinning") != "0"
+        except RuntimeError:  # not set: onnxruntime's default, spinning
+            return True
+
+    assert spins(model.session)
+    model.set_spinning(False)
+    assert sessions.loaded() == []  # dropped: the next use loads it anew
+    assert not spins(model.session)
+    assert [row["spinning"] for row in sessions.loaded()] == [False]
+    spinning = sessions.CatalogSession("arcface_w600k_r50")
+    _ = spinning.session  # the same file as another owner uses it: a session of its own, spinning
+    assert sorted(row["spinning"] for row in sessions.loaded()) == [False, True]
+    sessions.release()
+
+
 def test_unload_drops_the_session_and_gives_the_memory_back(monkeypatch: pytest.MonkeyPatch) -> None:
     install_surrogate("arcface_w600k_r50")
     sessions.release()
@@ -250,7 +272,7 @@ def test_the_model_memory_setting_applies_wherever_models_are_built() -> None:
     small = FaceModels.build(apply_overrides(Settings(), ["execution.model_memory=512"]))
     other = FaceModels.build(Settings())
     assert small.detector.memory == 512 and other.detector.memory == "auto"  # type: ignore[attr-defined]
-    settings = apply_overrides(Settings(), ["execution.model_memory=640", "enhancer.model=gfpgan_1.4"])
+    settings = apply_overrides(Settings(), ["execution.model_memory=640", "face_enhancer.model=gfpgan_1.4"])
     proc = FaceProcessor(settings, [photos.grace_hopper_path()])
     enhancer = next(p for p in proc.processors if isinstance(p, FaceEnhancerProcessor))
     assert [s.memory for s in enhancer.sessions()] == [640]

@@ -11,7 +11,8 @@ from pipeline.models import catalog
 from pipeline.types import DetectorName, EnhancerName, SwapperName
 
 REQUIRED_KEYS = [
-    "detector.model", "detector.score", "selector.mode", "swapper.model", "enhancer.model", "color.method",
+    "detector.model", "detector.score", "selector.mode", "face_swapper.model", "face_enhancer.model",
+    "color.method",
     "mask.blur", "output.encoder", "output.quality", "execution.providers", "execution.batch_size",
 ]
 
@@ -25,8 +26,8 @@ def test_required_keys_exist() -> None:
 def test_overrides_parse_types() -> None:
     out = s.apply_overrides(s.Settings(), [
         "detector.score=0.7", "execution.providers=cpu", "execution.batch_size=4", "mask.types=box,region",
-        "video.start=1.5", "mask.padding=0,10,0,10", "swapper.poisson=true", "selector.reference=none",
-        "enhancer.model=none",
+        "video.start=1.5", "mask.padding=0,10,0,10", "face_swapper.poisson=true", "selector.reference=none",
+        "face_enhancer.model=none",
     ])
     assert out.detector.score == 0.7
     assert out.execution.providers == ("cpu",)
@@ -34,9 +35,9 @@ def test_overrides_parse_types() -> None:
     assert out.mask.types == ("box", "region")
     assert out.video.start == 1.5
     assert out.mask.padding == (0, 10, 0, 10)
-    assert out.swapper.poisson is True
+    assert out.face_swapper.poisson is True
     assert out.selector.reference is None
-    assert out.enhancer.model == "none"
+    assert out.face_enhancer.model == "none"
     assert s.apply_overrides(out, ["execution.batch_size=auto"]).execution.batch_size == "auto"
 
 
@@ -106,3 +107,17 @@ def test_auto_or_a_number_is_refused_in_one_message(override: str, said: str) ->
     with pytest.raises(SettingsError) as err:
         s.apply_overrides(s.Settings(), [override])
     assert str(err.value) == said
+
+
+def test_each_processor_section_is_its_processors_and_named_after_it() -> None:
+    """``processors.order`` takes the names of the ProcessorSection subclasses: each is the field of its
+    section in Settings and a processor the registry finds (whose ``section`` it is)."""
+    from pipeline.processors import PROCESSORS
+
+    sections = {c.processor: c for c in s.ProcessorSection.__subclasses__()}
+    for name, section in sections.items():
+        assert s.Settings.model_fields[name].annotation is section and PROCESSORS[name].section == name
+    assert set(sections) == set(PROCESSORS)
+    order = typing.get_args(s.ProcessorSettings.model_fields["order"].annotation)[0]
+    assert set(typing.get_args(order)) == set(PROCESSORS)
+

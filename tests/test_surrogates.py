@@ -18,6 +18,7 @@ from tests.surrogates import (
     install_surrogate,
     make_surrogate,
 )
+from tests.surrogates.writer import BUILDERS
 
 _NP = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
 _CATALOG_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "double",
@@ -33,10 +34,17 @@ def _feeds(session: object, size: int = 160) -> dict[str, np.ndarray]:
     return feeds
 
 
-def test_every_downloadable_model_has_a_surrogate() -> None:
-    downloadable = {e.name for e in catalog.CATALOG.values() if not e.builtin}
-    assert set(SURROGATE_NAMES) == downloadable
+def test_every_downloadable_model_has_a_surrogate_builder_and_a_builtin_none(tmp_path: Path) -> None:
+    """Each role of a downloadable entry has its builder (a new role without one is named here, not met as a
+    KeyError deep in another test); a built-in model is refused: it is tested as the real file."""
+    downloadable = [e for e in catalog.CATALOG.values() if not e.builtin]
     assert len(downloadable) >= 20
+    missing = sorted({e.role for e in downloadable} - set(BUILDERS))
+    assert not missing, f"no surrogate builder for the roles {missing}"
+    builtin = next(e for e in catalog.CATALOG.values() if e.builtin)
+    with pytest.raises(ValueError, match="built in"):
+        make_surrogate(builtin.name, tmp_path / builtin.file)
+    assert not (tmp_path / builtin.file).exists()
 
 
 @pytest.mark.parametrize("name", SURROGATE_NAMES)

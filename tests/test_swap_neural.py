@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline import families
+from pipeline import families, processors
 from pipeline.errors import ModelMismatch, NoFaceFound, UserError
 from pipeline.faces.arcface import OnnxRecogniser
 from pipeline.models import catalog, store
+from pipeline.processors.face_swapper.neural import NeuralSwapper, SourceIdentity, read_emap
 from pipeline.settings import Settings
-from pipeline.swap.neural import NeuralSwapper, SourceIdentity, read_emap
 from tests.surrogates import install_surrogate
 from tests.synthetic import random_crops as _crops
 from tests.synthetic import textured_face as _source
@@ -25,7 +25,7 @@ SWAPPERS = [e.name for e in catalog.by_role("swapper")]
 def _install(name: str, **options: Any) -> NeuralSwapper:
     install_surrogate(name, **options)
     install_surrogate(catalog.get(name).recogniser or "")
-    return families.build(name, Settings(), "swapper")  # type: ignore[no-any-return]
+    return families.build(name, Settings(), "swapper", processors.families())  # type: ignore[no-any-return]
 
 
 class _Recorder:

@@ -5,7 +5,6 @@ words (webui/timeline.py)."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import cv2
@@ -14,22 +13,10 @@ import pytest
 
 from pipeline import api, strip
 from pipeline.errors import BadMedia
-from pipeline.video import ffmpeg
+from tests import photos
+from tests.videos import GREY_STEP, grey_clip
 
-FPS = 25
-STEP = 5  # grey level per frame: frame i is grey 5·i, so a thumbnail says which frame it shows
-
-
-def grey_clip(path: Path, frames: int = 50, size: tuple[int, int] = (320, 180)) -> Path:
-    """A clip whose frame i is uniformly grey 5·i (lossless x264), ``FPS`` frames a second."""
-    w, h = size
-    data = np.concatenate([np.full((h, w, 3), STEP * i, np.uint8) for i in range(frames)]).tobytes()
-    cmd = [ffmpeg.ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo",
-           "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-r", str(FPS), "-i", "pipe:0", "-c:v", "libx264",
-           "-qp", "0", "-pix_fmt", "yuv420p", "-color_primaries", "bt709", "-color_trc", "bt709",
-           "-colorspace", "bt709", str(path)]
-    subprocess.run(cmd, input=data, check=True, capture_output=True)
-    return path
+FPS = 25  # grey_clip's: 50 frames are 2 s
 
 
 def decode(jpeg: bytes) -> np.ndarray:
@@ -54,7 +41,7 @@ def test_a_strip_has_k_thumbnails_at_evenly_spaced_frames(tmp_path: Path) -> Non
     for thumb in made.thumbs:
         image = decode(thumb.jpeg)
         assert image.shape == (54, 96, 3)
-        assert abs(float(image.mean()) - STEP * thumb.frame) < 4, thumb.frame  # the frame it says it shows
+        assert abs(float(image.mean()) - GREY_STEP * thumb.frame) < 4, thumb.frame  # the frame it names
 
 
 def test_a_short_clip_gives_one_thumbnail_per_frame(tmp_path: Path) -> None:
@@ -124,9 +111,10 @@ def test_a_range_in_words() -> None:
     from webui.timeline import clock, range_text, seconds
 
     assert clock(1.2) == "0:01.20" and clock(61.0) == "1:01.00" and clock(0.333) == "0:00.33"
-    assert range_text(1.2, 4.0) == "0:01.20 – 0:04.00"
-    assert range_text(None, 4.0) == "0:00.00 – 0:04.00" and range_text(2.5, None) == "0:02.50 – end"
-    assert range_text(None, None) == ""
+    assert range_text(api.Trim(1.2, 4.0)) == "0:01.20 – 0:04.00"
+    assert range_text(api.Trim(None, 4.0)) == "0:00.00 – 0:04.00"
+    assert range_text(api.Trim(2.5)) == "0:02.50 – end"
+    assert range_text(api.Trim()) == ""
     assert seconds(1.0) == "1" and seconds(2.96) == "2.96" and seconds(1 / 30) == "0.033"
 
 
@@ -141,44 +129,49 @@ def test_dragged_handles_become_the_settings_text(tmp_path: Path) -> None:
 
 
 def test_the_scrubber_keeps_to_the_trim_and_a_bad_trim_is_one_line(tmp_path: Path) -> None:
-    from webui.timeline import frame_slider, range_changed, trim_problem, within
+    from webui.timeline import frame_slider, range_changed, within
 
     clip = str(grey_clip(tmp_path / "grey.mp4"))
     info = api.check_media(clip)
-    slider = frame_slider(info, 0.4, 1.2, 0)
+    trim = api.Trim(0.4, 1.2)
+    slider = frame_slider(info, trim, 0)
     assert (slider["minimum"], slider["maximum"], slider["value"]) == (10, 29, 10)
-    assert "0:00.40 – 0:01.20" in slider["label"]
-    full = frame_slider(info, None, None, 33)
+    assert "within frames 10–29 (0.40–1.20 s)" in slider["label"]
+    full = frame_slider(info, api.Trim(), 33)
     assert (full["minimum"], full["maximum"], full["value"]) == (0, 49, 33)
     # a trim's change that comes back late keeps the frame the page shows now, unless it falls outside
-    assert "value" not in frame_slider(info, 0.4, 1.2, 20, keep=True)
-    assert frame_slider(info, 0.4, 1.2, 0, keep=True)["value"] == 10
+    assert "value" not in frame_slider(info, trim, 20, keep=True)
+    assert frame_slider(info, trim, 0, keep=True)["value"] == 10
     assert range_changed(clip, "0.4", "1.2", 20)[0].get("value") is None
-    one = frame_slider(info, 1.96, None, 0)  # only the last frame kept: a slider that cannot move
+    one = frame_slider(info, api.Trim(1.96), 0)  # only the last frame kept: a slider that cannot move
     assert one["value"] == 49 and one["interactive"] is False and one["minimum"] < one["maximum"]
     settings = api.apply_overrides(api.Settings(), {"video.start": 0.4, "video.end": 1.2})
     assert [within(settings, clip, f) for f in (0, 20, 40)] == [10, 20, 29]  # the preview's frame
     still = tmp_path / "still.png"
     cv2.imwrite(str(still), np.zeros((20, 20, 3), np.uint8))
     assert within(settings, str(still), 40) == 0
-    assert trim_problem(3.0, None, 2.0).startswith("Start at 3 s is past the end of the clip (2.00 s)")
-    assert trim_problem(1.0, 0.5, 2.0).startswith("End at 0.5 s is not after the start (1 s)")
-    assert trim_problem(0.4, 1.2, 2.0) == ""
-    _, note = range_changed(clip, "5", "", 0)
-    assert "past the end of the clip" in note["value"] and "\n" not in note["value"] and note["visible"]
+    for start, end, said in (("5", "", "video.start 5 s is past the end of the clip (2.00 s)"),
+                             ("1", "0.5", "video.end 0.5 s is not after video.start (1 s)"),
+                             ("0.4", "9", "video.end 9 s is after the end of the clip (2.00 s): the render")):
+        note = range_changed(clip, start, end, 0)[1]  # the same words the check refuses a job with
+        assert said in note["value"] and "\n" not in note["value"] and note["visible"], note
     assert range_changed(clip, "0.4", "1.2", 0)[1] == {"__type__": "update", "value": "", "visible": False}
+    assert range_changed(clip, "inf", "", 0)[1]["visible"] is False  # not a time: the settings say so
 
 
 def test_a_trim_that_keeps_no_frame_is_refused_before_a_job(tmp_path: Path) -> None:
-    from pipeline.checks import check_trim
-
+    source = str(photos.grace_hopper_path())
     clip = grey_clip(tmp_path / "grey.mp4")  # 2 s
+
+    def checked(target: Path, start: float | None, end: float | None = None) -> api.Checked:
+        settings = api.apply_overrides(api.Settings(), {"video.start": start, "video.end": end})
+        return api.check_request(api.SwapRequest.of([source], target, settings))
+
     for start, end, words in ((3.0, None, "video.start 3 s is past the end of grey.mp4 (2.00 s)"),
                               (1.0, 0.5, "video.end 0.5 s is not after video.start (1 s)")):
-        settings = api.apply_overrides(api.Settings(), {"video.start": start, "video.end": end})
         with pytest.raises(api.UserError, match=words.replace("(", r"\(").replace(")", r"\)")):
-            check_trim(settings, clip)
-    check_trim(api.apply_overrides(api.Settings(), {"video.start": 0.4, "video.end": 9.0}), clip)  # the end
+            checked(clip, start, end)
+    assert checked(clip, 0.4, 9.0).frames == range(10, 50)  # an end after the clip's: to its end
     still = tmp_path / "still.png"
     cv2.imwrite(str(still), np.zeros((20, 20, 3), np.uint8))
-    check_trim(api.apply_overrides(api.Settings(), {"video.start": 3.0}), still)  # a still has no trim
+    assert checked(still, 3.0).frames is None  # a still has no trim

@@ -1,4 +1,4 @@
-"""Cost twins (scripts/make_twins.py): catalog I/O, cost read off the graph, the streaming writer, the cache.
+"""Cost twins (the ``twins`` package): catalog I/O, cost read off the graph, the streaming writer, the cache.
 
 The fast tests build every twin's graph at full size without drawing a weight (cost and size targets) and
 write a narrow version of each (same layers, fewer channels) that onnxruntime loads and runs; the fp16
@@ -26,6 +26,9 @@ from onnx import numpy_helper
 from pipeline import env
 from pipeline.models import catalog
 from pipeline.models.validate import check_io, session_io
+from twins import build, faces
+from twins import processors as processor_twins
+from twins.graph import Net, count_macs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,20 +45,8 @@ REAL_IO = {
 }
 
 
-def _load_script() -> ModuleType:
-    if "make_twins" in sys.modules:
-        return sys.modules["make_twins"]
-    spec = importlib.util.spec_from_file_location("make_twins", REPO / "scripts" / "make_twins.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_twins"] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
-
-
-mt = _load_script()
-NAMES = list(mt.TWINS)
-FP32_NAMES = [n for n, t in mt.TWINS.items() if t.half_of is None]
+NAMES = list(build.TWINS)
+FP32_NAMES = [n for n, t in build.TWINS.items() if t.half_of is None]
 
 
 def _session(path: Path) -> ort.InferenceSession:
@@ -66,18 +57,18 @@ def _session(path: Path) -> ort.InferenceSession:
 
 def test_every_twin_is_named_and_maps_to_a_catalog_entry() -> None:
     assert set(NAMES) == set(REAL_IO)
-    for twin in mt.TWINS.values():
+    for twin in build.TWINS.values():
         assert catalog.get(twin.entry).file.endswith(".onnx")
-    assert [t.name for t in mt.resolve(["retinaface", "inswapper_128"])] == ["scrfd_10g", "inswapper_128"]
-    assert [t.name for t in mt.resolve(["inswapper_128_fp16", "inswapper_128"])] == [  # its base first
+    assert [t.name for t in build.resolve(["retinaface", "inswapper_128"])] == ["scrfd_10g", "inswapper_128"]
+    assert [t.name for t in build.resolve(["inswapper_128_fp16", "inswapper_128"])] == [  # its base first
         "inswapper_128", "inswapper_128_fp16"]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_full_size_graph_meets_its_targets(name: str) -> None:
     """Parameters, exact file size and cost of the full-size graph, without drawing a weight."""
-    twin = mt.TWINS[name]
-    net, size, gmac = mt.measure(twin)
+    twin = build.TWINS[name]
+    net, size, gmac = build.measure(twin)
     size_tol, flops_tol = twin.tolerance
     assert net.params == pytest.approx(twin.target_params, rel=size_tol)
     assert size == pytest.approx(twin.real_size, rel=size_tol)
@@ -93,23 +84,23 @@ def test_inswapper_cost_is_the_issue_layer_list() -> None:
     ]
     macs = sum(cin * cout * k * k * side * side for cin, cout, k, side in convs)
     macs += 12 * 2 * 512 * 1024  # AdaIN scale and shift Gemms
-    net, _, gmac = mt.measure(mt.TWINS["inswapper_128"])
+    net, _, gmac = build.measure(build.TWINS["inswapper_128"])
     assert gmac["1×128² face"] * 1e9 == pytest.approx(macs, rel=1e-12)
     assert 2 * macs / 1e9 == pytest.approx(350, rel=0.01)
 
 
 def test_gfpgan_reference_count_agrees_with_the_graph() -> None:
-    _, _, gmac = mt.measure(mt.TWINS["gfpgan_1.4"])
-    assert gmac["1×512² face"] == pytest.approx(mt.gfpgan_reference_gmac(), rel=1e-9)
+    _, _, gmac = build.measure(build.TWINS["gfpgan_1.4"])
+    assert gmac["1×512² face"] == pytest.approx(faces.gfpgan_reference_gmac(), rel=1e-9)
 
 
 @pytest.mark.parametrize(("name", "scale"), [("real_esrgan_x4", 4), ("real_esrgan_x2", 2)])
 def test_rrdbnet_twins_are_the_published_layer_table(name: str, scale: int) -> None:
     """The graph's parameters and cost equal RRDBNet's layer table counted in closed form; x4plus has the
     16,697,987 parameters of RealESRGAN_x4plus, x2plus 5,184 more (conv_first takes 12 channels)."""
-    twin = mt.TWINS[name]
-    net, _, gmac = mt.measure(twin)
-    params, macs = mt.processor_twins.rrdbnet_reference(scale, 256)
+    twin = build.TWINS[name]
+    net, _, gmac = build.measure(twin)
+    params, macs = processor_twins.rrdbnet_reference(scale, 256)
     assert net.params == params == {4: 16_697_987, 2: 16_697_987 + 9 * 9 * 64}[scale]
     assert gmac["256² tile"] * 1e9 == pytest.approx(macs, rel=1e-12)
     entry = catalog.get(name)
@@ -119,8 +110,8 @@ def test_rrdbnet_twins_are_the_published_layer_table(name: str, scale: int) -> N
 
 
 def test_wav2lip_twin_is_the_published_layer_table() -> None:
-    net, _, gmac = mt.measure(mt.TWINS["wav2lip_gan_96"])
-    params, macs = mt.processor_twins.wav2lip_reference()
+    net, _, gmac = build.measure(build.TWINS["wav2lip_gan_96"])
+    params, macs = processor_twins.wav2lip_reference()
     assert net.params == params and params == pytest.approx(36e6, rel=0.01)
     assert gmac["1×96² face"] * 1e9 == pytest.approx(macs, rel=1e-12)
     kinds = [n.op_type for n in net.nodes]
@@ -129,21 +120,21 @@ def test_wav2lip_twin_is_the_published_layer_table() -> None:
 
 def test_transposed_convs_are_counted_per_input_element() -> None:
     """A 3×3 stride-2 ConvTranspose 4 -> 2 channels on 5×5 (to 10×10): 25 × 4 inputs × 2 × 9 MACs."""
-    net = mt.Net("ct", seed=0)
+    net = Net("ct", seed=0)
     x = net.input("x", [1, 4, 5, 5])
     y = net.op("ConvTranspose", x, net.weight((4, 2, 3, 3), 0.1), kernel_shape=[3, 3], strides=[2, 2],
                pads=[1, 1, 1, 1], output_padding=[1, 1])
     net.output(y, "y", [1, 2, 10, 10])
-    assert mt.count_macs(net, {"x": (1, 4, 5, 5)}) == 25 * 4 * 2 * 9
+    assert count_macs(net, {"x": (1, 4, 5, 5)}) == 25 * 4 * 2 * 9
 
 
 @pytest.mark.parametrize("name", FP32_NAMES)
 def test_narrow_twin_has_the_catalog_io_and_runs(name: str, tmp_path: Path) -> None:
-    twin = mt.TWINS[name]
+    twin = build.TWINS[name]
     entry = catalog.get(twin.entry)
-    result = mt.build_twin(twin, tmp_path, width=twin.test_width)
+    result = build.build_twin(twin, tmp_path, width=twin.test_width)
     assert result.built and result.path == tmp_path / entry.file
-    net, size, _ = mt.measure(twin, twin.test_width)
+    net, size, _ = build.measure(twin, twin.test_width)
     assert result.size == size == result.path.stat().st_size  # the streamed file is the predicted one
 
     model = onnx.load(str(result.path))
@@ -163,14 +154,14 @@ def test_narrow_twin_has_the_catalog_io_and_runs(name: str, tmp_path: Path) -> N
         assert value.ndim == len(spec.shape) and np.isfinite(value).all()
         fixed = [(d, v) for d, v in zip(spec.shape, value.shape, strict=True) if isinstance(d, int)]
         assert all(d == v for d, v in fixed)
-    assert mt.check_twin(twin, result.path) > 0
+    assert build.check_twin(twin, result.path) > 0
 
 
 def test_inswapper_emap_is_the_last_initializer(tmp_path: Path) -> None:
-    from pipeline.swap.neural import read_emap
+    from pipeline.processors.face_swapper.neural import read_emap
 
-    twin = mt.TWINS["inswapper_128"]
-    result = mt.build_twin(twin, tmp_path, width=twin.test_width)
+    twin = build.TWINS["inswapper_128"]
+    result = build.build_twin(twin, tmp_path, width=twin.test_width)
     model = onnx.load(str(result.path))
     last = model.graph.initializer[-1]
     assert last.name == "emap" and list(last.dims) == [512, 512]
@@ -180,33 +171,33 @@ def test_inswapper_emap_is_the_last_initializer(tmp_path: Path) -> None:
 
 
 def test_cache_skips_an_identical_twin_and_rebuilds_a_changed_one(tmp_path: Path) -> None:
-    twin = mt.TWINS["scrfd_10g"]
-    first = mt.build_twin(twin, tmp_path, width=0.125)
+    twin = build.TWINS["scrfd_10g"]
+    first = build.build_twin(twin, tmp_path, width=0.125)
     assert first.built
-    assert not mt.build_twin(twin, tmp_path, width=0.125).built
-    assert mt.build_twin(twin, tmp_path, width=0.125, force=True).built
+    assert not build.build_twin(twin, tmp_path, width=0.125).built
+    assert build.build_twin(twin, tmp_path, width=0.125, force=True).built
     with open(first.path, "r+b") as fh:  # same size, one byte different
         fh.seek(-1, os.SEEK_END)
         last = fh.read(1)
         fh.seek(-1, os.SEEK_END)
         fh.write(bytes([last[0] ^ 0xFF]))
-    assert mt.build_twin(twin, tmp_path, width=0.125).built
-    assert mt.build_twin(twin, tmp_path, width=0.25).built  # another graph: another spec
+    assert build.build_twin(twin, tmp_path, width=0.125).built
+    assert build.build_twin(twin, tmp_path, width=0.25).built  # another graph: another spec
 
 
 def test_twins_are_reproducible(tmp_path: Path) -> None:
-    twin = mt.TWINS["arcface_w600k_r50"]
-    a = mt.build_twin(twin, tmp_path / "a", width=0.125)
-    b = mt.build_twin(twin, tmp_path / "b", width=0.125)
+    twin = build.TWINS["arcface_w600k_r50"]
+    a = build.build_twin(twin, tmp_path / "a", width=0.125)
+    b = build.build_twin(twin, tmp_path / "b", width=0.125)
     assert a.path.read_bytes() == b.path.read_bytes()
 
 
 def test_script_prints_sizes_and_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert mt.main([str(tmp_path), "--only", "det_10g"]) == 0  # the full-size detector twin is 17 MB
+    assert build.main([str(tmp_path), "--only", "det_10g"]) == 0  # the full-size detector twin is 17 MB
     out = capsys.readouterr().out
     assert "GFLOP = 2 × GMAC" in out and "I/O matches catalog 'retinaface'" in out
     assert "4.23 M" in out and "640×480 (VGA)" in out and "OUT" not in out
-    assert mt.main([str(tmp_path), "--only", "scrfd_10g"]) == 0
+    assert build.main([str(tmp_path), "--only", "scrfd_10g"]) == 0
     assert "cached" in capsys.readouterr().out
 
 
@@ -296,19 +287,19 @@ def test_fp16_conversion_refuses_a_subgraph(tmp_path: Path) -> None:
 
 
 def test_narrow_fp16_twin_is_converted_from_its_base_and_cached(tmp_path: Path) -> None:
-    from pipeline.swap.neural import read_emap
+    from pipeline.processors.face_swapper.neural import read_emap
 
-    twin = mt.TWINS["inswapper_128_fp16"]
-    result = mt.build_twin(twin, tmp_path, width=twin.test_width)
+    twin = build.TWINS["inswapper_128_fp16"]
+    result = build.build_twin(twin, tmp_path, width=twin.test_width)
     base = tmp_path / catalog.get("inswapper_128").file
     assert result.built and result.path == tmp_path / "inswapper_128.fp16.onnx" and base.is_file()
-    manifest = mt.read_manifest(tmp_path)
+    manifest = build.read_manifest(tmp_path)
     record = manifest[result.path.name]
     assert record["from"] == base.name and record["size"] == result.size
     assert result.size == pytest.approx(base.stat().st_size / 2, rel=0.01)
-    assert result.size == pytest.approx(mt.measure(twin, twin.test_width)[1], abs=2048)  # the estimate
+    assert result.size == pytest.approx(build.measure(twin, twin.test_width)[1], abs=2048)  # the estimate
     mtime = result.path.stat().st_mtime_ns
-    again = mt.build_twin(twin, tmp_path, width=twin.test_width)
+    again = build.build_twin(twin, tmp_path, width=twin.test_width)
     assert not again.built and result.path.stat().st_mtime_ns == mtime
 
     model = onnx.load(str(result.path))
@@ -344,10 +335,10 @@ def _twin_cache() -> Path:
 @pytest.mark.slow
 def test_full_inswapper_twin_runs_in_the_swapper(isolated_dirs: dict[str, Path]) -> None:
     """554 MB, ≈ 350 GFLOP; the swapper loads it (catalog check, dynamic-batch rewrite) and swaps one face."""
-    from pipeline.swap.neural import InswapperSwapper, SourceIdentity, read_emap
+    from pipeline.processors.face_swapper.neural import InswapperSwapper, SourceIdentity, read_emap
 
-    twin = mt.TWINS["inswapper_128"]
-    result = mt.build_twin(twin, _twin_cache())  # cached across runs: FACESTATION_TWINS or the user cache
+    twin = build.TWINS["inswapper_128"]
+    result = build.build_twin(twin, _twin_cache())  # cached across runs: FACESTATION_TWINS or the user cache
     size_tol, flops_tol = twin.tolerance
     assert result.size == pytest.approx(554e6, rel=size_tol)
     assert 2 * result.gmac[twin.target_label] == pytest.approx(350, rel=flops_tol)
@@ -378,7 +369,7 @@ def test_full_inswapper_twin_batched_equals_batch_1_and_its_rewrite_is_cached(
     from pipeline.models import batching, sessions
     from pipeline.models.runner import ModelRunner
 
-    result = mt.build_twin(mt.TWINS["inswapper_128"], _twin_cache())
+    result = build.build_twin(build.TWINS["inswapper_128"], _twin_cache())
     installed = isolated_dirs["models"] / catalog.get("inswapper_128").file
     installed.symlink_to(result.path)
     sessions.release()
@@ -403,15 +394,15 @@ def test_full_fp16_twin_is_made_once_and_runs_batched_in_the_swapper(isolated_di
     """The 277 MB fp16 conversion of the full twin: a second build is a cache hit; the swapper loads it
     (catalog check, dynamic-batch rewrite kept on disk) and a batch of 2 gives what two batch-1 runs give."""
     from pipeline.models import batching, sessions
-    from pipeline.swap.neural import InswapperSwapper, SourceIdentity, read_emap
+    from pipeline.processors.face_swapper.neural import InswapperSwapper, SourceIdentity, read_emap
 
-    twin, cache = mt.TWINS["inswapper_128_fp16"], _twin_cache()
-    result = mt.build_twin(twin, cache)  # converted here unless a previous run left it in the cache
+    twin, cache = build.TWINS["inswapper_128_fp16"], _twin_cache()
+    result = build.build_twin(twin, cache)  # converted here unless a previous run left it in the cache
     assert result.size == pytest.approx(277e6, rel=twin.tolerance[0])
-    record = mt.read_manifest(cache)[result.path.name]
+    record = build.read_manifest(cache)[result.path.name]
     assert record["from"] == "inswapper_128.onnx" and record["size"] == result.size
     mtime = result.path.stat().st_mtime_ns
-    again = mt.build_twin(twin, cache)
+    again = build.build_twin(twin, cache)
     assert not again.built and result.path.stat().st_mtime_ns == mtime  # not redone
 
     installed = isolated_dirs["models"] / catalog.get("inswapper_128_fp16").file
@@ -442,14 +433,14 @@ def test_full_fp16_twin_is_made_once_and_runs_batched_in_the_swapper(isolated_di
 
 
 def test_an_unchanged_cached_twin_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    twin = mt.TWINS["scrfd_10g"]
-    assert mt.build_twin(twin, tmp_path, width=0.125).built
+    twin = build.TWINS["scrfd_10g"]
+    assert build.build_twin(twin, tmp_path, width=0.125).built
 
     def no_hashing(path: Path) -> str:
         raise AssertionError(f"{path.name} was hashed although size and time are as recorded")
 
-    monkeypatch.setattr(mt, "sha256_of", no_hashing)
-    assert not mt.build_twin(twin, tmp_path, width=0.125).built
+    monkeypatch.setattr(build, "sha256_of", no_hashing)
+    assert not build.build_twin(twin, tmp_path, width=0.125).built
 
 
 # --- scripts/processor_costs.py ------------------------------------------------------------------------
@@ -467,8 +458,8 @@ def _load_costs() -> ModuleType:
 
 def test_processor_costs_counts_the_tiles_of_a_1080p_frame() -> None:
     pc = _load_costs()
-    assert set(pc.PROCESSORS) <= set(mt.TWINS)
-    assert pc.tiles_per_frame(catalog.get("real_esrgan_x4")) == 45  # (256, 16, 8): 9 × 5 (PROCESSORS.md §1.3)
+    assert set(pc.PROCESSORS) <= set(build.TWINS)
+    assert pc.tiles_per_frame(catalog.get("real_esrgan_x4")) == 45  # (256,16,8): 9×5, docs/processors.md §1.3
     assert pc.tiles_per_frame(catalog.get("real_esrgan_x2")) == 45
     assert pc.tiles_per_frame(catalog.get("span_kendata_x4")) == 170  # (128, 8, 4): 17 × 10
 
@@ -496,10 +487,10 @@ def test_processor_costs_tone_is_a_wav_of_the_asked_length(tmp_path: Path) -> No
 def test_narrow_rrdbnet_twin_runs_in_the_frame_enhancer(isolated_dirs: dict[str, Path]) -> None:
     """The loader takes the x2 twin (catalog check; the pixel-unshuffle keeps the batch open, so the
     dynamic-batch rewrite applies) and the enhancer upscales a frame of one tile with it."""
-    from pipeline.enhance.frame import TiledUpscaler
+    from pipeline.processors.frame_enhancer.upscaler import TiledUpscaler
 
-    twin = mt.TWINS["real_esrgan_x2"]
-    result = mt.build_twin(twin, isolated_dirs["models"], width=twin.test_width)
+    twin = build.TWINS["real_esrgan_x2"]
+    result = build.build_twin(twin, isolated_dirs["models"], width=twin.test_width)
     assert result.path.parent == isolated_dirs["models"]
     upscaler = TiledUpscaler("real_esrgan_x2")
     frame = np.random.default_rng(7).integers(0, 256, (90, 160, 3), dtype=np.uint8)

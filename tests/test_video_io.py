@@ -14,12 +14,13 @@ import numpy as np
 import psutil
 import pytest
 
-from pipeline.errors import BadMedia, Cancelled
+from pipeline.errors import Cancelled, UserError
 from pipeline.provenance import provenance_tag
 from pipeline.video import encode
 from pipeline.video.decode import read_frames
 from pipeline.video.encode import EncodeError, Encoder, encoder_for
 from pipeline.video.probe import VideoInfo, probe
+from pipeline.video.trim import Trim
 from tests import videos
 from tests.timing import wait_until
 
@@ -35,7 +36,7 @@ def transcode(src: Path | VideoInfo, dest: Path, **kw: object) -> tuple[VideoInf
     n = 0
     with Encoder(dest, width=info.width, height=info.height, fps=info.fps, source=info,
                  start=start, end=end, encoder="libx264", preset="fastest", models=["classic"], **kw) as enc:  # type: ignore[arg-type]
-        for frame in read_frames(info.path, info=info, start=start, end=end):  # type: ignore[arg-type]
+        for frame in read_frames(info.path, info=info, trim=Trim(start, end)):  # type: ignore[arg-type]
             enc.write(frame)
             n += 1
     return info, n
@@ -88,10 +89,10 @@ def test_trim_cuts_video_and_audio(clip: Path, tmp_path: Path) -> None:
     streams = {s["codec_type"]: s for s in videos.stream_info(out)["streams"]}
     assert float(streams["audio"]["duration"]) == pytest.approx(1.0, abs=0.05)
     # the first kept frame is source frame 15
-    source = list(read_frames(clip, end=0.6))
+    source = list(read_frames(clip, trim=Trim(end=0.6)))
     assert diff(first_frame(out), source[15]) < diff(first_frame(out), source[0])
-    with pytest.raises(BadMedia, match="past the end"):
-        read_frames(clip, start=5.0)
+    with pytest.raises(UserError, match="past the end"):
+        read_frames(clip, trim=Trim(5.0))
 
 
 def test_odd_size_is_padded_by_replication(tmp_path: Path) -> None:
@@ -277,7 +278,7 @@ def test_encoder_for_uses_settings_trim_and_audio_choice(clip: Path, tmp_path: P
                                             "output.encoder=libx264", "output.preset=fastest"])
     info = probe(clip)
     with encoder_for(tmp_path / "o" / "s.mp4", info, settings, models=["classic"]) as enc:
-        for frame in read_frames(clip, info=info, start=settings.video.start, end=settings.video.end):
+        for frame in read_frames(clip, info=info, trim=Trim.of(settings)):
             enc.write(frame)
     got = probe(enc.output)
     assert enc.encoder == "libx264" and not got.has_audio and got.frame_count == 15

@@ -3,6 +3,7 @@ server's security settings over HTTP, and the preview engine (pixels, warm cache
 
 from __future__ import annotations
 
+import time
 import typing
 from pathlib import Path
 from typing import Any
@@ -58,16 +59,17 @@ def test_choices_and_ranges_come_from_the_settings_model() -> None:
         fields["mask.types"].annotation)[0]))
     size = made["detector.size"]
     assert (size.minimum, size.maximum, size.step) == (160, 1280, 32)  # type: ignore[attr-defined]
-    assert (made["enhancer.blend"].minimum, made["enhancer.blend"].maximum) == (0, 100)  # type: ignore[attr-defined]
+    assert (made["face_enhancer.blend"].minimum, made["face_enhancer.blend"].maximum) == (0, 100)  # type: ignore[attr-defined]
 
 
 def test_control_values_round_trip_through_settings() -> None:
     changed = settings_mod.apply_overrides(Settings(), {
-        "detector.size": 320, "detector.interval": 4, "enhancer.model": "codeformer",
+        "detector.size": 320, "detector.interval": 4, "face_enhancer.model": "codeformer",
         "landmarks.model": "none",
         "mask.types": ["box", "region"], "mask.padding": [1, 2, 3, 4], "execution.batch_size": 8,
         "video.start": 1.5, "color.method": "mkl",
-        "swapper.pixel_boost": 256, "tracker.enabled": False, "selector.mapping": ["/r/a.png", "/r/b.png"],
+        "face_swapper.pixel_boost": 256, "tracker.enabled": False,
+        "selector.mapping": ["/r/a.png", "/r/b.png"],
     })
     keys = list(settings_mod.keys())
     shown = controls.values_of(keys, changed)
@@ -75,6 +77,21 @@ def test_control_values_round_trip_through_settings() -> None:
     shown = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in shown]
     assert controls.settings_from(keys, shown) == changed
     assert controls.settings_from(keys, controls.values_of(keys, Settings())) == Settings()
+
+
+def test_every_model_menu_marks_a_model_that_is_not_installed() -> None:
+    """Each processor's model menu as the swapper's: "(not installed…)" beside a missing model, the bare
+    name once it is installed."""
+    from tests.surrogates import install_surrogate
+
+    for key in ("frame_enhancer.model", "lip_syncer.model", "age_modifier.model", "background_remover.model"):
+        assert key in controls.MODEL_KEYS
+        update = controls.model_choice_updates()[controls.MODEL_KEYS.index(key)]
+        labels = [label for label, _ in update["choices"]]
+        assert labels and all("(not installed" in label for label in labels), (key, labels)
+    install_surrogate("real_esrgan_x2")
+    update = controls.model_choice_updates()[controls.MODEL_KEYS.index("frame_enhancer.model")]
+    assert ("real_esrgan_x2", "real_esrgan_x2") in update["choices"]
 
 
 def test_bad_control_value_names_the_key() -> None:
@@ -200,6 +217,25 @@ def test_serve_refuses_network_without_login() -> None:
 
 
 # ---------------------------------------------------------------- security over HTTP
+
+
+def test_the_ui_starts_when_its_page_is_slow_to_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine the page can take longer to build than Gradio's one 3 s check of its own server
+    at launch (a HEAD of the page, which otherwise refuses to start: "When localhost is not accessible"):
+    the start does not depend on how long the page takes."""
+    import httpx
+    from gradio import route_utils
+
+    real = route_utils.update_root_in_config
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(4)  # longer than the check waits, whatever the machine
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(route_utils, "update_root_in_config", slow)  # a step of building the page
+    with running_app(worker=False) as (url, _app):
+        page = httpx.get(url, timeout=scaled(60))
+    assert page.status_code == 200 and "facestation" in page.text
 
 
 def test_login_upload_cap_and_file_serving(tmp_path: Path) -> None:

@@ -180,6 +180,7 @@ def test_preset_save_change_load_restores_controls() -> None:
         page.goto(url)
         _open_detector(page)
         _set_number(page, "set-detector-score", "0.73")
+        wait_until(lambda: _number(page, "set-detector-score") == pytest.approx(0.73), 10, "the score: 0.73")
         open_tab(page, "Presets")
         page.fill("#preset-name textarea, #preset-name input", "browser test")
         page.click("#preset-save")
@@ -195,6 +196,51 @@ def test_preset_save_change_load_restores_controls() -> None:
         assert _number(page, "set-detector-score") == pytest.approx(0.73)
         open_tab(page, "Presets")
         screenshot(page, "presets-loaded")
+
+
+# opens Advanced settings → Detector and types into the score the moment it is drawn (one script, no wait)
+TYPE_AT_ONCE = """async (value) => {
+  const drawn = (sel) => new Promise((done) => {  // the moment it is in the page (before the next frame)
+    const found = document.querySelector(sel);
+    if (found) { done(found); return; }
+    const watch = new MutationObserver(() => {
+      const e = document.querySelector(sel);
+      if (e) { watch.disconnect(); done(e); }
+    });
+    watch.observe(document.body, {childList: true, subtree: true});
+  });
+  document.querySelector('#advanced button').click();
+  (await drawn('#adv-detector button')).click();
+  const box = await drawn('#set-detector-score input[type=number]');
+  box.value = value;
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+}"""
+
+
+FRAMES = """(n) => new Promise((done) => {
+  const step = (k) => k ? requestAnimationFrame(() => step(k - 1)) : done();
+  step(n);
+})"""
+
+
+def test_a_value_typed_the_moment_its_accordion_opens_is_kept_and_saved() -> None:
+    """Gradio draws a closed accordion's controls when it opens and sets their values a frame or more
+    later: a value typed in between must not be overwritten, nor lost by a Save just after."""
+    from pipeline import presets
+
+    with running_app(worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        page.wait_for_selector("#advanced")
+        page.evaluate(TYPE_AT_ONCE, "0.73")
+        # Gradio sets a newly drawn control's value after a few ticks and a frame: 60 frames later it has
+        page.evaluate(FRAMES, 60)
+        assert _number(page, "set-detector-score") == pytest.approx(0.73)
+        open_tab(page, "Presets")
+        page.fill("#preset-name textarea, #preset-name input", "typed at once")
+        page.click("#preset-save")
+        wait_until(lambda: "saved" in page.inner_text("#preset-message"), 20, what="preset saved")
+        assert presets.load("typed at once").detector.score == pytest.approx(0.73)
 
 
 def test_three_sessions_queue_three_jobs_each(tmp_path: Path) -> None:

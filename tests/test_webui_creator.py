@@ -16,7 +16,7 @@ gr = pytest.importorskip("gradio")
 
 from pipeline import api  # noqa: E402
 from pipeline.jobs.store import JobStore  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+from pipeline.settings import Settings, apply_overrides  # noqa: E402
 from tests.photos import grace_hopper_path  # noqa: E402
 from webui import controls, faces, models_tab, presets_tab, preview_panel, queue_tab, system_tab  # noqa: E402
 from webui.common import Ctx, UiConfig, browser_message  # noqa: E402
@@ -57,7 +57,9 @@ def test_add_to_queue_refuses_missing_models_in_one_message(ctx: Ctx) -> None:
     assert ctx.store.list() == []
     message = str(info.value)
     assert set(info.value.names) == {"retinaface", "gfpgan_1.4", "xseg"}
-    assert message.count("retinaface") == 1 and "facestation" not in message and "/" not in message
+    assert "; run: facestation models fetch" in message  # the CLI's words
+    shown = browser_message(message)  # what the page shows: no command, no path
+    assert shown.count("retinaface") == 1 and "facestation" not in shown and "/" not in shown
     image, status, _, fetch, missing = preview_panel.render(_balanced(), [photo], photo, 0, False)
     assert image is None and status.count("not installed") == 1
     assert fetch["visible"] is True and set(missing) == set(info.value.names)
@@ -111,12 +113,13 @@ def _made(keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def test_model_choices_are_marked_installed_or_missing_with_their_size() -> None:
-    made = _made(("swapper.model", "enhancer.model", "detector.model"))
-    labels = dict((v, label) for label, v in made["swapper.model"].choices)
+    made = _made(("face_swapper.model", "face_enhancer.model", "detector.model"))
+    labels = dict((v, label) for label, v in made["face_swapper.model"].choices)
     assert labels["inswapper_128"] == "inswapper_128 (not installed, 554 MB)"
     assert labels["classic"] == "classic" and labels["auto"] == "auto"
     assert dict((v, label) for label, v in made["detector.model"].choices)["yunet"] == "yunet"
-    assert "not installed" in dict((v, label) for label, v in made["enhancer.model"].choices)["codeformer"]
+    enhancers = dict((v, label) for label, v in made["face_enhancer.model"].choices)
+    assert "not installed" in enhancers["codeformer"]
 
 
 def test_the_catalog_knows_a_download_size_for_the_models_it_can_say() -> None:
@@ -222,6 +225,16 @@ def test_queue_row_selection_plays_a_done_job_and_shows_why_one_failed(ctx: Ctx,
     html = queue_tab.render_jobs(ctx.store.list(), selected=job.id)
     assert f'<tr data-job="{job.id}" data-state="queued" class="fs-selected">' in html
     assert queue_tab.show_job(ctx, None, None)[0] == "No job selected."
+    assert "queued, to write" in queue_tab.show_job(ctx, job.id, None)[0]
+    left = apply_overrides(Settings(), ["video.start=1", "video.end=2"])  # a trim left from a clip before
+    still = queue_tab.submit(ctx, left, [photo], photo, None)
+    assert queue_tab.trim_of(still) == "" and "trimmed" not in queue_tab.show_job(ctx, still.id, None)[0]
+    api.delete_job(ctx.store, still.id)
+    cancelled = queue_tab.submit(ctx, Settings(), [photo], photo, None)
+    api.cancel_job(ctx.store, cancelled.id)  # says so, never "cancelled, writing to …"
+    said = queue_tab.show_job(ctx, cancelled.id, None)[0]
+    assert "cancelled: nothing more is written (Retry renders it)" in said and "writing to" not in said
+    api.delete_job(ctx.store, cancelled.id)
     claimed = ctx.store.claim_next("w")
     assert claimed is not None
     claimed.fail("BadMedia: the target could not be decoded")

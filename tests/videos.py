@@ -234,3 +234,16 @@ def add_extra_streams(src: Path, dest: Path, *, subtitles: bool = True, second_v
     _run([*cmd, *maps, "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "copy", "-c:s", "srt", str(dest)])
     srt.unlink()
     return dest
+
+
+GREY_STEP = 5  # grey level per frame of grey_clip: frame i is grey 5·i, so a picture says which frame it is
+
+
+def grey_clip(path: Path, frames: int = 50, size: tuple[int, int] = (320, 180), fps: int = 25) -> Path:
+    """A clip whose frame i is uniformly grey ``GREY_STEP``·i (lossless x264), ``fps`` frames a second."""
+    w, h = size
+    data = np.concatenate([np.full((h, w, 3), GREY_STEP * i, np.uint8) for i in range(frames)]).tobytes()
+    _run([ffmpeg.ffmpeg_exe(), *_Q, "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-r", str(fps),
+          "-i", "pipe:0", "-c:v", "libx264", "-qp", "0", "-pix_fmt", "yuv420p", "-color_primaries", "bt709",
+          "-color_trc", "bt709", "-colorspace", "bt709", str(path)], data)
+    return path

@@ -119,7 +119,8 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
     parts: dict[str, dict[str, Any]] = {}
     settings_controls: dict[str, Any] = {}
     parts["tabs"] = {}
-    with gr.Tabs(elem_id="tabs"):
+    parts["layout"] = {}
+    with gr.Tabs(elem_id="tabs") as parts["layout"]["tabs"]:
         with gr.Tab("Swap", id="Swap", elem_id="tab-swap") as parts["tabs"]["Swap"]:
             settings_controls |= _create_swap(base, parts)
         with gr.Tab("Live", id="Live", elem_id="tab-live") as parts["tabs"]["Live"]:
@@ -163,17 +164,20 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
     processors_area.wire(parts["processors"])
     voice = parts["processors"]["voice"]  # the lip syncer's new voice, heard by the preview and the job
     preview_panel.wire(p, f, form, voice)
-    live_tab.wire(ctx, parts["live"], f, form)
+    live_tab.wire(ctx, parts["live"], f, form, blocks)
     queue_tab.wire(ctx, parts["queue"], f, p["add_job"], form, voice, status=p["status"],
-                   folder=parts["batch"]["folder"])
+                   folder=parts["batch"]["folder"], render_now=(p["render_now"], parts["layout"]["tabs"]))
     batch_area.wire(ctx, parts["batch"], f, form, voice, parts["queue"], blocks)
     kept_inputs.wire(ctx, kept_inputs.create(), f, form, blocks)  # a reload keeps sources, target, settings
     presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
-    models_tab.wire(ctx, parts["models"], shown=[blocks.load])
+    models_tab.wire(ctx, parts["models"], shown=[blocks.load, parts["tabs"]["Models"].select])
     system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)
-    # a model fetched or imported in the Models tab is no longer marked "not installed" in the dropdowns
+    # a model installed since (the Models tab, the CLI, a file copied in) is no longer marked "not
+    # installed" in the dropdowns: on a change of the Models table and whenever the Swap tab is shown
     models = [form[k] for k in controls.MODEL_KEYS]
-    parts["models"]["table"].change(controls.model_choice_updates, None, models, api_visibility="private")
+    refreshed = [parts["models"]["table"].change, parts["tabs"]["Swap"].select]
+    gr.on(refreshed, controls.model_choice_updates, None, models, api_visibility="private",
+          show_progress="hidden")
 
 
 def signed_in(ctx: Ctx, request: gr.Request | None) -> str:
@@ -188,6 +192,23 @@ def on_page_load() -> list[Any]:
     """Every page load lists the models there now (one just installed); the presets tab fetches the
     caller's own presets itself (presets_tab.wire)."""
     return controls.model_choice_updates()
+
+
+class QuickHead:
+    """ASGI middleware: ``HEAD /`` is answered at once, without building the page. Gradio's launch asks
+    it of its own server (one 3 s try) and refuses to start without an answer ("When localhost is not
+    accessible ..."); built in full, this page's answer can take longer than that on a busy machine."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("method") == "HEAD" and scope.get("path") == "/":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/html; charset=utf-8")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
 
 
 def launch_kwargs(app: App) -> dict[str, Any]:
@@ -210,7 +231,7 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         # the gate answers 401 to every route without a login and guards Gradio's file cache per user;
         # the result route hands out results by link, to their owner only
         "app_kwargs": {
-            "middleware": [Middleware(Gate, guard=app.ctx.guard)],
+            "middleware": [Middleware(QuickHead), Middleware(Gate, guard=app.ctx.guard)],
             "routes": [files.route(app.ctx.links, lambda link: queue_tab.link_valid(app.ctx, link),
                                    lambda link: queue_tab.downloaded(app.ctx, link)),
                        *live_routes.routes(app.ctx.live)],

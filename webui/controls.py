@@ -21,34 +21,41 @@ from annotated_types import Ge, Gt, Le, MultipleOf
 from pydantic.fields import FieldInfo
 
 from pipeline import api
+from webui.clamped import ClampedNumber, ClampedSlider
 
-# which tab shows which settings section; every section except ``version`` appears exactly once
-SECTION_TABS: dict[str, str] = {
+MAIN_TAB = "Swapper & Enhancer"  # the default order's processors' settings
+PROCESSORS_TAB = "Processors"  # the other processors' settings (the Processors area)
+# which tab shows which settings section that is no processor's
+GENERAL_TABS: dict[str, str] = {
     "selector": "Faces",
     "detector": "Detector",
     "landmarks": "Detector",
     "tracker": "Detector",
-    "processors": "Processors",
-    "frame_enhancer": "Processors",
-    "swapper": "Swapper & Enhancer",
-    "enhancer": "Swapper & Enhancer",
-    "frame_colorizer": "Processors",
+    "processors": PROCESSORS_TAB,
     "mask": "Mask & Colour",
     "color": "Mask & Colour",
     "output": "Output",
     "video": "Output",
     "execution": "Output",
-    "expression_restorer": "Processors",
-    "face_editor": "Processors",
-    "lip_syncer": "Processors",
-    "deep_swapper": "Processors",
-    "age_modifier": "Processors",
-    "background_remover": "Processors",
 }
+GENERAL_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
+                  "mask": "Mask", "color": "Colour", "output": "Output file", "video": "Video trim and sound",
+                  "execution": "Performance", "selector": "Which faces"}
+
+
+def _section_tabs() -> dict[str, str]:
+    """Which tab shows which settings section; every section except ``version`` appears exactly once: a
+    processor's on the main tab where the default order runs it, else in the Processors area."""
+    tabs = dict(GENERAL_TABS)
+    for p in api.processors():
+        tabs[p.section] = MAIN_TAB if p.default else PROCESSORS_TAB
+    return tabs
+
+
+SECTION_TABS = _section_tabs()
+SECTION_TITLES = GENERAL_TITLES | {p.section: p.title for p in api.processors()}
 # Gradio's dropdown sends the choice value "none" back as null; such choices travel under this value instead
 NONE_VALUE = "_none"
-# a choice whose value means something other than its number, in words
-CHOICE_WORDS: dict[tuple[str, Any], str] = {("swapper.pixel_boost", 0): "auto (the model's own size)"}
 # set by clicking a face in the gallery, never typed (a server path)
 READ_ONLY = frozenset({"selector.reference", "selector.mapping"})
 
@@ -101,15 +108,22 @@ def _label(key: str, info: FieldInfo) -> str:
 
 def _ui_range(info: FieldInfo) -> dict[str, float]:
     """A slider range narrower than the validation range, where the settings field gives one."""
-    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-    low_high = extra.get("ui_range")
+    low_high = _extra(info).get("ui_range")
     if isinstance(low_high, list | tuple) and len(low_high) == 2:
         return {"min": float(low_high[0]), "max": float(low_high[1])}
     return {}
 
 
-MODEL_KEYS = ("detector.model", "swapper.model", "enhancer.model", "mask.occluder", "mask.parser",
-              "landmarks.model")
+def _extra(info: FieldInfo) -> dict[str, Any]:
+    """The UI facts a settings field carries (``json_schema_extra``: main, choice_words, ui_range)."""
+    return info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+
+
+# the settings that choose a catalog model (their choices say "(not installed, 340 MB)")
+MODEL_KEYS = tuple(key for key, info in api.settings_keys().items()
+                   if any(api.is_model(str(c)) for c in _literal_choices(_unwrap(info.annotation)[0]) or []))
+# the settings that matter most, shown on the main screen beside the preview; the rest are "advanced"
+MAIN_KEYS = tuple(key for key, info in api.settings_keys().items() if _extra(info).get("main"))
 BATCH_CHOICES = ["auto", "1", "2", "4", "8", "16"]
 
 
@@ -119,10 +133,11 @@ def choice_pairs(key: str, choices: Sequence[Any]) -> list[tuple[str, Any]]:
     if key == "output.encoder":
         usable = api.usable_encoders()
         choices = [c for c in choices if c in usable]
+    words = dict(_extra(api.settings_keys()[key]).get("choice_words", ()))  # a value in words
     pairs = []
     for c in choices:
         label = "(none)" if c == "none" else api.choice_label(str(c)) if key in MODEL_KEYS else str(c)
-        pairs.append((CHOICE_WORDS.get((key, c), label), NONE_VALUE if c == "none" else c))
+        pairs.append((words.get(c, label), NONE_VALUE if c == "none" else c))
     return pairs
 
 
@@ -157,9 +172,9 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
         limits = _constraints(info) | (_constraints(inner) if inner else {}) | _ui_range(info)
         if "min" in limits and "max" in limits:
             step = limits.get("step") or (1 if annotation is int else 0.01)
-            return gr.Slider(limits["min"], limits["max"], value=value, step=step, **common)
-        return gr.Number(value=value, precision=0 if annotation is int else None, minimum=limits.get("min"),
-                         maximum=limits.get("max"), **common)
+            return ClampedSlider(limits["min"], limits["max"], value=value, step=step, **common)
+        return ClampedNumber(value=value, precision=0 if annotation is int else None,
+                             minimum=limits.get("min"), maximum=limits.get("max"), **common)
     if args and type(None) in args and str in args:  # optional text: empty = None
         return gr.Textbox(value=value or "", interactive=key not in READ_ONLY, **common)
     if args and type(None) in args:  # optional number: empty text = None (gr.Number would send 0)
@@ -231,23 +246,14 @@ def values_of(keys: Sequence[str], settings: api.Settings) -> list[Any]:
     return out
 
 
-# the settings that matter most, shown on the main screen beside the preview; the rest are "advanced"
-MAIN_KEYS = ("swapper.model", "swapper.pixel_boost", "enhancer.model", "mask.types")
-SECTION_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
-                  "swapper": "Swapper", "enhancer": "Enhancer", "mask": "Mask", "color": "Colour",
-                  "output": "Output file", "video": "Video trim and sound", "execution": "Performance",
-                  "selector": "Which faces", "frame_colorizer": "Frame colouriser",
-                  "frame_enhancer": "Frame enhancer", "expression_restorer": "Expression restorer",
-                  "face_editor": "Face editor", "lip_syncer": "Lip syncer", "deep_swapper": "Deep swapper",
-                  "age_modifier": "Age modifier", "background_remover": "Background remover"}
 
 
 def create_main(settings: api.Settings) -> dict[str, gr.components.Component]:
-    """The main settings (MAIN_KEYS), two by two."""
+    """The main settings (MAIN_KEYS: the settings fields marked ``main``), two by two."""
     fields = api.settings_keys()
     out: dict[str, gr.components.Component] = {}
     with gr.Group(elem_id="main-settings"):
-        for pair in (MAIN_KEYS[:2], MAIN_KEYS[2:]):
+        for pair in (MAIN_KEYS[i:i + 2] for i in range(0, len(MAIN_KEYS), 2)):
             with gr.Row():
                 for key in pair:
                     section, name = key.split(".", 1)

@@ -134,8 +134,8 @@ def describe_target(target: str | None, settings: api.Settings | None = None) ->
     if not target:
         return "No target yet.", gr.update(maximum=1, value=0, interactive=False, visible=False)
     info = api.check_media(target)
-    video = (settings or api.Settings()).video
-    slider = timeline.frame_slider(info, video.start, video.end, 0)  # a still image has no frame slider
+    trim = api.Trim.of(settings or api.Settings())
+    slider = timeline.frame_slider(info, trim, 0)  # a still image has no frame slider
     picture = base64.b64encode(api.first_frame(target)).decode()
     name = html.escape(Path(target).name)
     return (f'<div class="fs-target"><img alt="the first frame" src="data:image/jpeg;base64,{picture}">'

@@ -14,6 +14,8 @@ from pipeline import api
 from webui.common import Ctx, browser_message, user_errors
 
 COLUMNS = ["model", "role", "state", "size (MB)", "licence", "notes"]
+UNKNOWN_SIZE = "?"  # said once, under the table (SIZE_NOTE)
+SIZE_NOTE = "? = size unknown: no size is published for that file; an installed file shows its own"
 Notes = dict[str, str]  # model -> the last fetch failure, kept per browser session (a gr.State)
 CHECK_COLUMNS = ["model", "role", "verdict", "figures", "reason"]
 
@@ -26,8 +28,9 @@ def rows(notes: Notes | None = None) -> list[list[Any]]:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
         needs = [f"needs {n} ({_need(by_name[n])})" for n in r.needs]
         unsure = [f"not yet checked against the real file: {r.unverified}"] if r.unverified else []
-        note = "; ".join([*([notes[r.name]] if notes and r.name in notes else []), *needs, *unsure])
-        size = round(r.size / 1e6, 1) if r.size else "size unknown"
+        file = [n for n in (r.export, r.source) if n]  # another export, an unverified source
+        note = "; ".join([*([notes[r.name]] if notes and r.name in notes else []), *needs, *file, *unsure])
+        size = round(r.size / 1e6, 1) if r.size else UNKNOWN_SIZE
         out.append([r.name, r.role, state, size, r.licence, note])
     return out
 
@@ -36,7 +39,7 @@ def _need(r: Any) -> str:
     """What a model's row says of a model it needs: installed, or its size and that it comes with it."""
     if r.installed:
         return "installed"
-    return (f"{r.size / 1e6:.0f} MB" if r.size else "size unknown") + ", fetched with it"
+    return (f"{r.size / 1e6:.0f} MB, " if r.size else "") + "fetched with it"
 
 
 def missing() -> list[str]:
@@ -47,6 +50,7 @@ def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
     c["table"] = gr.Dataframe(rows(), headers=COLUMNS, interactive=False, wrap=True, elem_id="models-table",
                               column_widths=["15%", "9%", "7%", "8%", "21%", "40%"], max_height=900)
+    gr.Markdown(SIZE_NOTE, elem_id="models-size-note")
     c["notes"] = gr.State({})
     with gr.Row():
         c["name"] = gr.Dropdown(choices=missing(), label="Download a missing model", elem_id="model-name")
@@ -57,8 +61,9 @@ def create() -> dict[str, Any]:
         c["import_name"] = gr.Textbox(label="Catalog name (if the file name differs)",
                                       elem_id="model-import-name")
     with gr.Row(visible=False, elem_id="model-adopt-row") as c["adopt_row"]:  # shown to the host or an admin
-        c["folder"] = gr.Textbox(label="Adopt the models in a folder on this machine (a FaceFusion "
-                                 ".assets/models or VisoMaster model_assets folder): linked, not uploaded",
+        c["folder"] = gr.Textbox(label="Adopt the models in a folder on this machine (FaceFusion, "
+                                 "VisoMaster, rembg's ~/.u2net, ~/.insightface, ComfyUI, Deep-Live-Cam, "
+                                 "roop, Rope, DeepFaceLive): linked, not uploaded",
                                  placeholder="/home/me/facefusion/.assets/models",
                                  elem_id="model-adopt-folder")
         c["adopt"] = gr.Button("Adopt", elem_id="model-adopt")
@@ -75,8 +80,9 @@ def create_check(c: dict[str, Any]) -> None:
 
 def wire(ctx: Ctx, c: dict[str, Any], shown: list[Any]) -> None:
     """Fetch downloads the chosen missing model with what it needs; an uploaded file is imported; a folder
-    is adopted (the host or an admin only, asked again on every click); each refreshes the table. The
-    folder field is shown on each of the ``shown`` triggers to whoever may use it."""
+    is adopted (the host or an admin only, asked again on every click); each refreshes the table. On each
+    of the ``shown`` triggers (the page's load, the tab shown) the table and the missing list are read
+    again from disk, and the folder field is shown to whoever may use it."""
 
     def on_adopt(folder: str, request: gr.Request) -> tuple[list[list[Any]], dict[str, Any], str]:
         try:
@@ -84,11 +90,14 @@ def wire(ctx: Ctx, c: dict[str, Any], shown: list[Any]) -> None:
         except api.UserError as exc:  # a line under the table; the table stays
             return rows(), gr.update(), f"not adopted: {browser_message(str(exc))}"
 
-    def show(request: gr.Request) -> dict[str, Any]:
-        return gr.update(visible=ctx.is_admin(request))
+    def show(request: gr.Request, notes: Notes | None) -> tuple[Any, ...]:
+        """What is installed now, read again (a model fetched by the CLI in another process or copied in
+        shows as installed), and the folder field for whoever may use it."""
+        return rows(notes), gr.update(choices=missing()), gr.update(visible=ctx.is_admin(request))
 
     listed = [c["table"], c["name"], c["message"]]
-    gr.on(shown, show, None, c["adopt_row"], api_visibility="private", queue=False, show_progress="hidden")
+    gr.on(shown, show, c["notes"], [c["table"], c["name"], c["adopt_row"]], api_visibility="private",
+          queue=False, show_progress="hidden")
     c["fetch"].click(fetch, [c["name"], c["notes"]], [*listed, c["notes"]], api_visibility="private")
     c["file"].upload(import_, [c["file"], c["import_name"]], listed, api_visibility="private")
     c["adopt"].click(on_adopt, c["folder"], listed, api_visibility="private")
@@ -154,7 +163,8 @@ def adopt(folder: str, ctx: Ctx, request: gr.Request | None) -> tuple[list[list[
     if not folder.strip():
         return rows(), gr.update(), "type the path of a folder on this machine first"
     report = api.adopt_models(Path(folder.strip()))
-    lines = [f"- adopted {a.file} as **{a.model}** (by {a.by}; {a.how})" for a in report.adopted]
+    lines = [f"- adopted {a.file} as **{a.model}** (by {a.by}; {a.how})" + (f"; {a.note}" if a.note else "")
+             for a in report.adopted]
     lines += [f"- skipped {k.file}: {browser_message(k.reason)}" for k in report.skipped]
     head = f"{len(report.adopted)} adopted, {len(report.skipped)} skipped"
     return rows(), gr.update(choices=missing(), value=None), "\n".join([head, *lines])

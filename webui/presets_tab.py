@@ -3,14 +3,16 @@ export."""
 
 from __future__ import annotations
 
+import functools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from pipeline import api
-from webui.common import Ctx, user_errors
+from webui.common import Ctx, browser_message, log
 from webui.controls import SettingsForm
 
 
@@ -45,6 +47,24 @@ def create() -> dict[str, Any]:
         c["export_file"] = gr.File(label="Exported preset", interactive=False, elem_id="preset-exported")
     c["message"] = gr.Markdown("", elem_id="preset-message")
     return c
+
+
+def answered(fn: Callable[..., Any], outputs: int, at: int) -> Callable[..., Any]:
+    """``fn`` whose UserError is said in the message line (output ``at`` of its ``outputs``), the other
+    outputs left as they are: a plain line, never Gradio's Error badge on the list (which stayed until a
+    reload)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except api.UserError as exc:
+            log.info("%s: %s", fn.__name__, exc)
+            out: list[Any] = [gr.skip()] * outputs
+            out[at] = f"⚠ {browser_message(str(exc))}"
+            return tuple(out)
+
+    return wrapper
 
 
 def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> None:
@@ -83,14 +103,15 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> N
     listed = [c["list"], c["message"]]
     gr.on(shown, refresh, None, [c["list"], c["publish"]], api_visibility="private", queue=False,
           show_progress="hidden")
-    c["load"].click(user_errors(on_load), c["list"], [*form.inputs, c["message"]], api_visibility="private")
+    c["load"].click(answered(on_load, len(form.inputs) + 1, -1), c["list"], [*form.inputs, c["message"]],
+                    api_visibility="private")
     c["list"].change(on_describe, c["list"], [c["name"], c["description"]], api_visibility="private")
     asked = [c["name"], c["description"], c["confirmed"], *form.inputs]
-    c["save"].click(user_errors(on_save), asked, [*listed, c["confirmed"]], api_visibility="private")
-    c["publish"].click(user_errors(on_publish), asked, [*listed, c["confirmed"]], api_visibility="private")
-    c["delete"].click(user_errors(on_delete), c["list"], listed, api_visibility="private")
-    c["import_file"].upload(user_errors(on_import), c["import_file"], listed, api_visibility="private")
-    c["export"].click(user_errors(on_export), c["list"], [c["export_file"], c["message"]],
+    c["save"].click(answered(on_save, 3, 1), asked, [*listed, c["confirmed"]], api_visibility="private")
+    c["publish"].click(answered(on_publish, 3, 1), asked, [*listed, c["confirmed"]], api_visibility="private")
+    c["delete"].click(answered(on_delete, 2, 1), c["list"], listed, api_visibility="private")
+    c["import_file"].upload(answered(on_import, 2, 1), c["import_file"], listed, api_visibility="private")
+    c["export"].click(answered(on_export, 2, 1), c["list"], [c["export_file"], c["message"]],
                       api_visibility="private")
 
 

@@ -3,9 +3,9 @@ and compared with the same frame unprocessed: side by side, a wipe slider, or th
 (or a finger) is held on the preview.
 
 The preview is rendered again on any change of the sources, the target, the frame, the overlay or a
-setting; only the last pending request runs. Before it renders, the same check as "Add to queue" runs
-(``api.check_swap``): a problem clears the preview and is shown once, under it, in plain words; missing
-models can be fetched from here.
+setting; only the last pending request runs. Before it renders, the check "Add to queue" runs too
+(``api.check_request``, the one check of a swap request): a problem clears the preview and is shown once,
+under it, in plain words; missing models can be fetched from here.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def create() -> dict[str, Any]:
         c["overlay"] = gr.Checkbox(value=False, label="Face debugger (boxes, scores, landmarks, mask)",
                                    elem_id="overlay")
         c["add_job"] = gr.Button("Add to queue", variant="primary", elem_id="add-job")
+        c["render_now"] = gr.Button("Render now", elem_id="render-now")  # queued first, the Queue shown
     c["status"] = gr.Markdown("", elem_id="preview-status")
     c["notice"] = gr.Markdown("", elem_id="preview-notice")
     c["missing"] = gr.State([])
@@ -185,7 +186,7 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
             api.check_media(target)
             return api.read_frame(target, int(frame))[:, :, ::-1], "Add a source photo to see the swap.", \
                 "", hidden, []
-        checked = api.check_swap(settings, list(sources), target, audio=audio or None)
+        checked = api.check_request(api.SwapRequest.of(sources, target, settings, voice=audio))
         started = time.perf_counter()
         image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None)
     except api.ModelsMissing as exc:

@@ -2,8 +2,9 @@
 
 ``processors.order`` is a multiselect (tick = add at the end, ✕ = leave out) with a processor chooser and
 ↑ / ↓ buttons that move it; under them, one closed accordion per processor's settings section (those that
-SECTION_TABS puts in the "Processors" group). The lip syncer's holds a drop zone for a new voice (the CLI's
-``--audio``): the preview's mouth follows it, a queued job renders with it and carries it. A change
+SECTION_TABS puts in the "Processors" group). A processor that follows a sound (the lip syncer) holds a
+drop zone for a new voice (the CLI's ``--audio``): the preview's mouth follows it, a queued job renders with
+it and carries it. A change
 re-renders the preview like any setting; a model that is not installed shows in the Swap tab's
 missing-models line with Fetch / Import beside it."""
 
@@ -16,7 +17,7 @@ import gradio as gr
 from pipeline import api
 from webui import controls
 
-GROUP = "Processors"
+GROUP = controls.PROCESSORS_TAB
 AUDIO_TYPES = [".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".mp4", ".mov", ".mkv", ".webm"]
 
 
@@ -41,15 +42,15 @@ def create(base: api.Settings) -> tuple[dict[str, Any], dict[str, Any]]:
         up = gr.Button("↑ Move up", elem_id="processor-up", size="sm", scale=1, min_width=40)
         down = gr.Button("↓ Move down", elem_id="processor-down", size="sm", scale=1, min_width=40)
     voice = None
-    for section, where in controls.SECTION_TABS.items():
-        if where == GROUP and section != "processors":
-            with gr.Accordion(controls.SECTION_TITLES.get(section, section), open=False,
-                              elem_id="proc-" + section.replace("_", "-")):
-                if section == "lip_syncer":
-                    voice = gr.File(label="New voice (optional): the mouth follows it and the output carries "
-                                    "it; without one, the target's own sound", file_count="single",
-                                    file_types=AUDIO_TYPES, type="filepath", elem_id="voice", height=110)
-                shown |= controls.create_section(section, base)
+    for p in api.processors():
+        if controls.SECTION_TABS[p.section] != GROUP:
+            continue
+        with gr.Accordion(p.title, open=False, elem_id="proc-" + p.section.replace("_", "-")):
+            if p.needs_sound and voice is None:
+                voice = gr.File(label="New voice (optional): the mouth follows it and the output carries "
+                                "it; without one, the target's own sound", file_count="single",
+                                file_types=AUDIO_TYPES, type="filepath", elem_id="voice", height=110)
+            shown |= controls.create_section(p.section, base)
     return shown, {"order": shown["processors.order"], "pick": pick, "up": up, "down": down, "voice": voice}
 
 

@@ -8,7 +8,6 @@ A user sees their own jobs; an admin (or everyone, when no login is configured) 
 from __future__ import annotations
 
 import html
-import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -102,10 +101,12 @@ def create(ctx: Ctx) -> dict[str, Any]:
 
 
 def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,
-         voice: Any, status: Any | None = None, folder: Any | None = None) -> None:
+         voice: Any, status: Any | None = None, folder: Any | None = None,
+         render_now: tuple[Any, Any] | None = None) -> None:
     """The add button under the preview (``add_job``) queues the Faces tab's inputs (``faces``) with the
     settings into the chosen output ``folder`` (a textbox; None: the caller's own); the table polls the
-    store; the buttons act on the selected row's job."""
+    store; the buttons act on the selected row's job. ``render_now`` (its button, the page's tabs) queues
+    the same job first in the queue and opens the Queue tab on it."""
 
     def on_add(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
                where: str | None, *vals: Any) -> tuple[str, str, Any]:
@@ -123,6 +124,24 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
     add_job.click(on_add, [faces["sources"], faces["target"], voice, chosen, *form.inputs],
                   [c["message"], c["table"], status if status is not None else c["message"]],
                   api_visibility="private", trigger_mode="multiple")
+
+    if render_now is not None:
+        now, tabs = render_now
+
+        def on_now(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
+                   where: str | None, *vals: Any) -> tuple[Any, ...]:
+            try:
+                job = submit(ctx, form.read(vals), sources, target, request, audio, where or "")
+            except api.UserError as exc:  # said beside the button; the page stays where it is
+                return gr.update(), gr.update(), refused(str(exc)), gr.update(), gr.update()
+            job = api.move_job(ctx.store, job.id, "top")
+            said = f"job #{job.label} renders next: {Path(job.output).name}"
+            return (said, table(ctx, visible_jobs(ctx, request), str(job.id), request), said, str(job.id),
+                    gr.Tabs(selected="Queue"))
+
+        now.click(on_now, [faces["sources"], faces["target"], voice, chosen, *form.inputs],
+                  [c["message"], c["table"], status if status is not None else c["message"], c["job_id"],
+                   tabs], api_visibility="private", trigger_mode="multiple")
 
     def refresh(job_id: str, request: gr.Request) -> str:
         return table(ctx, visible_jobs(ctx, request), job_id, request)
@@ -235,15 +254,17 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
     if job_id is None:
         return ["No job selected.", "", ""]
     job = _own_job(ctx, job_id, request)
-    name = html.escape(Path(job.target).name.split("-", 1)[-1])
+    name = html.escape(api.shown_name(job.target))
     if kept := trim_of(job):
         name += f", {kept}"
     if job.state == "failed":
         reason = html.escape(browser_message(job.error or "no reason recorded"))
         return [f'**Job #{job.label}** ({name}): <span class="fs-error">failed: {reason}</span>', "", ""]
     where = html.escape(folder_of(Path(job.output), ctx.outputs, not ctx.config.users))
-    if job.state != "done":
-        return [f"**Job #{job.label}** ({name}): {job.state}, writing to `{where}`", "", ""]
+    if job.state != "done":  # a cancelled job writes nothing more (retry it to render it)
+        doing = {"queued": "queued, to write", "running": "running, writing to"}.get(job.state)
+        said = f"{doing} `{where}`" if doing else f"{job.state}: nothing more is written (Retry renders it)"
+        return [f"**Job #{job.label}** ({name}): {said}", "", ""]
     link = download(ctx, job.id, request)
     user, session = ctx.owner(request), ctx.session(request)
     before = ctx.links.issue(user, session, job.id, Path(job.target), inline=True)
@@ -286,17 +307,18 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
            request: gr.Request | None, audio: str | None = None, folder: str = "") -> api.Job:
     """Check and stash the inputs (``audio``: a new voice), then queue a render with these settings into
     the chosen output ``folder`` (:func:`output_folder`; nothing renders here)."""
-    audio = audio or None
     owner = ctx.owner(request)
     where = output_folder(ctx, folder, request).path
-    api.check_swap(settings, sources, target, where, audio)  # the preview's checks, the output folder
-    stashed = [api.stash(s, ("image",)) for s in sources]
-    kept_target = api.stash(target)
-    kept_audio = None if audio is None else api.stash(audio, None)
-    output = api.fresh_output(where, kept_target, transparent=api.transparent(settings))
-    job = api.add_job(ctx.store, stashed, kept_target, output, settings, owner=owner, audio=kept_audio)
+    output = api.fresh_output(where, target, transparent=api.transparent(settings)) if target else None
+    asked = api.SwapRequest.of(sources, target, settings, output, audio)
+    job = api.add_job(ctx.store, asked, owner=owner, keep=_stash)  # the preview's check; the uploads kept
     ctx.audit.record(owner, "add", job=job.id)
     return job
+
+
+def _stash(upload: Path) -> Path:
+    """An upload's copy in the app's own folder, which the job reads (the request was checked already)."""
+    return api.stash(upload, None)
 
 
 def output_folder(ctx: Ctx, asked: str, request: gr.Request | None, make: bool = True) -> api.OutputFolder:
@@ -325,16 +347,12 @@ def submit_batch(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None
     if not sources:
         raise api.UserError("add a source photo (the face to put in)")
     api.check_pattern(pattern)  # before a folder is made for nothing
-    audio = audio or None
     owner = ctx.owner(request)
     where = output_folder(ctx, folder, request).path
-    stashed = [api.stash(s, ("image",)) for s in sources]
-    kept_audio = None if audio is None else api.stash(audio, None)
 
     def add(target: Path, output: Path) -> api.Job:
-        api.check_swap(settings, sources, target, where, audio)  # the preview's checks, per target
-        job = api.add_job(ctx.store, stashed, api.stash(target), output, settings, owner=owner,
-                          audio=kept_audio)
+        asked = api.SwapRequest.of(sources, target, settings, output, audio)
+        job = api.add_job(ctx.store, asked, owner=owner, keep=_stash)  # the preview's check, per target
         ctx.audit.record(owner, "add", job=job.id)
         return job
 
@@ -495,7 +513,7 @@ def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
     return [
         str(job.label),
         *([html.escape(job.owner or "local")] if show_owner else []),
-        html.escape(Path(job.target).name.split("-", 1)[-1]) + _trim_cell(job),
+        html.escape(api.shown_name(job.target)) + _trim_cell(job),
         f'<span class="fs-state fs-{job.state}">{job.state}</span>',
         _bar(job.state, fraction),
         frames,
@@ -506,21 +524,18 @@ def _cells(job: api.Job, show_owner: bool, folder: str) -> list[str]:
     ]
 
 
-def _trim(job: api.Job) -> tuple[float | None, float | None]:
-    """The job's video.start / video.end, read from its stored settings (no validation per row and tick)."""
-    video = json.loads(job.settings_json).get("video") or {}
-    return video.get("start"), video.get("end")
-
-
 def trim_of(job: api.Job) -> str:
-    """The part of the target the job renders, in words ("trimmed 0:01.20 – 0:04.00"); "" for all of it."""
-    kept = timeline.range_text(*_trim(job))
+    """The part of the target the job renders, in words ("trimmed 0:01.20 – 0:04.00"); "" for all of it,
+    and for an image (a trim left from an earlier video does nothing to it)."""
+    if Path(job.target).suffix.lower() not in api.VIDEO_SUFFIXES:
+        return ""
+    kept = timeline.range_text(api.Trim.of(job.settings))
     return f"trimmed {kept}" if kept else ""
 
 
 def trim_start(job: api.Job) -> float:
     """Where the job's output begins in its target (s): the trim's in-point, 0 without one."""
-    return float(_trim(job)[0] or 0.0)
+    return api.Trim.of(job.settings).start or 0.0
 
 
 def _trim_cell(job: api.Job) -> str:

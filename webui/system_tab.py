@@ -25,6 +25,9 @@ def plain_providers(names: Sequence[str]) -> str:
 def report() -> str:
     lines = ["### Inference"]
     try:
+        problem = api.gpu_problem()
+        if problem is not None:  # a GPU here that models will not use: red, first
+            lines.append(f'- <span style="color:#d32f2f">🔴 **{problem.line()}**</span>')
         lines.append(f"- models can run on: {plain_providers(api.usable_providers())} "
                      f"(onnxruntime was built for {plain_providers(api.available_providers())})")
         lines += loaded_lines(api.loaded_sessions())

@@ -189,11 +189,11 @@ def clock(seconds: float) -> str:
     return f"{cs // 6000}:{cs % 6000 / 100:05.2f}"
 
 
-def range_text(start: float | None, end: float | None) -> str:
-    """A trim in words ("0:01.20 – 0:04.00", "0:01.20 – end"); "" without one."""
-    if start is None and end is None:
+def range_text(trim: api.Trim) -> str:
+    """A trim in clock times ("0:01.20 – 0:04.00", "0:01.20 – end"); "" without one."""
+    if trim.whole:
         return ""
-    return f"{clock(start or 0.0)} – {'end' if end is None else clock(end)}"
+    return f"{clock(trim.start or 0.0)} – {'end' if trim.end is None else clock(trim.end)}"
 
 
 def seconds(value: float) -> str:
@@ -238,49 +238,28 @@ def dragged(text: str, target: str | None) -> tuple[Any, Any]:
 
 def _number(text: Any) -> float | None:
     try:
-        return None if text is None or str(text).strip() == "" else float(text)
+        value = None if text is None or str(text).strip() == "" else float(text)
     except ValueError:
         return None
+    return value if value is None or math.isfinite(value) else None  # the settings refuse it in words
 
 
-def trim_problem(start: float | None, end: float | None, duration: float) -> str:
-    """One line for a trim that is outside the clip or empty; "" for a good one."""
-    if start is not None and start >= duration:
-        return f"Start at {start:g} s is past the end of the clip ({duration:.2f} s): nothing would render"
-    if end is not None and end <= (start or 0.0):
-        return f"End at {end:g} s is not after the start ({start or 0:g} s): nothing would render"
-    if end is not None and end > duration + 1e-6:
-        return f"End at {end:g} s is after the end of the clip ({duration:.2f} s): the render stops there"
-    return ""
+def trim_of(start_text: Any, end_text: Any) -> api.Trim:
+    """The trim the two settings boxes hold now (typed, maybe not yet valid settings)."""
+    return api.Trim(_number(start_text), _number(end_text))
 
 
-def _keeps_frames(start: float | None, end: float | None, duration: float) -> bool:
-    return (start is None or start < duration) and (end is None or end > (start or 0.0))
-
-
-def trim_frames(frames: int, fps: float, start: float | None, end: float | None) -> tuple[int, int] | None:
-    """The first and last frame index a trim keeps; None for no trim or one that keeps nothing."""
-    if start is None and end is None:
-        return None
-    last = frames - 1
-    first = min(last, round((start or 0.0) * fps))
-    stop = last if end is None else min(last, math.ceil(end * fps - 1e-6) - 1)
-    return (first, stop) if stop >= first else None
-
-
-def frame_slider(info: Any, start: float | None, end: float | None, value: float,
-                 keep: bool = False) -> dict[str, Any]:
+def frame_slider(info: Any, trim: api.Trim, value: float, keep: bool = False) -> dict[str, Any]:
     """The frame scrubber of a target (``api.check_media``'s info): hidden for a still image; limited to
-    the trim's frames (the value moved inside them) and its label saying the range. ``keep``: a value
-    already inside is not sent (the page keeps the frame it shows now: a reply that comes late must not
-    take the scrubber back to where it was when the change was sent)."""
+    the trim's frames (the value moved inside them) and its label saying them. ``keep``: a value already
+    inside is not sent (the page keeps the frame it shows now: a reply that comes late must not take the
+    scrubber back to where it was when the change was sent)."""
     last = max(0, info.frames - 1)
     if last == 0:
         return gr.update(minimum=0, maximum=1, value=0, interactive=False, visible=False, label=FRAME_LABEL)
-    good = _keeps_frames(start, end, info.frames / info.fps)
-    kept = trim_frames(info.frames, info.fps, start, end) if good else None
-    first, stop = kept or (0, last)
-    label = FRAME_LABEL if kept is None else f"{FRAME_LABEL}, within the trim {range_text(start, end)}"
+    kept = trim.frames(info.frames, info.fps) if not trim.whole else range(0)
+    first, stop = (kept.start, kept.stop - 1) if kept else (0, last)
+    label = f"{FRAME_LABEL}, within {trim.describe(info.frames, info.fps)}" if kept else FRAME_LABEL
     within = min(max(int(value or 0), first), stop)
     low, high = (first, stop) if stop > first else (first, first + 1) if first < last else (first - 1, first)
     moved = {} if keep and within == int(value or 0) else {"value": within}
@@ -302,11 +281,11 @@ def range_changed(target: str | None, start_text: str, end_text: str, value: flo
         info = api.check_media(target)
     except api.UserError:
         return gr.skip(), note()  # the target's own line says what is wrong with it
-    start, end = _number(start_text), _number(end_text)
+    trim = trim_of(start_text, end_text)
     if info.kind == "image":
         return gr.skip(), note()
-    return frame_slider(info, start, end, value, keep=True), \
-        note(trim_problem(start, end, info.frames / info.fps))
+    problem = trim.problem(info.frames, info.fps, "the clip") or trim.beyond(info.frames, info.fps)
+    return frame_slider(info, trim, value, keep=True), note(problem)
 
 
 def within(settings: api.Settings, target: str | None, frame: int) -> int:
@@ -317,10 +296,8 @@ def within(settings: api.Settings, target: str | None, frame: int) -> int:
         info = api.check_media(target)
     except api.UserError:
         return frame
-    start, end = settings.video.start, settings.video.end
     if info.kind == "image":
         return 0  # its only frame (the scrubber's last value may still be a video's)
-    if not _keeps_frames(start, end, info.frames / info.fps):
-        return frame
-    kept = trim_frames(info.frames, info.fps, start, end)
-    return frame if kept is None else min(max(int(frame), kept[0]), kept[1])
+    trim = api.Trim.of(settings)
+    kept = trim.frames(info.frames, info.fps)
+    return frame if trim.whole or not kept else min(max(int(frame), kept.start), kept.stop - 1)

@@ -4,5 +4,5 @@
                  check that a file has an audio stream at all
 - ``voice.py``   the MDX-Net voice extractors (kim_vocal_1/2, uvr_mdxnet): the voice out of music and noise
 - ``mel.py``     the voice -> the 80-band mel spectrogram wav2lip was trained on, and the 16-frame window
-                 each video frame hears (:class:`~pipeline.audio.mel.Windows`)
+                 each video frame hears (:class:`~pipeline.processors.lip_syncer.mel.Windows`)
 """

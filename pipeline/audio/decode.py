@@ -1,4 +1,4 @@
-"""A file's first audio stream as 48 kHz int16 stereo, decoded by ffmpeg (PROCESSORS.md §2.2).
+"""A file's first audio stream as 48 kHz int16 stereo, decoded by ffmpeg (docs/processors.md §2.2).
 
 The command is a pure builder (:func:`decode_cmd`, tested as a list); :func:`decode` runs it as one child
 process whose output is read to its end (a cancel event stops it); :func:`has_audio` asks whether a file
@@ -36,10 +36,13 @@ def decode_cmd(exe: str, path: Path | str, *, start: float = 0.0, duration: floa
             "-f", "s16le", "-"]
 
 
-def decode(path: Path | str, *, start: float = 0.0, cancel: threading.Event | None = None) -> Samples:
-    """The audio of ``path`` from ``start`` s as (N, 2) int16 at 48 kHz; BadMedia where it has none."""
+def decode(path: Path | str, *, start: float = 0.0, duration: float | None = None,
+           cancel: threading.Event | None = None) -> Samples:
+    """The audio of ``path`` from ``start`` s (``duration`` s of it where given: what a clip hears, however
+    long the file) as (N, 2) int16 at 48 kHz; BadMedia where it has none."""
     path = Path(path)
-    process = FFmpegProcess(decode_cmd(ffmpeg.ffmpeg_exe(), path, start=start), stdout=True, cancel=cancel)
+    cmd = decode_cmd(ffmpeg.ffmpeg_exe(), path, start=start, duration=duration)
+    process = FFmpegProcess(cmd, stdout=True, cancel=cancel)
     try:
         raw = process.stdout.read()
         code = process.wait()
@@ -58,3 +61,26 @@ def has_audio(path: Path | str) -> bool:
     """Whether ``path`` has an audio stream ffmpeg can decode (its first 0.1 s are decoded to find out)."""
     cmd = decode_cmd(ffmpeg.ffmpeg_exe(), path, duration=0.1)
     return run_tool(cmd, on=path).returncode == 0
+
+
+def lost_sound(path: Path | str) -> tuple[float, float] | None:
+    """(seconds readable, seconds the file says it has) of ``path``'s first audio stream where the readable
+    part is shorter by more than half a second and 2 % (a file cut short: an MP3 keeps its length in its
+    header and decodes, silently, only what is left); None where it is whole or cannot say. Its packets are
+    copied, not decoded: a 2 h voice takes under a second."""
+    tools = ffmpeg.find_tools()
+    if tools.ffprobe is None:
+        return None
+    said = run_tool([tools.ffprobe, "-v", "error", "-select_streams", "a:0", "-show_entries",
+                     "stream=duration", "-of", "csv=p=0", media_arg(path)], on=path)  # the sound's own
+    copied = run_tool([ffmpeg.ffmpeg_exe(), "-nostdin", "-v", "error", "-i", media_arg(path), "-map", "0:a:0",
+                       "-c", "copy", "-f", "null", "-", "-progress", "pipe:1"], on=path)
+    try:
+        declared = float(said.stdout.decode().strip().splitlines()[0])
+        times = [line for line in copied.stdout.decode().splitlines() if line.startswith("out_time_us=")]
+        readable = int(times[-1].partition("=")[2]) / 1e6
+    except (ValueError, IndexError):
+        return None
+    if declared - readable > max(0.5, 0.02 * declared):
+        return readable, declared
+    return None

@@ -1,7 +1,7 @@
 """FaceFusion's frame colour matching: a result given the low-frequency colour of another image.
 
 - :func:`match_frame_color` (``src``, ``tgt``): ``tgt`` plus the coarse (about 16 × 16) colour difference
-  between ``src`` and ``tgt``, built up over three sizes (shared/PROCESSORS.md §0.4);
+  between ``src`` and ``tgt``, built up over three sizes (docs/processors.md §0.4);
 - :func:`conditional_match_frame_color`: that, mixed into ``tgt`` as much as the two images' hue-saturation
   histograms agree (an output far from its input in colour is matched less).
 

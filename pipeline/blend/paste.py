@@ -9,7 +9,6 @@ alpha-blends there. Every frame pixel where the warped mask is 0 keeps its exact
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from functools import lru_cache
 
 import cv2
@@ -157,29 +156,4 @@ def paste_back(
     # Where alpha is 0 ``blended`` equals ``base`` exactly; the explicit select makes that a guarantee.
     result = np.where(alpha[..., None] > 0, np.rint(blended), base)
     region[...] = np.clip(result, 0, 255).astype(np.uint8)
-    return out
-
-
-def paste_many(
-    frame: Frame,
-    crops: Sequence[npt.NDArray[np.uint8]] | npt.NDArray[np.uint8],
-    matrices: Sequence[Matrix],
-    masks: Sequence[Mask] | Mask,
-    *,
-    poisson: bool = False,
-    inplace: bool = False,
-) -> Frame:
-    """Paste several faces into one frame (one copy of the frame, faces pasted in order).
-
-    ``masks`` is one mask per crop, or a single mask shared by all crops.
-    """
-    if len(crops) != len(matrices):
-        raise ValueError(f"{len(crops)} crops but {len(matrices)} matrices")
-    shared = isinstance(masks, np.ndarray) and masks.ndim == 2
-    if not shared and len(masks) != len(crops):
-        raise ValueError(f"{len(crops)} crops but {len(masks)} masks")
-    out = frame if inplace else frame.copy()
-    for i, (crop, matrix) in enumerate(zip(crops, matrices, strict=True)):
-        mask = masks if shared else masks[i]
-        paste_back(out, crop, matrix, mask, poisson=poisson, inplace=True)  # type: ignore[arg-type]
     return out

@@ -32,11 +32,11 @@ TEMPLATES: dict[Template, npt.NDArray[np.float64]] = {
     "ffhq_512": np.array([
         [0.37691676, 0.46864664], [0.62285697, 0.46912813], [0.50123859, 0.61331904],
         [0.39308822, 0.72541100], [0.61150205, 0.72490465]]),
-    # DeepFaceLab's whole-face crop (FaceFusion's deep swapper; shared/PROCESSORS.md §0.3)
+    # DeepFaceLab's whole-face crop (FaceFusion's deep swapper; docs/processors.md §0.3)
     "dfl_whole_face": np.array([
         [0.35342266, 0.39285716], [0.62797622, 0.39285716], [0.48660713, 0.54017860],
         [0.38839287, 0.68750011], [0.59821427, 0.68750011]]),
-    "styleganex_384": np.array([  # FaceFusion's (shared/PROCESSORS.md §0.3): the age modifier's extend
+    "styleganex_384": np.array([  # FaceFusion's (docs/processors.md §0.3): the age modifier's extend
         [0.42353745, 0.52289879], [0.57725008, 0.52319972], [0.50123859, 0.61331904],
         [0.43364461, 0.68337652], [0.57015325, 0.68306005]]),
 }

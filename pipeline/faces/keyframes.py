@@ -120,7 +120,7 @@ def _patch(frame: Frame, face: Face) -> _Patch | None:
 
 def _lk(a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8],
         points: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
-    moved, status, _ = cv2.calcOpticalFlowPyrLK(  # type: ignore[call-overload]
+    moved, status, _ = cv2.calcOpticalFlowPyrLK(  # type: ignore[call-overload, unused-ignore]  # opencv 4.x stubs need it, 5.x not
         a, b, points, None, winSize=(15, 15), maxLevel=3)
     return np.asarray(moved, np.float32), np.asarray(status).ravel().astype(bool)
 

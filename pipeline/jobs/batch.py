@@ -3,7 +3,8 @@
 Targets are files, or folders whose images and videos (not their sub-folders) are taken in name order. Each
 job's output goes in one folder, named by a pattern with the fields ``{target}`` (the target's name without
 its suffix), ``{source}`` (the first source's) and ``{n}`` (1, 2, ... in the batch's order); the suffix is
-the target's kind's (an image keeps its format where it can be written, a video becomes .mp4). A job that
+the pattern's own where it names one the target's kind is written as (``{target}-alpha.mov``), else the
+kind's (an image keeps its format where it can be written, a video becomes .mp4). A job that
 cannot be queued (a bad file, an output another job of the batch or the queue already writes) is refused
 with its own line and the others are queued. ::
 
@@ -18,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.alpha import ALPHA_VIDEOS
 from pipeline.errors import UserError
 from pipeline.jobs.model import Job
-from pipeline.media import IMAGE_INPUTS, VIDEO_INPUTS
-from pipeline.workspace import output_suffix, safe_stem
+from pipeline.media import IMAGE_INPUTS, IMAGE_OUTPUTS, VIDEO_INPUTS, VIDEO_OUTPUTS
+from pipeline.workspace import kind_of, output_suffix, safe_stem
 
 DEFAULT_NAME = "{target}-swap"
 FIELDS = ("target", "source", "n")
@@ -77,10 +79,16 @@ def check_pattern(pattern: str) -> None:
 
 def output_for(pattern: str, folder: Path, target: Path, source: Path, n: int,
                transparent: bool = False) -> Path:
-    """The output of the batch's ``n``-th target (``pattern`` checked by :func:`check_pattern`; a
-    ``transparent`` one in a format that keeps alpha)."""
-    stem = pattern.format(target=target.stem, source=source.stem, n=n)
-    return folder / (safe_stem(stem, limit=120) + output_suffix(target, transparent))
+    """The output of the batch's ``n``-th target (``pattern`` checked by :func:`check_pattern`). A pattern
+    that ends in a suffix the target's kind can be written as keeps it (``{target}-alpha.mov``: a .mov;
+    whether it holds what is made is the request's check); else the kind's own (a ``transparent`` one in
+    a format that keeps alpha)."""
+    name = pattern.format(target=target.stem, source=source.stem, n=n)
+    named = Path(name).suffix.lower()
+    kept = IMAGE_OUTPUTS if kind_of(target) == "image" else (*VIDEO_OUTPUTS, *ALPHA_VIDEOS)
+    if named in kept:
+        return folder / (safe_stem(name[:-len(named)], limit=120) + named)
+    return folder / (safe_stem(name, limit=120) + output_suffix(target, transparent))
 
 
 def add_batch(add: Callable[[Path, Path], Job], sources: Sequence[str | Path], targets: Sequence[str | Path],

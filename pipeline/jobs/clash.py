@@ -23,12 +23,13 @@ def _roles(job: Job) -> list[tuple[str, str]]:
     return roles + ([("audio", job.audio)] if job.audio else [])
 
 
-def refuse(sources: Sequence[str | Path], target: str | Path, output: str | Path, others: Iterable[Job],
-           job_id: int | None = None, audio: str | Path | None = None) -> None:
+def refuse(sources: Sequence[str | Path], target: str | Path | None, output: str | Path,
+           others: Iterable[Job], job_id: int | None = None, audio: str | Path | None = None) -> None:
     """Raise :class:`OutputTaken` naming the job that the job ``job_id`` (None: one being added) with these
     files would destroy, or that would destroy its inputs; ``others``: the queued and running jobs."""
     mine = keys(output)
-    inputs = [("target", str(target)), *(("source", str(s)) for s in sources)]
+    inputs = [("target", str(target))] if target is not None else []  # a live run's camera: its target
+    inputs += [("source", str(s)) for s in sources]
     inputs += [("audio", str(audio))] if audio else []
     my_inputs = [(role, path, keys(path)) for role, path in inputs]
     for other in others:

@@ -44,7 +44,7 @@ from pipeline.jobs.hold import FolderGate
 from pipeline.jobs.model import Job
 from pipeline.jobs.resume import ResumeRecord, fingerprint
 from pipeline.progress import Progress
-from pipeline.settings import Settings, apply_overrides
+from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -356,16 +356,18 @@ def _result(ray: Any, ref: Any) -> SegmentDone:
 
 
 def resolved_settings(settings: Settings) -> tuple[Settings, list[str]]:
-    """``settings`` with ``swapper.model`` resolved here (``auto`` -> the installed swapper this machine
-    picks), so that every node renders with the same swapper; and the notice a local render would give
-    about that choice."""
-    from pipeline.plan import CLASSIC_NOTICE, ModelPlan
+    """``settings`` with each processor's "auto" choices made here (the swapper: the installed one this
+    machine picks), so that every node renders with the same models; and the notices a local render would
+    give about those choices."""
+    from pipeline.plan import ModelPlan
+    from pipeline.processors import PROCESSORS
 
-    plan = ModelPlan.from_settings(settings)
-    if plan.swapper == settings.swapper.model:
+    resolved = settings
+    for name in settings.processors.order:
+        resolved = PROCESSORS[name].resolved(resolved)
+    if resolved == settings:
         return settings, []
-    resolved = apply_overrides(settings, [f"swapper.model={plan.swapper}"])
-    return resolved, [CLASSIC_NOTICE] if plan.classic else []
+    return resolved, list(ModelPlan.from_settings(settings).planned)
 
 
 def _shippable_models(settings: Settings) -> dict[str, dict[str, Any]]:

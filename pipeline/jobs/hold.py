@@ -31,7 +31,9 @@ from pipeline.jobs.segments import Pace
 _TICK = 0.01  # seconds between two looks at the cancel event while held
 
 
-class Hold(Protocol):
+class SegmentHold(Protocol):
+    """A grip on a job after each segment it records (a test's: :class:`Gate`, :class:`FolderGate`)."""
+
     def segment_recorded(self, segments: int, cancel: threading.Event) -> None:
         """Called after each recorded segment; may block until released or ``cancel`` is set."""
 

@@ -15,6 +15,7 @@ whose worker is gone (see :mod:`pipeline.liveness`) can be cancelled or deleted 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -133,8 +134,9 @@ class Job:
 
     @property
     def settings(self) -> Settings:
-        """The validated settings the job was queued with."""
-        return validate(json.loads(self.settings_json))
+        """The validated settings the job was queued with (validated once per text: the Queue tab reads
+        every row's on each poll)."""
+        return _settings(self.settings_json)
 
     @property
     def finished(self) -> bool:
@@ -144,3 +146,8 @@ class Job:
     def kept_frames(self) -> int:
         """Frames in the finished segments a resumed run keeps (0 for an image job or a fresh one)."""
         return sum(int(s.get("frames", 0)) for s in self.resume.get("segments", []) if isinstance(s, dict))
+
+
+@functools.lru_cache(maxsize=256)
+def _settings(text: str) -> Settings:
+    return validate(json.loads(text))  # frozen: one object may serve every job queued with the same text

@@ -19,12 +19,13 @@ from pipeline import env, paths
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.image import is_image_path
 from pipeline.jobs import segments
-from pipeline.jobs.hold import Hold
+from pipeline.jobs.hold import SegmentHold
 from pipeline.jobs.model import Job
 from pipeline.jobs.resume import ResumeRecord
 from pipeline.progress import Progress, RunControl
 from pipeline.settings import Settings
 from pipeline.video import streams
+from pipeline.video.trim import Trim
 
 if TYPE_CHECKING:
     from pipeline.video.probe import VideoInfo
@@ -50,7 +51,7 @@ class JobContext:
     save_resume: Callable[[dict[str, Any]], None]
     log: Callable[[str], None]
     pace: segments.Pace = segments.Pace()
-    hold: Hold | None = None  # a test's grip on the job after each recorded segment (pipeline.jobs.hold)
+    hold: SegmentHold | None = None  # a test's grip after each recorded segment (jobs.hold)
     # raises when the job's output now clashes with another job's files: called just before the rename
     guard: Callable[[], None] | None = None
 
@@ -61,11 +62,20 @@ def work_dir(job_id: int) -> Path:
 
 
 def check_start(job: Job) -> None:
-    """What the worker checks before any executor starts ``job``: its output
+    """What the worker checks before any executor starts ``job``: its inputs are still there (a voice, a
+    source deleted since it was queued: the user's error, said in one line, not retried) and its output
     (:func:`pipeline.media.check_output`: it may have become unwritable, or its disk full, since the job was
     queued), so such a job fails before it renders anything."""
+    from pipeline.errors import missing, not_a_file
     from pipeline.media import check_output
 
+    inputs = [("target", job.target), *(("source image", s) for s in job.sources)]
+    for role, path in inputs + ([("audio file", job.audio)] if job.audio else []):
+        special = not_a_file(path, f"the job's {role}")
+        if special is not None:
+            raise special
+        if not Path(path).is_file():
+            raise missing(path, role)
     check_output(Path(job.output), [Path(job.target), *(Path(s) for s in job.sources)])
 
 
@@ -74,7 +84,7 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     settings = job.settings
     sources = [Path(s) for s in job.sources]
     target, output = Path(job.target), Path(job.output)
-    if is_image_path(target):
+    if is_image_path(target) or is_image_path(output):  # a still, or an animated GIF's first frame
         return _image(settings, sources, target, output, ctx)
     return VideoJob(job, ctx).run()
 
@@ -114,7 +124,7 @@ class SegmentedJob:
         check_video_output(self.output, transparent(self.settings))
         self.started = time.perf_counter()
         self.info: VideoInfo = probe(self.target)
-        self.total = self.info.frames_between(self.settings.video.start, self.settings.video.end)
+        self.total = len(Trim.of(self.settings).frames(self.info.frame_count, self.info.fps))
         self.work = work_dir(job.id)
         fresh = ResumeRecord.for_run(self.work, self.target, self.settings, self.fixed_segment_frames())
         self.record = self.keep(fresh.kept(job.resume))
@@ -204,8 +214,9 @@ class VideoJob(SegmentedJob):
                 details = {"encoder": result.encoder, "batch_size": result.batch_size,
                            "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
                            "peak_rss_mb": result.peak_rss_mb}
-                if result.faces_swapped == 0 and self.resumed_at == 0:  # the whole clip (a resume saw a part)
-                    processor.notices.append(no_face_notice(self.target, self.settings))
+                notice = no_face_notice(self.target, self.settings) if result.faces_swapped == 0 else None
+                if notice is not None and self.resumed_at == 0:  # the whole clip (a resume saw a part)
+                    processor.notices.append(notice)
             except BadMedia:
                 # resumed exactly at the end (the last segment was recorded, "complete" was not): nothing left
                 if not self.record.segments or self.resumed_at < self.total - 2:

@@ -42,6 +42,7 @@ from pipeline.video import builders, ffmpeg, streams
 from pipeline.video.encode import Encoder, encoder_for
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
+from pipeline.video.trim import Trim
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +256,8 @@ def join_segments(segments: list[Segment], work: Path, output: Path, *, job_id: 
     list_file = work / "segments.txt"
     list_file.write_text(concat_list(segments, work, source.fps), encoding="utf-8")
     video = settings.video
-    mux = streams.source_mux(source, output.suffix, start=video.start, end=video.end,
+    start, end = Trim.of(settings).times(source.frame_count, source.fps)  # the sound of the frames kept
+    mux = streams.source_mux(source, output.suffix, start=start, end=end,
                              keep_audio=video.keep_audio, fit_audio=video.allow_damaged, voice=voice)
     partial = temp_output(output, job_id)
     cmd = concat_cmd(ffmpeg.ffmpeg_exe(), list_file, partial, source=mux,

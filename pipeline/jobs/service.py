@@ -2,36 +2,24 @@
 
 The command line and the web UI both call these rather than the store's primitives, so the queue is
 opened with the same settings (``FACESTATION_QUEUE_STALE_AFTER`` / ``FACESTATION_QUEUE_MAX_ATTEMPTS``),
-a job's inputs are checked the same way wherever it is queued (the queue only holds jobs that can
-start, and no two of them write the same output), and a deleted or cancelled job's finished segments
-go with it.
+a job is the swap request's one check (:func:`pipeline.request.check`) wherever it is queued (the queue
+only holds jobs that can start, and no two of them write the same output), and a deleted or cancelled
+job's finished segments go with it.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pipeline import env
-from pipeline.alpha import transparent
-from pipeline.checks import (
-    check_alpha_output,
-    check_audio,
-    check_lip_sync_sound,
-    check_output_size,
-    require_models,
-)
 from pipeline.errors import UserError
-from pipeline.image import is_image_path, output_format, read_image
 from pipeline.jobs import clash
 from pipeline.jobs.model import Job
 from pipeline.jobs.runner import discard
 from pipeline.jobs.store import JobStore, Move
-from pipeline.media import MediaKind, check_output, check_video_output
-from pipeline.settings import Settings
-from pipeline.video.probe import probe
+from pipeline.request import SwapRequest, check
 
 
 def open_store(path: str | Path | None = None) -> JobStore:
@@ -40,49 +28,27 @@ def open_store(path: str | Path | None = None) -> JobStore:
     return JobStore(path, stale_after=env.QUEUE_STALE_AFTER.get(), max_attempts=env.QUEUE_MAX_ATTEMPTS.get())
 
 
-def validate(sources: Sequence[Path], target: Path, output: Path, alpha: bool = False) -> MediaKind:
-    """Raise UserError for anything that would make the job fail at once; returns ``image`` or ``video``
-    (``alpha``: a transparent output, whose formats ``checks.check_alpha_output`` has checked)."""
-    for source in sources:
-        if not source.is_file():
-            raise UserError(f"source image not found: {source}")
-        read_image(source)  # BadMedia with the reason if it is not a readable picture
-    if not target.is_file():
-        raise UserError(f"target not found: {target}")
-    check_output(output, [target, *sources])
-    if is_image_path(target):
-        read_image(target)
-        output_format(output)
-        return "image"
-    probe(target)  # BadMedia: not a video, truncated, unknown codec...
-    check_video_output(output, alpha)
-    return "video"
+def add(store: JobStore, request: SwapRequest, owner: str = "",
+        keep: Callable[[Path], Path] | None = None) -> Job:
+    """Check ``request`` (:func:`pipeline.request.check`, with absolute paths: the output's folder resolved,
+    so that one file has one name and a second job writing it is refused), then queue it. ``keep``: the
+    copy of each input the job reads (the web UI's uploads, stashed), made once the request has passed."""
+    request = request.absolute()
+    check(request)
+    if request.output is None or request.live:
+        raise ValueError("a queued job is a render into an output file")
+    if keep is not None:
+        request = request.kept(keep)
+    assert request.target is not None and request.output is not None  # check() refuses a request without
+    return store.add(request.sources, request.target, request.output, request.settings, owner=owner,
+                     audio=request.voice)
 
 
-def add(store: JobStore, sources: Sequence[str | Path], target: str | Path, output: str | Path,
-        settings: Settings, owner: str = "", audio: str | Path | None = None) -> Job:
-    """Check the inputs (:func:`validate`; ``audio``, a new voice for the output: that it has a sound), then
-    queue the job with absolute paths (the output's folder resolved, so that one file has one name: a second
-    job writing it is refused)."""
-    paths = [Path(s).absolute() for s in sources]
-    target, output = Path(target).absolute(), Path(output).absolute()
-    output = Path(os.path.realpath(output.parent)) / output.name
-    voice = None if audio is None else Path(audio).absolute()
-    check_alpha_output(settings, output)  # a transparent background into a file that keeps it
-    validate(paths, target, output, transparent(settings))
-    if voice is not None:
-        check_audio(voice)
-        check_output(output, [voice])  # the job's new sound is an input too
-    check_lip_sync_sound(settings, target, voice)
-    require_models(settings)  # every missing model named at once, not the first when the job runs
-    check_output_size(settings, target)  # a frame enhancer's output the encoder cannot take
-    return store.add(paths, target, output, settings, owner=owner, audio=voice)
-
-
-def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path, output: str | Path,
+def refuse_queue_clash(sources: Sequence[str | Path], target: str | Path | None, output: str | Path,
                        audio: str | Path | None = None) -> None:
-    """For a render outside the queue (``facestation swap``): refuse an output that a queued or running job
-    of the default queue reads or writes, or inputs one writes (a queue not made yet has none)."""
+    """For a file written outside the queue (:func:`pipeline.writer.claim`): refuse an output that a queued
+    or running job of the default queue reads or writes, or inputs one writes (a queue not made yet has
+    none)."""
     from pipeline import paths
     from pipeline.jobs.db import DB_NAME
 

@@ -37,7 +37,7 @@ from typing import IO, Any, TypeVar
 from pipeline import env
 from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
 from pipeline.jobs import runner
-from pipeline.jobs.hold import Hold, hold_from_env
+from pipeline.jobs.hold import SegmentHold, hold_from_env
 from pipeline.jobs.lease import ClaimLost, Lease
 from pipeline.jobs.model import Job
 from pipeline.jobs.service import open_store
@@ -131,7 +131,7 @@ class Worker:
     def __init__(self, store: JobStore, worker_id: str | None = None, *, poll: float = 1.0,
                  poll_cancel: float = 0.25, heartbeat_every: float | None = None,
                  checkpoint_seconds: float | None = None, pace: runner.segments.Pace | None = None,
-                 hold: Hold | None = None,
+                 hold: SegmentHold | None = None,
                  execute: Callable[[Job, runner.JobContext], dict[str, Any]] | None = None) -> None:
         self.store = store
         self.execute = execute or runner.execute  # or a render farm's (pipeline.jobs.farm.Farm.execute)

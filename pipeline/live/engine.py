@@ -17,6 +17,7 @@ import numpy as np
 
 from pipeline.live.camera import Camera
 from pipeline.live.handoff import Latest
+from pipeline.progress import hold_from_env
 from pipeline.settings import Settings
 from pipeline.types import Frame
 
@@ -48,7 +49,8 @@ class LiveStats:
     frames dropped."""
 
     captured: int = 0
-    dropped: int = 0
+    dropped: int = 0  # replaced while waiting, or processed but never sent
+    unsent: int = 0  # of those: processed but never sent
     indices: list[int] = field(default_factory=list)  # the capture numbers delivered, in order
     latencies: list[float] = field(default_factory=list)  # seconds, per delivered frame
     delivered_at: list[float] = field(default_factory=list)
@@ -159,7 +161,7 @@ class LiveEngine:
             sink.abort()
             raise
         capture.join()
-        self.stats.dropped = self.handoff.dropped
+        self.stats.dropped = self.handoff.dropped + self.stats.unsent
         if self._error is not None:
             sink.abort()
             raise self._error
@@ -184,20 +186,32 @@ class LiveEngine:
         item = self.handoff.take()
         if item is None:
             return None
+        return item, self.run_step(item.frame)
+
+    def run_step(self, frame: Frame) -> Frame:
+        """``frame`` through the current step (an update's step from this frame on)."""
         with self._lock:
             step, self._next = (self._next or self._step), None
         self._step = step
-        return item, step(item.frame)
+        return step(frame)
 
     def delivered(self, item: Captured) -> None:
         """``item``'s frame has gone out: its latency counted from its capture until now."""
         self.stats.deliver(item, self.clock())
-        self.stats.dropped = self.handoff.dropped
+        self.stats.dropped = self.handoff.dropped + self.stats.unsent
+
+    def unsent(self) -> None:
+        """A frame taken from the camera will not go out (the run ended while it was processed): a drop."""
+        self.stats.unsent += 1
+        self.stats.dropped = self.handoff.dropped + self.stats.unsent
 
     def _loop(self, sink: Sink) -> None:
+        hold = hold_from_env()  # tests: the run waits after that many frames, until a signal or the flag goes
         while (done := self.process_next()) is not None:
             sink.write(done[1], done[0].index)
             self.delivered(done[0])
+            if hold is not None and not hold.reached and len(self.stats.indices) >= hold.frame:
+                hold.wait(self._stop)
 
     def _capture(self, camera: Camera, limit: int | None) -> None:
         frames = camera.frames(self._stop)

@@ -11,9 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import cv2
+import numpy as np
+
+from pipeline import writer
 from pipeline.errors import UserError
 from pipeline.live.engine import Sink
-from pipeline.media import check_output, check_video_output
+from pipeline.media import check_video_output
 from pipeline.types import Frame
 from pipeline.video import builders, ffmpeg
 from pipeline.video.encode import Encoder
@@ -40,10 +44,12 @@ class Recording:
     _last: tuple[int, Frame] | None = None  # the last frame written with its capture number
 
     def write(self, frame: Frame, index: int | None = None) -> None:
+        """``frame`` into the file (at the first frame's size: a frame of another size is fitted to it)."""
         if self._encoder is None:
             h, w = frame.shape[:2]
             self._encoder = Encoder(self.path, width=w, height=h, fps=self.fps, models=self.models,
                                     preset="fastest")
+        frame = fit(frame, (self._encoder.width, self._encoder.height))
         if index is not None and self._last is not None and index > self._last[0] + 1:
             for _ in range(index - self._last[0] - 1):
                 self._encoder.write(self._last[1])
@@ -69,14 +75,18 @@ class Stream:
     kind: str
     fps: float
     _process: FFmpegProcess | None = None
+    _size: tuple[int, int] = (0, 0)  # the stream's (its first frame's)
 
     def write(self, frame: Frame, index: int | None = None) -> None:
-        """``frame`` sent on now (``index`` unused: a stream shows frames as they come)."""
+        """``frame`` sent on now (``index`` unused: a stream shows frames as they come), at the first
+        frame's size (a frame of another size is fitted to it)."""
         if self._process is None:
             h, w = frame.shape[:2]
+            self._size = (w, h)
             cmd = builders.live_stream_cmd(ffmpeg.ffmpeg_exe(), self.target, kind=self.kind, width=w,
                                            height=h, fps=self.fps)
             self._process = FFmpegProcess(cmd, stdin=True)
+        frame = fit(frame, self._size)
         try:
             self._process.stdin.write(memoryview(frame.tobytes()))
         except OSError:
@@ -210,17 +220,43 @@ def stream_error(kind: str, target: str, lines: list[str]) -> UserError:
                      f"device? {V4L2_HELP.format(n=target.rpartition('video')[2])}")
 
 
-def open_output(target: str, fps: float, models: list[str], inputs: list[Path]) -> Sink:
-    """The sink for ``--output TARGET``, checked before the run."""
-    if target == "window":
-        return Window()
+def open_stream(target: str, fps: float) -> Stream:
+    """The stream for ``udp://HOST:PORT`` (MPEG-TS, what OBS's media source opens) or ``v4l2:/dev/videoN``
+    (a v4l2loopback virtual camera), checked before the run."""
     if target.startswith("udp://"):
         return Stream(udp_target(target), "udp", fps)
     if target.startswith("v4l2:"):
         return Stream(v4l2_target(target), "v4l2", fps)
+    raise UserError(f"{target}: a stream goes to udp://HOST:PORT (OBS) or v4l2:/dev/videoN (a virtual "
+                    "camera)")
+
+
+def fit(frame: Frame, size: tuple[int, int]) -> Frame:
+    """``frame`` at ``size`` (width, height): as it is when it is that size, else scaled to fit inside it,
+    its aspect kept, centred on black (a camera that changed its size mid-run, in a file or stream that
+    cannot)."""
+    h, w = frame.shape[:2]
+    if (w, h) == size:
+        return frame
+    scale = min(size[0] / w, size[1] / h)
+    sw, sh = max(1, round(w * scale)), max(1, round(h * scale))
+    out = np.zeros((size[1], size[0], *frame.shape[2:]), frame.dtype)
+    x, y = (size[0] - sw) // 2, (size[1] - sh) // 2
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    out[y:y + sh, x:x + sw] = cv2.resize(frame, (sw, sh), interpolation=interpolation)
+    return out
+
+
+def open_output(target: str, fps: float, models: list[str], sources: list[Path], camera: str) -> Sink:
+    """The sink for ``--output TARGET``, checked before the run (a file: by the one writer's rules, so not
+    an input nor a queued job's file; the camera, a file standing in for one, is the run's target)."""
+    if target == "window":
+        return Window()
+    if target.startswith(("udp://", "v4l2:")):
+        return open_stream(target, fps)
     if "://" in target:
         raise UserError(f"--output {target}: use a file, udp://HOST:PORT, v4l2:/dev/videoN or window")
     path = Path(target)
-    check_output(path, inputs)
+    writer.claim(path, sources, camera if Path(camera).exists() else None)
     check_video_output(path)
     return Recording(path, fps, models)

@@ -8,29 +8,31 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline import env
+from pipeline.alpha import maker
 from pipeline.chain import Chain
 from pipeline.errors import UserError
 from pipeline.live.engine import Build, Step
 from pipeline.process import FaceProcessor
-from pipeline.processors import Media
+from pipeline.processors import PROCESSORS, Media
 from pipeline.settings import Settings
-from pipeline.types import Frame, ProcessorName
+from pipeline.types import Frame
 
 log = logging.getLogger(__name__)
 
-NOT_LIVE: dict[ProcessorName, str] = {
-    "lip_syncer": "a camera has no sound track for the mouth to follow",
-}
-
-
 def live_settings(settings: Settings) -> tuple[Settings, list[str]]:
-    """``settings`` as a live run uses them, and what was left out (notices)."""
+    """``settings`` as a live run uses them, and what was left out (notices: each processor's reason)."""
     order = settings.processors.order
-    kept = tuple(p for p in order if p not in NOT_LIVE)
-    notices = [f"live: {p} left out: {NOT_LIVE[p]}" for p in order if p in NOT_LIVE]
+    kept = tuple(p for p in order if not PROCESSORS[p].not_live)
+    notices = [f"live: {p} left out: {PROCESSORS[p].not_live}" for p in order if PROCESSORS[p].not_live]
     if not kept:
         raise UserError(f"processors.order={','.join(order)}: nothing of it runs live "
                         f"({'; '.join(notices)})")
+    made = maker(settings)
+    if made is not None:  # as swap refuses it into an output that cannot keep it
+        raise UserError(f"{made} makes the frames transparent, which live frames cannot keep (a recording, "
+                        "a stream and the browser's picture are opaque); choose a fill colour in its "
+                        "settings, or turn transparency off")
     return settings.model_copy(update={
         "processors": settings.processors.model_copy(update={"order": kept}),
         "tracker": settings.tracker.model_copy(update={"max_gap": 0}),  # no look-ahead: no frame waits
@@ -38,21 +40,40 @@ def live_settings(settings: Settings) -> tuple[Settings, list[str]]:
 
 
 class ChainStep:
-    """One frame through the chain of ``settings`` (made live), with keyframes and tracking at ``fps``."""
+    """One frame through the chain of ``settings`` (made live), with keyframes and tracking at ``fps``.
+
+    Frames may change size at any moment (a browser lowers its camera's under load): the faces found and
+    tracked in frames of the old size mean nothing in the new one, so keyframes and tracking start again.
+    The chain's models run with onnxruntime's idle threads asleep rather than spinning: a live frame is
+    small work on cores that the camera's decoder, the encoder (and a browser) share."""
 
     def __init__(self, settings: Settings, sources: Sequence[Path | str], fps: float) -> None:
         self.settings, self.notices = live_settings(settings)
         self.processor = FaceProcessor(self.settings, list(sources))
+        for stage in self.processor.stage_sessions().values():
+            for model in stage:
+                model.set_spinning(False)
         self.processor.prepare(Media(fps=fps))
         self.notices += self.processor.notices
         self.chain = Chain(self.processor, inplace=True)
+        self.fps = fps
         self.finder = self.chain.finder(fps)
+        self.shape: tuple[int, ...] | None = None  # the frames' now
+        self.frames = 0
+        self.fail_at = env.TEST_LIVE_FAIL_FRAME.get()  # tests: the chain fails at this frame
 
     @property
     def models(self) -> list[str]:
         return self.processor.models
 
     def __call__(self, frame: Frame) -> Frame:
+        self.frames += 1
+        if self.frames == self.fail_at:
+            raise RuntimeError(f"{env.TEST_LIVE_FAIL_FRAME.name}={self.fail_at}: the chain fails here")
+        if frame.shape != self.shape:
+            if self.shape is not None:
+                self.finder = self.chain.finder(self.fps)
+            self.shape = frame.shape
         works = self.chain.through(self.finder.push([frame]))
         out = works[0].out if works else None
         return frame if out is None else out

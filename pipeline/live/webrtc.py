@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline import media
-from pipeline.checks import require_models
+from pipeline import media, writer
 from pipeline.errors import UserError
 from pipeline.live.browser_run import BadOffer, LiveRun, check_offer
-from pipeline.live.engine import Build, LiveEngine
-from pipeline.live.outputs import Recording
+from pipeline.live.engine import Build, LiveEngine, Sink
+from pipeline.live.outputs import Recording, open_stream
 from pipeline.live.step import chain_builder, live_settings
-from pipeline.plan import ModelPlan
+from pipeline.request import Checked, SwapRequest, check
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,15 +51,15 @@ def rtc_missing() -> str | None:
     return None
 
 
-def check_live(settings: Settings, sources: Sequence[str | Path] | None) -> Settings:
-    """The settings a live run uses, after the checks a run needs (a source photo, the models)."""
-    if not sources:
-        raise UserError("add a source photo (the face to put in) before starting the camera")
-    for source in sources:
-        media.check_media(source, ("image",))
-    live = live_settings(settings)[0]
-    require_models(live)
-    return live
+def check_live(settings: Settings, sources: Sequence[str | Path] | None) -> Checked:
+    """The swap request's one check (:func:`pipeline.request.check`) of a run with the page's camera: its
+    plan and settings as a live run uses them."""
+    return check(SwapRequest.of(sources, None, live_settings(settings)[0], live=True))
+
+
+def _applied(settings: Settings, sources: Sequence[str | Path] | None) -> tuple[str, tuple[str, ...]]:
+    """What a run's step is built from: its live settings and source photos."""
+    return settings.model_dump_json(), tuple(str(s) for s in sources or ())
 
 
 @dataclass(frozen=True)
@@ -84,16 +83,21 @@ class LiveRuns:
         self._lock = threading.Lock()
 
     def start(self, user: str, session: str, settings: Settings, sources: Sequence[str | Path],
-              record_to: Path | None = None, mirror: bool = False) -> LiveRun:
+              record_to: Path | None = None, mirror: bool = False, stream_to: str = "") -> LiveRun:
         """A new run for this user and session, its step built now (models loaded) so that the camera's
-        first frame is processed at once."""
-        live = check_live(settings, sources)
+        first frame is processed at once; ``stream_to``: also sent to ``udp://HOST:PORT`` (OBS) or
+        ``v4l2:/dev/videoN`` (a virtual camera), as ``facestation live --output`` does."""
+        checked = check_live(settings, sources)
+        live = checked.request.settings
+        streams: list[Sink] = [open_stream(stream_to, BROWSER_FPS)] if stream_to else []
         engine = LiveEngine(live, self._build([Path(s) for s in sources], BROWSER_FPS))
         recording = None
         if record_to is not None:
+            writer.claim(record_to, sources)  # the one writer's rules: nor a queued job's file
             media.check_video_output(record_to)
-            recording = Recording(record_to, BROWSER_FPS, ModelPlan.from_settings(live).names)
-        run = LiveRun(secrets.token_urlsafe(18), user, session, engine, mirror, recording)
+            recording = Recording(record_to, BROWSER_FPS, checked.plan.names)
+        run = LiveRun(secrets.token_urlsafe(18), user, session, engine, mirror, recording, streams)
+        run.applied = _applied(live, sources)
         with self._lock:
             self._runs[run.token] = run
         log.info("live run started by %r", user or "local")
@@ -107,12 +111,27 @@ class LiveRuns:
             raise UserError("no live run of yours: press Start again")
         return run
 
+    def status(self, token: str, user: str, session: str, chosen_fps: int | None = None) -> dict[str, Any]:
+        """The run's figures as its page shows them: a live run's (``ended`` false) with the camera rate
+        and size to ask for (``chosen_fps``: the one its user chose), or, until its owner's Stop, those of a
+        run that ended without Stop (``ended`` true, ``error`` what ended it)."""
+        with self._lock:
+            ended = self._over.get(token)
+        if ended is not None and (ended.user, ended.session) == (user, session):
+            return ended.summary
+        return {**self.get(token, user, session).advise(chosen_fps), "ended": False}
+
     def update(self, token: str, user: str, session: str, settings: Settings,
-               sources: Sequence[str | Path] | None) -> None:
-        """New settings or source photos for the running stream, from its next frame on."""
+               sources: Sequence[str | Path] | None) -> bool:
+        """New settings or source photos for the running stream, from its next frame on; False (nothing
+        rebuilt) when they are those it runs with (a control that says it changed to the same value)."""
         run = self.get(token, user, session)
-        live = check_live(settings, sources)
+        live = check_live(settings, sources).request.settings
+        if _applied(live, sources) == run.applied:
+            return False
         run.engine.update(live, self._build([Path(s) for s in sources or ()], BROWSER_FPS))
+        run.applied = _applied(live, sources)
+        return True
 
     def set_mirror(self, token: str, user: str, session: str, mirror: bool) -> None:
         self.get(token, user, session).mirror = mirror
@@ -148,7 +167,8 @@ class LiveRuns:
             if run.peer is not None and run.loop is not None and run.loop.is_running():
                 closing = asyncio.run_coroutine_threadsafe(run.peer.close(), run.loop)
                 closing.result(CLOSE_WAIT_S)
-            return run.engine.stats.summary(), run.finish()
+            recording = run.finish()
+            return {**run.engine.stats.summary(), "error": run.error}, recording
         finally:
             with self._lock:
                 self._closing.pop(token, None)
@@ -172,7 +192,8 @@ class LiveRuns:
         with self._lock:
             if self._runs.pop(run.token, None) is None:
                 return  # Stop ended it and answered already
-            self._over[run.token] = Ended(run.user, run.session, run.engine.stats.summary(), recording)
+            summary = {**run.summary(), **run.engine.stats.summary(), "ended": True}
+            self._over[run.token] = Ended(run.user, run.session, summary, recording)
             while len(self._over) > KEPT_ENDED:
                 del self._over[next(iter(self._over))]
         log.info("live run of %r ended without Stop (its connection closed)", run.user or "local")

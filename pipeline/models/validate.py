@@ -1,8 +1,17 @@
-"""Check an ONNX graph's inputs and outputs against a catalog entry."""
+"""Check an ONNX graph's inputs and outputs against a catalog entry, and bind them: the one rule.
+
+A named spec is the graph tensor of that name wherever it stands; an unnamed one (a file whose names say
+nothing) is the tensor at its own position. Where a file is another export of the same network (rembg's
+u2netp names its input ``input.1`` where FaceFusion's says ``input``), a named spec the graph lacks is
+bound by structure: the one graph tensor that fits its rank, fixed dims and dtype and that no other spec
+claims by name. An unnamed spec whose position does not fit takes the first tensor that does (the first
+output of the declared shape). Two ways to bind a named spec are refused, naming both candidates.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import ModelMismatch
@@ -16,6 +25,33 @@ _ONNX_TYPES = {
     "tensor(int32)": "int32",
     "tensor(uint8)": "uint8",
 }
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The graph's names of an entry's inputs and outputs, in the entry's order ("" for an optional input
+    the file lacks), and which of them were bound by structure: (the catalog's name of the tensor, the
+    file's name) for each."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    by_structure: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return self.inputs, self.outputs
+
+    def describe(self) -> str:
+        """How the file is bound, in words: "by name", or each tensor bound by structure."""
+        if not self.by_structure:
+            return "bound by name"
+        return "bound by structure: " + ", ".join(f"{file} as {ours}" for ours, file in self.by_structure)
+
+
+class _Ambiguous(Exception):
+    def __init__(self, label: str, first: str, second: str) -> None:
+        super().__init__(label)
+        self.label, self.first, self.second = label, first, second
 
 
 def _fmt(specs: Sequence[TensorSpec]) -> str:
@@ -37,9 +73,8 @@ def _dim_ok(expected: Dim, actual: Dim) -> bool:
     return expected == actual
 
 
-def _spec_ok(expected: TensorSpec, actual: TensorSpec) -> bool:
-    if expected.name is not None and expected.name != actual.name:
-        return False
+def fits(expected: TensorSpec, actual: TensorSpec) -> bool:
+    """Whether graph tensor ``actual`` has the structure of ``expected``: dtype, rank, fixed dims."""
     if expected.dtype is not None and actual.dtype is not None and expected.dtype != actual.dtype:
         return False
     if expected.rank_open:
@@ -49,53 +84,95 @@ def _spec_ok(expected: TensorSpec, actual: TensorSpec) -> bool:
     return all(_dim_ok(e, a) for e, a in zip(expected.shape, actual.shape, strict=True))
 
 
-def _bind(expected: Sequence[TensorSpec], actual: Sequence[TensorSpec], extra_ok: bool) -> list[str] | None:
-    """The graph's names of ``expected``, in its order; None where they do not fit.
+def _label(spec: TensorSpec, i: int, kind: str) -> str:
+    return spec.name if spec.name is not None else f"{kind} {i + 1}"
 
-    A named spec is the graph tensor of that name wherever it stands; an unnamed one (a file whose names
-    say nothing) is the graph tensor at its own position. ``extra_ok``: the graph may have more. An
-    ``optional`` spec (always named) the graph lacks gets the name "".
-    """
+
+def _candidates(spec: TensorSpec, i: int, actual: Sequence[TensorSpec], claimed: set[str],
+                taken: Sequence[str]) -> list[TensorSpec]:
+    """The graph tensors spec ``i`` may be, best first ([] where none fits); ``claimed``: names other specs
+    have by name, ``taken``: names bound already."""
+    if spec.name is not None:
+        named = [a for a in actual if a.name == spec.name]
+        if named:
+            return named if fits(spec, named[0]) else []
+        if spec.optional:
+            return []
+        return [a for a in actual if a.name not in claimed and a.name not in taken and fits(spec, a)]
+    if i < len(actual) and actual[i].name not in taken and fits(spec, actual[i]):
+        return [actual[i]]
+    return [a for a in actual if a.name not in claimed and a.name not in taken and fits(spec, a)]
+
+
+def _bind(expected: Sequence[TensorSpec], actual: Sequence[TensorSpec], extra_ok: bool,
+          kind: str) -> tuple[list[str], list[tuple[str, str]]] | None:
+    """The graph's names of ``expected`` and the ones bound by structure; None where they do not fit.
+
+    ``extra_ok``: the graph may have more tensors. An ``optional`` spec the graph lacks gets "". Raises
+    _Ambiguous where a named spec could be two graph tensors."""
     required = [s for s in expected if not s.optional]
     if len(actual) < len(required) or (not extra_ok and len(actual) > len(expected)):
         return None
-    by_name = {a.name: a for a in actual}
-    names = []
+    claimed = {s.name for s in expected if s.name is not None and any(a.name == s.name for a in actual)}
+    names: list[str] = []
+    structural: list[tuple[str, str]] = []
     for i, spec in enumerate(expected):
-        found = by_name.get(spec.name) if spec.name is not None else actual[i]
-        if found is None and spec.optional:  # a named input this file lacks: "" in its place
+        options = _candidates(spec, i, actual, claimed, names)
+        if not options and spec.optional:
             names.append("")
             continue
-        if found is None or not _spec_ok(spec, found) or found.name in names:
+        if not options:
             return None
-        names.append(str(found.name))
+        label = _label(spec, i, kind)
+        renamed = spec.name is not None and options[0].name != spec.name
+        if renamed and len(options) > 1:
+            raise _Ambiguous(label, str(options[0].name), str(options[1].name))
+        if renamed or (spec.name is None and (i >= len(actual) or options[0] is not actual[i])):
+            structural.append((label, str(options[0].name)))
+        names.append(str(options[0].name))
     if not extra_ok and len([n for n in names if n]) != len(actual):
         return None
-    return names
+    return names, structural
+
+
+def bind(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+         path: Path | str) -> Binding:
+    """How the graph's tensors are the entry's: ModelMismatch naming expected vs actual where the graph
+    does not fit the entry, or naming both candidates where a tensor could be bound two ways.
+
+    Inputs must match one for one. Outputs: the graph may have more than the catalog lists (e.g. a mask
+    some exports add, U²-Net's side outputs, or RestoreFormer++'s intermediate tensors)."""
+    file = Path(path).name
+    try:
+        found_in = _bind(entry.inputs, inputs, extra_ok=False, kind="input")
+        found_out = _bind(entry.outputs, outputs, extra_ok=True, kind="output")
+    except _Ambiguous as exc:
+        raise ModelMismatch(
+            f"{file} fits {entry.name} two ways: its {exc.label} could be {exc.first} or {exc.second}; "
+            f"refused (import {entry.name}'s own file: facestation models fetch {entry.name})") from None
+    if found_in is None or found_out is None:
+        raise ModelMismatch(
+            f"{file} does not look like {entry.name}: expected inputs {_fmt(entry.inputs)} -> "
+            f"outputs {_fmt(entry.outputs)}; the file has inputs {_fmt(inputs)} -> outputs {_fmt(outputs)}"
+        )
+    return Binding(tuple(found_in[0]), tuple(found_out[0]), tuple(found_in[1] + found_out[1]))
 
 
 def bind_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
             path: Path | str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The graph's names of the entry's inputs and outputs, in the entry's order; ModelMismatch naming
-    expected vs actual where the graph does not fit the entry.
-
-    Inputs must match one for one. Outputs: the graph may have more than the catalog lists (e.g. a mask
-    some exports add, or RestoreFormer++'s intermediate tensors); the catalog's are picked by name.
-    """
-    input_names = _bind(entry.inputs, inputs, extra_ok=False)
-    output_names = _bind(entry.outputs, outputs, extra_ok=True)
-    if input_names is None or output_names is None:
-        raise ModelMismatch(
-            f"{Path(path).name} does not look like {entry.name}: expected inputs {_fmt(entry.inputs)} -> "
-            f"outputs {_fmt(entry.outputs)}; the file has inputs {_fmt(inputs)} -> outputs {_fmt(outputs)}"
-        )
-    return tuple(input_names), tuple(output_names)
+    """The graph's names of the entry's inputs and outputs, in the entry's order (see :func:`bind`)."""
+    return bind(entry, inputs, outputs, path).names
 
 
 def check_io(entry: ModelEntry, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
              path: Path | str) -> None:
-    """Raise ModelMismatch naming expected vs actual where the graph does not fit the entry (see bind_io)."""
-    bind_io(entry, inputs, outputs, path)
+    """Raise ModelMismatch where the graph does not fit the entry (see :func:`bind`)."""
+    bind(entry, inputs, outputs, path)
+
+
+def onnx_dtype(type_name: str) -> str:
+    """Our dtype name for onnxruntime's type name (``tensor(float)`` -> ``float32``)."""
+    return _ONNX_TYPES.get(type_name, type_name)
 
 
 def session_io(session: object) -> tuple[list[TensorSpec], list[TensorSpec]]:
@@ -105,7 +182,7 @@ def session_io(session: object) -> tuple[list[TensorSpec], list[TensorSpec]]:
         out = []
         for a in args:
             shape = tuple(d if isinstance(d, int) else None for d in a.shape)  # type: ignore[attr-defined]
-            out.append(TensorSpec(a.name, shape, _ONNX_TYPES.get(a.type, a.type)))  # type: ignore[attr-defined]
+            out.append(TensorSpec(a.name, shape, onnx_dtype(a.type)))  # type: ignore[attr-defined]
         return out
 
     return conv(session.get_inputs()), conv(session.get_outputs())  # type: ignore[attr-defined]

@@ -7,6 +7,6 @@ across frames.
 """
 
 from pipeline.process.processor import FaceProcessor
-from pipeline.processors.crops import Swapped
+from pipeline.processors.crops import FaceItem
 
-__all__ = ["FaceProcessor", "Swapped"]
+__all__ = ["FaceProcessor", "FaceItem"]

@@ -1,6 +1,7 @@
-"""Who goes in and who is replaced: the source faces turned into swapper identities, and the reference
-embeddings that pick the target faces (``selector.reference``, or one reference per source with
-``selector.mapping``: each source image is its own identity, swapped onto the person whose reference image
+"""Who goes in and who is replaced: the source faces grouped into identities (one per source with a mapping,
+else one for all: the processors that put a face in make theirs from them, ``Processor.take_sources``), and
+the reference embeddings that pick the target faces (``selector.reference``, or one reference per source
+with ``selector.mapping``: each source image is its own identity, put onto the person whose reference image
 has the same position; faces carry the identity index, see faces.mapping)."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pipeline.errors import NoFaceFound, UserError
 from pipeline.faces import mapping
 from pipeline.image import read_image
 from pipeline.process.models import FaceModels
-from pipeline.swap.base import Swapper
 from pipeline.types import Embedding, Face, Frame
 
 
@@ -44,31 +44,28 @@ def read_face(models: FaceModels, src: Path | str | Frame, index: int, role: str
 
 
 class Identities:
-    """The identities to swap in (``prepared`` by the swapper: one per source with a mapping, else one for
-    all sources; none where no swapper runs) and what picks the faces to replace (``references`` with a
-    mapping, ``reference`` in reference mode)."""
+    """The identities to put in (:attr:`groups`: each one's source faces) and what picks the faces to replace
+    (``references`` with a mapping, ``reference`` in reference mode). ``needed``: a processor puts the source
+    faces in, so there must be at least one."""
 
-    def __init__(self, models: FaceModels, sources: Sequence[Path | str | Frame],
-                 swapper: Swapper | None) -> None:
+    def __init__(self, models: FaceModels, sources: Sequence[Path | str | Frame], needed: bool) -> None:
         selector = models.settings.selector
         self.source_faces = [read_face(models, src, i) for i, src in enumerate(sources)]
-        if not self.source_faces and swapper is not None:
+        if not self.source_faces and needed:
             raise UserError("no source image given")
         self.references: np.ndarray | None = None  # (M, D) mapping references, one per source
         self.reference: Embedding | None = None
-        self.prepared: list[object] = []
+        pairs = [(src.frame, src.face) for src in self.source_faces]
+        self.groups: list[list[tuple[Frame, Face]]] = [pairs] if pairs else []
         if selector.mapping:
             if len(selector.mapping) != len(self.source_faces):
                 raise UserError(f"selector.mapping names {len(selector.mapping)} reference image(s) but "
                                 f"{len(self.source_faces)} source image(s) were given: "
                                 "give one reference per source")
-            if swapper is not None:
-                self.prepared = [swapper.prepare_source([(src.frame, src.face)]) for src in self.source_faces]
+            self.groups = [[pair] for pair in pairs]
             refs = [read_face(models, r, i, role="reference") for i, r in enumerate(selector.mapping)]
             self.references = np.stack([models.embed(r.frame, [r.face])[0] for r in refs])
             return
-        if swapper is not None:
-            self.prepared = [swapper.prepare_source([(src.frame, src.face) for src in self.source_faces])]
         if selector.mode == "reference":
             if not selector.reference:
                 raise UserError("selector.mode=reference needs selector.reference=IMAGE "
@@ -79,4 +76,4 @@ class Identities:
     def index_of(self, face: Face) -> int:
         """Which identity goes onto ``face``: its mapping position (without a mapping: the one identity)."""
         who = mapping.identity_of(face) if self.references is not None else 0
-        return max(0, min(who, len(self.prepared) - 1))
+        return max(0, min(who, len(self.groups) - 1))

@@ -7,17 +7,16 @@ images, keeps its models warm, and processes lists of frames. It puts together:
 - the :class:`~pipeline.plan.ModelPlan`: which models run;
 - :class:`~pipeline.process.models.FaceModels`: the shared models (detector, landmarker, recogniser, masks);
 - the processors (pipeline/processors/), each with its own models, in the plan's order;
-- :class:`~pipeline.process.identities.Identities`: the identities to swap in and the references that pick
+- :class:`~pipeline.process.identities.Identities`: the identities to put in and the references that pick
   the faces to replace.
 
-The chain (pipeline/chain.py) runs them; ``swap`` and ``enhance`` run one processor by hand (tests, scripts).
+The chain (pipeline/chain.py) runs them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipeline.faces import mapping
 from pipeline.faces import select as selection
@@ -27,18 +26,10 @@ from pipeline.plan import ModelPlan
 from pipeline.process.identities import Identities
 from pipeline.process.models import FaceModels, give_budget, sessions_of
 from pipeline.processors import PROCESSORS, FaceProcessorBase, FrameProcessorBase, Media, Processor
-from pipeline.processors.crops import FaceMasks, Swapped, blend
-from pipeline.processors.face_enhancer import FaceEnhancerProcessor
-from pipeline.processors.face_swapper import FaceSwapperProcessor
+from pipeline.processors.base import Original
+from pipeline.processors.crops import FaceItem, FaceMasks, blend
 from pipeline.settings import Settings
-from pipeline.swap.base import Swapper
-from pipeline.types import Face, Frame, Mask, ProcessorName
-
-if TYPE_CHECKING:
-    from pipeline.blend.occlusion import Occluder
-    from pipeline.blend.region import FaceParser
-    from pipeline.enhance.base import Enhancer
-
+from pipeline.types import Face, Frame
 
 # a face whose shorter side is below this cannot be swapped: the model's crop would be pasted back as a blob
 MIN_FACE_PX = 20
@@ -55,19 +46,14 @@ class FaceProcessor:
         self.notices.extend(self.plan.notices)
         self.processors: list[Processor] = []
         for step in self.plan.processors:
-            built = PROCESSORS[step.name](settings, self.plan.swapper, step.models)
-            give_budget(built.sessions(), settings)
+            built = PROCESSORS[step.name](settings, step.models)
+            give_budget([*built.sessions(), *built.helper_sessions()], settings)
             self.notices.extend(built.notices)
             self.processors.append(built)
-        swapper = self._step("face_swapper")
-        if isinstance(swapper, FaceSwapperProcessor):
-            give_budget([getattr(swapper.swapper, "recogniser", None)], settings)
         self.masks = FaceMasks(settings, self.face_models.occluder, self.face_models.parser)
-        self.identities = Identities(self.face_models, sources,
-                                     swapper.swapper if isinstance(swapper, FaceSwapperProcessor) else None)
-
-    def _step(self, name: ProcessorName) -> Processor | None:
-        return next((p for p in self.processors if p.name == name), None)
+        self.identities = Identities(self.face_models, sources, self.plan.needs_sources)
+        for built in self.processors:
+            built.take_sources(self.identities.groups)
 
     # --- what it is made of ---------------------------------------------------------------------------
     @property
@@ -84,34 +70,6 @@ class FaceProcessor:
         return self.face_models.detector
 
     @property
-    def swapper(self) -> Swapper | None:
-        step = self._step("face_swapper")
-        return step.swapper if isinstance(step, FaceSwapperProcessor) else None
-
-    @property
-    def enhancer(self) -> Enhancer | None:
-        step = self._step("face_enhancer")
-        return step.enhancer if isinstance(step, FaceEnhancerProcessor) else None
-
-    @property
-    def occluder(self) -> Occluder | None:
-        return self.face_models.occluder
-
-    @property
-    def parser(self) -> FaceParser | None:
-        return self.face_models.parser
-
-    @property
-    def identity(self) -> object:
-        """The (first) identity the swapper swaps in."""
-        return self.identities.prepared[0]
-
-    @property
-    def boost(self) -> int:
-        step = self._step("face_swapper")
-        return step.boost if isinstance(step, FaceSwapperProcessor) else 1
-
-    @property
     def crop_size(self) -> int:
         """The side of the first face processor's crop (the swap crop in the default order)."""
         faces = [p for p in self.processors if isinstance(p, FaceProcessorBase)]
@@ -125,28 +83,21 @@ class FaceProcessor:
             out *= p.scale if isinstance(p, FrameProcessorBase) else 1
         return out
 
-    @property
-    def mask(self) -> Mask:
-        """The box paste mask of the swap crop (an item whose own ``mask`` is None pastes with its box)."""
-        step = self._step("face_swapper")
-        assert isinstance(step, FaceSwapperProcessor), "no face_swapper in processors.order"
-        return step.box
-
-    @property
-    def poisson(self) -> bool:
-        step = self._step("face_swapper")
-        return isinstance(step, FaceSwapperProcessor) and step.poisson
-
     def stage_sessions(self) -> dict[str, list[CatalogSession]]:
         """The onnxruntime-backed models each stage runs (detect, then each processor's stage)."""
         m = self.face_models
         recogniser = m.recogniser if self.selects_by_identity else None  # runs on every frame's faces
         out = {"detect": sessions_of([m.detector, m.landmarker, recogniser])}
-        for i, step in enumerate(self.processors):
-            first = not isinstance(step, FrameProcessorBase) and self.first_of_run(i)
-            mask_models = [m.occluder, m.parser] if first else []
+        for step in self.processors:
+            kinds = step.pastes_under
+            mask_models = [m.occluder if "occlusion" in kinds else None,
+                           m.parser if "region" in kinds else None]
             out[step.stage] = [*step.sessions(), *sessions_of(mask_models)]
         return out
+
+    def helper_sessions(self) -> list[CatalogSession]:
+        """The models the processors ran only before the frames (to make the source identities)."""
+        return [s for p in self.processors for s in p.helper_sessions()]
 
     # --- stages ---------------------------------------------------------------------------------------
     @property
@@ -186,22 +137,17 @@ class FaceProcessor:
             chosen = models.landmarker.refine(frame, chosen)
         return chosen
 
-    def first_of_run(self, index: int) -> bool:
-        """Whether processor ``index`` is the first face processor of its run (it frames the faces and sets
-        their paste masks): the first of the order, or the first after a frame processor."""
-        return index == 0 or isinstance(self.processors[index - 1], FrameProcessorBase)
-
     def face_step(self, index: int) -> FaceProcessorBase:
         step = self.processors[index]
         assert isinstance(step, FaceProcessorBase), f"{step.name} is not a face processor"
         return step
 
-    def run_step(self, index: int, frames: Sequence[Frame], items: Sequence[Sequence[Swapped]],
-                 at: Sequence[int] | None = None) -> None:
-        """Face processor ``index`` of the order on the faces of ``frames`` (numbers ``at``), in place; the
-        first of a run sets the masks."""
-        masks = self.masks if self.first_of_run(index) else None
-        self.face_step(index).run(frames, items, self.identities, masks, at or [0] * len(frames))
+    def run_step(self, index: int, frames: Sequence[Frame], items: Sequence[Sequence[FaceItem]],
+                 at: Sequence[int] | None = None, originals: Sequence[Original] | None = None) -> None:
+        """Face processor ``index`` of the order on the faces of ``frames`` (numbers ``at``; ``originals``:
+        each as decoded, None: ``frames`` are), in place, with its paste masks."""
+        self.face_step(index).run(frames, items, self.identities, self.masks, at or [0] * len(frames),
+                                  originals)
 
     def prepare(self, media: Media) -> None:
         """Tell every processor the clip it will work on (before the first frame)."""
@@ -209,25 +155,6 @@ class FaceProcessor:
             step.prepare(media)
             self.notices.extend([n for n in step.notices if n not in self.notices])
 
-    def swap(self, frames: Sequence[Frame], faces: Sequence[Sequence[Face]]) -> list[list[Swapped]]:
-        """Align and swap every given face (all crops of all frames batched), with their paste masks."""
-        items = [[Swapped.unframed(f) for f in row] for row in faces]
-        step = self._step("face_swapper")
-        if step is not None:
-            self.run_step(self.processors.index(step), frames, items)
-        return items
-
-    @property
-    def enhances(self) -> bool:
-        """Whether :meth:`enhance` does anything with these settings."""
-        return self._step("face_enhancer") is not None
-
-    def enhance(self, frames: Sequence[Frame], swapped: Sequence[Sequence[Swapped]]) -> None:
-        """Restore the swapped faces (``swap``'s output for ``frames``) with the enhancer, in one batch."""
-        step = self._step("face_enhancer")
-        if step is not None:
-            self.run_step(self.processors.index(step), frames, swapped)
-
-    def blend(self, frame: Frame, items: Sequence[Swapped], inplace: bool = False) -> Frame:
-        """Colour-match each processed crop and paste it back (``inplace``: into ``frame`` itself)."""
-        return blend(self.settings, frame, items, poisson=self.poisson, inplace=inplace)
+    def blend(self, frame: Frame, items: Sequence[FaceItem], inplace: bool = False) -> Frame:
+        """Paste each face processor's result back, in order (``inplace``: into ``frame`` itself)."""
+        return blend(frame, items, inplace=inplace)

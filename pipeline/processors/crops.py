@@ -1,50 +1,69 @@
-"""What the face processors share: the face item (``Swapped``), framing a face at a processor's template, the
-paste masks, and the blend (colour-match and paste back).
+"""What the face processors share: the face item (``FaceItem``), framing a face at a processor's template, the
+paste masks, and the blend (paste back).
 
-An item starts unframed (only its face); the first face processor of ``processors.order`` aligns it from the
-frame at its own template and size, each later one re-frames it to its own (the earlier result composited over
-the frame there, :func:`reframe`). The masks are set on the first processor's crop (:class:`FaceMasks`: all
-faces of a batch in one occluder / parser run); ``blend`` is plain image work per frame.
+One rule for every face processor: it pastes its output under its own paste mask, once, and every pixel
+outside that mask is what the processors before it made. An item starts unframed (only its face); the first
+face processor of a run of ``processors.order`` aligns it from the frame at its own template and size. A later
+one keeps the earlier processors' pastes (``below``: each one's matrix, result and mask, in order) and frames
+the face again at its own template and size, where it is fed what the frame will show after those pastes
+(:func:`view`). The blend then pastes each layer in turn straight from its own crop into the frame (each pixel
+resampled once from the crop that made it; a pixel outside a layer's mask keeps exactly what was there).
+
+Each processor's paste mask is its own (a box, the lip syncer's lower face, a DFM's mask) and those of the
+user's ``mask.types`` it pastes under (its ``pastes_under``, as FaceFusion's processor of that name does):
+:class:`FaceMasks` makes them on the crop it was fed (occlusion) or on its output (region), or from the face's
+landmarks (area, mouth).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
-from pipeline.blend import color, paste
+from pipeline.blend import area, paste
 from pipeline.blend import mask as masks
 from pipeline.blend.mouth import mouth_mask
 from pipeline.faces import align
-from pipeline.settings import Settings
-from pipeline.types import Face, Frame, Mask, Matrix, Template
+from pipeline.settings import MaskSettings, Settings
+from pipeline.types import Face, FaceArea, Frame, Mask, MaskType, Matrix, Template
 
 if TYPE_CHECKING:
     from pipeline.blend.occlusion import Occluder
     from pipeline.blend.region import FaceParser
 
-SUPPORT_BLUR = 0.1  # feather of the swapped crop's own footprint when it is re-framed for the enhancer
+
+@dataclass
+class Layer:
+    """One face processor's paste: frame -> its crop, what it pastes there and under which mask."""
+
+    matrix: Matrix
+    result: Frame
+    mask: Mask
+    poisson: bool = False  # Poisson-blended first (the face swapper's ``face_swapper.poisson``)
 
 
 @dataclass
-class Swapped:
+class FaceItem:
     """One face of one frame on its way through the face processors: where it came from and what replaces it.
 
-    ``matrix``/``crop``/``result`` are None until the first face processor frames it (:meth:`unframed`)."""
+    ``matrix``/``crop``/``result`` are None until the first face processor frames it (:meth:`unframed`);
+    then they are the current processor's: its crop of the frame, what it pastes, ``mask`` (None: its box)."""
 
     matrix: np.ndarray  # frame -> crop
-    crop: Frame  # the aligned target crop
-    result: Frame  # what replaces it (the swapped, enhanced… crop)
+    crop: Frame  # the aligned crop of the frame as this run of processors found it
+    result: Frame  # what replaces it (the processor's input until it has run: the earlier pastes' view)
     face: Face | None = None  # the target face it replaces
     mask: Mask | None = None  # crop-space paste mask; None = the plain box mask
-    box: Mask | None = None  # the plain box mask of its crop (the paste mask where ``mask`` is None)
+    box: Mask | None = None  # the processor's box mask of its crop (the paste mask where ``mask`` is None)
+    below: list[Layer] = field(default_factory=list)  # the earlier processors' pastes of this run, in order
+    poisson: bool = False  # the paste is Poisson-blended first (the classic swapper's seam, at the swap)
 
     @classmethod
-    def unframed(cls, face: Face) -> Swapped:
+    def unframed(cls, face: Face) -> FaceItem:
         return cls(None, None, None, face)  # type: ignore[arg-type]
 
     @property
@@ -57,6 +76,12 @@ class Swapped:
         assert mask is not None, "an unframed item has no mask"
         return mask
 
+    def layers(self) -> list[Layer]:
+        """Every paste of this face, in order: the earlier processors' and the current one's."""
+        if not self.framed:
+            return []
+        return [*self.below, Layer(self.matrix, self.result, self.paste_mask, self.poisson)]
+
 
 def compose(outer: Matrix, inner: Matrix) -> Matrix:
     """The 2×3 affine ``outer ∘ inner``."""
@@ -65,23 +90,24 @@ def compose(outer: Matrix, inner: Matrix) -> Matrix:
     return (a @ b)[:2]
 
 
-def frame_items(frames: Sequence[Frame], items: Sequence[Sequence[Swapped]], template: Template, size: int,
-                box: Mask, scale: float = 1.0) -> list[tuple[Frame, Swapped]]:
+def frame_items(frames: Sequence[Frame], items: Sequence[Sequence[FaceItem]], template: Template, size: int,
+                box: Mask, scale: float = 1.0) -> list[tuple[Frame, FaceItem]]:
     """Frame every item at ``template`` × ``size`` (see the module docstring); the (frame, item) pairs, flat.
 
-    ``box``: the plain box mask at this size, the paste mask of an item framed here from the frame.
-    ``scale``: the landmarks scaled about the nose tip first (> 1 zooms out: the face editor's 1.5)."""
-    pairs: list[tuple[Frame, Swapped]] = []
+    After it an item's ``crop`` is the frame's crop there and its ``result`` what the processor is fed (the
+    crop itself for the first of a run, else the earlier pastes over it); ``mask`` is None and ``box`` this
+    processor's box mask at this size. ``scale``: the landmarks scaled about the nose tip first (> 1 zooms
+    out: the face editor's 1.5)."""
+    pairs: list[tuple[Frame, FaceItem]] = []
     for frame, row in zip(frames, items, strict=True):
         for item in row:
-            if item.framed:
-                m, composite, target, mask = reframe(frame, item, template, size, scale)
-                item.matrix, item.crop, item.result, item.mask, item.box = m, target, composite, mask, box
-            else:
-                assert item.face is not None
-                item.matrix = _estimate(item.face, template, size, scale)
-                item.crop = item.result = align.warp(frame, item.matrix, size)
-                item.box = box
+            assert item.face is not None
+            earlier = item.layers()
+            m = _estimate(item.face, template, size, scale)
+            target = align.warp(frame, m, size)
+            item.matrix, item.crop, item.mask, item.box, item.poisson = m, target, None, box, False
+            item.below = earlier
+            item.result = view(target, m, earlier) if earlier else target
             pairs.append((frame, item))
     return pairs
 
@@ -94,77 +120,95 @@ def _estimate(face: Face, template: Template, size: int, scale: float) -> Matrix
     return align.estimate(points, template, size)
 
 
-def reframe(frame: Frame, item: Swapped, template: Template, size: int,
-            scale: float = 1.0) -> tuple[Matrix, Frame, Frame, Mask]:
-    """(frame -> the new crop, the item's result over the target there, the target crop, the mask there)."""
-    crop_size = item.crop.shape[0]
-    support = masks.box_mask(crop_size, SUPPORT_BLUR)
-    assert item.face is not None
-    m_e = _estimate(item.face, template, size, scale)
-    to_e = compose(m_e, align.invert(item.matrix))  # old crop -> new crop
-    target = align.warp(frame, m_e, size)
-    moved = cv2.warpAffine(item.result, to_e, (size, size), flags=cv2.INTER_LINEAR,
-                           borderMode=cv2.BORDER_REPLICATE)
-    inside = cv2.warpAffine(np.ascontiguousarray(support), to_e, (size, size), flags=cv2.INTER_LINEAR,
-                            borderMode=cv2.BORDER_CONSTANT, borderValue=0)
-    own = cv2.warpAffine(np.ascontiguousarray(item.paste_mask, np.float32), to_e, (size, size),
-                         flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
-    base = target.astype(np.float32)
-    mixed = base + (moved.astype(np.float32) - base) * inside[..., None]
-    composite = np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
-    return m_e, composite, target, np.clip(np.minimum(own, inside), 0.0, 1.0).astype(np.float32)
+def view(target: Frame, matrix: Matrix, layers: Sequence[Layer]) -> Frame:
+    """What the frame will show in the crop ``target`` (cut by ``matrix``) once ``layers`` are pasted: each
+    layer's result over it by its mask, moved from its crop into this one."""
+    size = target.shape[0]
+    out = target.astype(np.float32)
+    for layer in layers:
+        to_here = compose(matrix, align.invert(layer.matrix))  # its crop -> this crop
+        moved: np.ndarray = layer.result
+        weight: np.ndarray = np.asarray(layer.mask, np.float32)
+        if layer.result.shape[0] != size or not np.allclose(to_here, np.eye(2, 3), atol=1e-9):
+            moved = cv2.warpAffine(layer.result, to_here, (size, size), flags=cv2.INTER_LINEAR,
+                                   borderMode=cv2.BORDER_REPLICATE)
+            weight = cv2.warpAffine(np.ascontiguousarray(weight), to_here, (size, size),
+                                    flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        out += (moved.astype(np.float32) - out) * np.clip(weight, 0.0, 1.0)[..., None]
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def swap_box(settings: MaskSettings, size: int) -> Mask:
+    """A swapper's own box: ``mask.blur`` and ``mask.padding`` where ``box`` is among ``mask.types``, else a
+    hard-edged box (the crop's edge only)."""
+    s = settings
+    return masks.box_mask(size, s.blur, s.padding) if "box" in s.types else masks.box_mask(size, 0.0)
 
 
 class FaceMasks:
-    """The paste masks of ``mask.types`` on a crop: the least of box, occlusion, region, mouth."""
+    """The user's ``mask.types`` on a processor's crops: occlusion, region, area, mouth (each made where its
+    processor in FaceFusion makes it), combined with each item's own mask by the least."""
 
     def __init__(self, settings: Settings, occluder: Occluder | None, parser: FaceParser | None) -> None:
         self.settings = settings.mask
         self.occluder = occluder
         self.parser = parser
 
-    def apply(self, items: Sequence[Swapped]) -> None:
-        """Set each (framed) item's paste mask (left None for the plain box)."""
+    def apply(self, items: Sequence[FaceItem], kinds: Collection[MaskType],
+              fed: Sequence[Frame] | None = None) -> None:
+        """Each item's paste mask: its own (``mask``, else its box) and the least of the ``mask.types`` among
+        ``kinds`` (what the processor pastes under): occlusion on ``fed`` (the crops the processor was fed;
+        default: the frame's crops), region on its output (``result``), area and mouth from the landmarks."""
         s = self.settings
-        if s.types == ("box",) or not items:
+        wanted = [t for t in s.types if t in kinds and t != "box"]
+        if not wanted or not items:
             return
         size = items[0].crop.shape[0]
-        box = items[0].paste_mask
-        parts: list[np.ndarray] = [np.broadcast_to(
-            box if "box" in s.types else masks.box_mask(size, 0.0), (len(items), size, size))]
-        crops = np.stack([it.crop for it in items])
-        if self.occluder is not None:
-            parts.append(self.occluder.masks(crops))
-        if self.parser is not None:
-            parts.append(self.parser.masks(crops, s.regions))
-        if "mouth" in s.types:
+        parts: list[np.ndarray] = []
+        if "occlusion" in wanted and self.occluder is not None:
+            parts.append(self.occluder.masks(np.stack(fed if fed is not None else [it.crop for it in items])))
+        if "region" in wanted and self.parser is not None:
+            parts.append(self.parser.masks(np.stack([it.result for it in items]), s.regions))
+        if "area" in wanted:
+            parts.append(np.stack([_area(it, size, s.areas) for it in items]))
+        if "mouth" in wanted:
             parts.append(np.stack([_mouth(it, size) for it in items]))
-        combined = parts[0].astype(np.float32)
-        for part in parts[1:]:
-            combined = np.minimum(combined, part)
-        for item, m in zip(items, combined, strict=True):
-            item.mask = np.ascontiguousarray(m)
+        for i, item in enumerate(items):
+            least = np.asarray(item.paste_mask, np.float32)
+            for part in parts:
+                least = np.minimum(least, part[i])
+            item.mask = np.ascontiguousarray(least, np.float32)
 
 
-def _mouth(item: Swapped, size: int) -> Mask:
+def _landmarks(item: FaceItem) -> tuple[np.ndarray, np.ndarray | None]:
+    """The face's five and (where known) 68 points in the item's crop."""
     face = item.face
-    if face is None:
-        return np.ones((size, size), np.float32)
+    assert face is not None
     five = align.transform_points(face.landmarks, item.matrix)
     full = None if face.landmarks68 is None else align.transform_points(face.landmarks68, item.matrix)
+    return five, full
+
+
+def _area(item: FaceItem, size: int, areas: Sequence[FaceArea]) -> Mask:
+    if item.face is None:
+        return np.ones((size, size), np.float32)
+    five, full = _landmarks(item)
+    return area.area_mask(size, areas, five, full)
+
+
+def _mouth(item: FaceItem, size: int) -> Mask:
+    if item.face is None:
+        return np.ones((size, size), np.float32)
+    five, full = _landmarks(item)
     return mouth_mask(size, five, full)
 
 
-def blend(settings: Settings, frame: Frame, items: Sequence[Swapped], *, poisson: bool = False,
-          inplace: bool = False) -> Frame:
-    """Colour-match each item's result to its target crop and paste it back into ``frame``.
+def blend(frame: Frame, items: Sequence[FaceItem], *, inplace: bool = False) -> Frame:
+    """Paste every layer of each item back into ``frame``, in order (see the module docstring).
 
     ``inplace`` writes into ``frame`` (the video render owns its decoded frames) instead of a copy."""
+    out = frame if inplace else frame.copy()
     for item in items:
-        if not item.framed:
-            continue
-        result, m = item.result, item.paste_mask
-        if settings.color.method != "none":
-            result = color.transfer(result, item.crop, settings.color.method, settings.color.strength, m)
-        frame = paste.paste_back(frame, result, item.matrix, m, poisson=poisson, inplace=inplace)
-    return frame
+        for layer in item.layers():
+            paste.paste_back(out, layer.result, layer.matrix, layer.mask, poisson=layer.poisson, inplace=True)
+    return out

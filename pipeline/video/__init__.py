@@ -2,7 +2,7 @@
 
     info = probe(path)                                  # or BadMedia with one clear line
     with encoder_for(out, info, settings, models=[...], cancel=event) as enc:
-        for frame in read_frames(path, info=info, start=..., end=..., cancel=event):
+        for frame in read_frames(path, info=info, trim=Trim(start, end), cancel=event):
             enc.write(process(frame))                   # BGR uint8 HxWx3
 """
 

@@ -191,7 +191,7 @@ def quality_args(encoder: str, quality: int, preset: EncoderPreset) -> list[str]
 
 @dataclass(frozen=True)
 class AlphaCodec:
-    """The video codec a container's transparent output is encoded with (shared/PROCESSORS.md §7.2)."""
+    """The video codec a container's transparent output is encoded with (docs/processors.md §7.2)."""
 
     encoder: str
     pix_fmt: str

@@ -30,6 +30,7 @@ from pipeline.errors import BadMedia, Cancelled
 from pipeline.video import builders, encoders, ffmpeg
 from pipeline.video.probe import VideoInfo, probe
 from pipeline.video.process import FFmpegProcess
+from pipeline.video.trim import WHOLE, Trim
 
 log = logging.getLogger(__name__)
 
@@ -67,34 +68,24 @@ def decode_filters(info: VideoInfo, ffmpeg_exe: str, frames: tuple[int, int | No
     )
 
 
-def _trim(info: VideoInfo, start: float | None, end: float | None) -> tuple[float | None, float | None]:
-    if start is not None and start >= info.duration:
-        raise BadMedia(f"{info.path.name}: trim start {start:g} s is past the end of the video "
-                       f"({info.duration:.2f} s)")
-    if end is not None and end <= (start or 0.0):
-        raise BadMedia(f"{info.path.name}: trim end {end:g} s is not after the start {start or 0:g} s")
-    duration = None if end is None or end >= info.duration else end - (start or 0.0)
-    return (start or None), duration
-
-
 def read_frames(
     path: str | Path,
     *,
     info: VideoInfo | None = None,
-    start: float | None = None,
-    end: float | None = None,
+    trim: Trim = WHOLE,
     cancel: threading.Event | None = None,
     hwaccel: str = "auto",
     frames: tuple[int, int | None] | None = None,
     report: DecodeReport | None = None,
     hold_gaps: bool = False,
 ) -> Iterator[np.ndarray]:
-    """Yield BGR uint8 frames of ``path`` (optionally trimmed to ``start``..``end`` seconds).
+    """Yield BGR uint8 frames of ``path``: the frames ``trim`` keeps (:mod:`pipeline.video.trim`; a trim that
+    keeps none is refused in its one line before ffmpeg starts).
 
     The generator owns its ffmpeg process: closing it early, an error or ``cancel`` being set kills
     and reaps the process. Cancellation raises :class:`~pipeline.errors.Cancelled` within ~0.1 s.
     ``hwaccel``: ``"auto"`` (NVDEC if a trial decode works) or ``"none"``.
-    ``frames=(a, b)``: only frames a..b-1 of the (trimmed) stream, by index (b None: to the end); the
+    ``frames=(a, b)``: only frames a..b-1 of the trimmed stream, by index (b None: to the end); the
     frames before ``a`` are decoded and dropped inside ffmpeg, so frame ``a`` is exactly the frame a
     full read yields at index ``a`` (what a resumed render needs).
     Each yielded array is new (safe to keep or hand to another thread).
@@ -104,11 +95,12 @@ def read_frames(
     """
     info = info or probe(path)
     exe = ffmpeg.ffmpeg_exe()
-    trim_start, duration = _trim(info, start, end)
+    trim.keep(info.frame_count, info.fps, info.path.name)
+    seek, duration = trim.seek(info.frame_count, info.fps)
     accel, reason = encoders.choose_hwaccel(hwaccel, exe, info.path, info.codec, info.pix_fmt)
     log.debug("decoding %s: %s", info.path.name, reason)
     filters = decode_filters(info, exe, frames, hold_gaps)
-    cmd = builders.decode_cmd(exe, info.path, filters=filters, start=trim_start, duration=duration,
+    cmd = builders.decode_cmd(exe, info.path, filters=filters, start=seek, duration=duration,
                               hwaccel=accel)
     return _frames(cmd, info, cancel, report or DecodeReport())
 

@@ -42,6 +42,7 @@ from pipeline.types import EncoderPreset, Frame
 from pipeline.video import builders, encoders, ffmpeg, streams
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
+from pipeline.video.trim import Trim
 
 log = logging.getLogger(__name__)
 
@@ -321,9 +322,10 @@ def encoder_for(
     a transparent output takes, if not the output's (a job's segments take the joined file's).
     """
     width, height = size or (info.width, info.height)
+    start, end = Trim.of(settings).times(info.frame_count, info.fps)  # the sound of the frames kept
     return Encoder(
         output, width=width, height=height, fps=info.fps, source=info,
-        start=settings.video.start, end=settings.video.end, keep_audio=settings.video.keep_audio,
+        start=start, end=end, keep_audio=settings.video.keep_audio,
         fit_audio=settings.video.allow_damaged, mux_source=audio, voice=voice,
         encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
         models=models, cancel=cancel, alpha=alpha_codec(settings, container or Path(output).suffix),

@@ -61,13 +61,6 @@ class VideoInfo:
     def is_hdr(self) -> bool:
         return self.color_transfer in builders.HDR_TRANSFERS
 
-    def frames_between(self, start: float | None = None, end: float | None = None) -> int:
-        """How many frames the decoder yields for this trim (estimated)."""
-        if not start and end is None:
-            return self.frame_count
-        stop = self.duration if end is None else min(end, self.duration)
-        return max(0, round((stop - (start or 0.0)) * self.fps))
-
 
 def probe(path: str | Path) -> VideoInfo:
     """Describe a video file; raise BadMedia naming the problem if it is not a usable video."""

@@ -62,7 +62,8 @@ class FFmpegProcess:
             stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             bufsize=0,
-        )
+            start_new_session=True,  # Ctrl-C or SIGHUP to the terminal's group reach facestation, which ends
+        )                            # its children itself (a recording's encoder finishes its file)
         self.cancelled = False
         self._cancel = cancel
         self._stderr_thread = threading.Thread(target=self._drain, name="ffmpeg-stderr", daemon=True)

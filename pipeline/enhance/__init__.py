@@ -1,1 +1,0 @@
-"""enhance stage."""

@@ -1,1 +1,0 @@
-"""Face swappers: one module per model family behind the Swapper protocol."""
