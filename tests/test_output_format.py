@@ -154,6 +154,7 @@ def test_swap_says_the_codec_change_before_it_renders(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith("facestation: note: ProRes 4444 does not go in a .mp4 file: out.mp4 is encoded as "
                           "H.264"), err
+    assert "output.encoder=prores_ks is not used" not in err  # said once, before, not again after
     video = next(s for s in videos.stream_info(out)["streams"] if s["codec_type"] == "video")
     assert video["codec_name"] == "h264"
 

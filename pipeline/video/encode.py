@@ -59,6 +59,7 @@ class FrameSink(Protocol):
 
     encoder: str
     encoder_reason: str
+    asked: str  # the encoder asked for once the container's rule applied (video/formats.py): ``auto``, a name
 
     def write(self, frame: Frame) -> None: ...
 
@@ -171,10 +172,11 @@ class Encoder:
         exe = ffmpeg.ffmpeg_exe()
         self.channels = 3 if alpha is None else 4
         if alpha is None:
-            asked = formats.own_codec(self.output.suffix) if encoder == "auto" else encoder
-            self.encoder, self.encoder_reason = encoders.choose_encoder(asked, exe)
+            self.asked: str = formats.own_codec(self.output.suffix) if encoder == "auto" else encoder
+            self.encoder, self.encoder_reason = encoders.choose_encoder(self.asked, exe)
             video_args = ["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)]
         else:
+            self.asked = alpha.encoder
             self.encoder, self.encoder_reason = _alpha_encoder(alpha, exe, self.output.name)
             video_args = ["-c:v", self.encoder, *builders.alpha_quality_args(alpha, quality, preset)]
         out_w, out_h = width + width % 2, height + height % 2
