@@ -171,3 +171,25 @@ def test_an_opaque_prores_mov_and_a_vp9_webm_are_written(tmp_path: Path) -> None
         video = next(s for s in videos.stream_info(out)["streams"] if s["codec_type"] == "video")
         # ffprobe reads ProRes 4444 as 12 bits
         assert video["codec_name"] == codec and video["pix_fmt"].startswith(pix), video
+
+
+def test_a_queued_job_in_segments_keeps_the_chosen_rate_and_size(tmp_path: Path) -> None:
+    """A job rendered in segments of 15 frames (2 s at 30 fps: 4 segments) at ``output.fps=12`` and
+    ``output.size=120p``: the joined file is 24 frames of 160×120, 2 s long."""
+    from pipeline.jobs import segments
+    from pipeline.jobs.service import add, open_store
+    from pipeline.jobs.worker import run
+    from pipeline.request import SwapRequest
+
+    clip = videos.make_clip(tmp_path / "clip.mp4", seconds=2.0, size=(320, 240), fps=30)
+    settings = _s("output.fps=12", "output.size=120p")
+    store = open_store()
+    job = add(store, SwapRequest.of([photos.grace_hopper_path()], clip, settings, tmp_path / "job.mp4"))
+    assert run(store, "w1", once=True, pace=segments.Pace.frames(15)) == 1
+    done = store.get(job.id)
+    assert done.state == "done", (done.error, done.log)
+    assert done.resume is not None and len(done.resume["segments"]) == 4
+    video = next(s for s in videos.stream_info(done.output)["streams"] if s["codec_type"] == "video")
+    assert (video["width"], video["height"], video["r_frame_rate"]) == (160, 120, "12/1")
+    assert videos.count_frames(done.output) == 24
+    assert float(videos.stream_info(done.output)["format"]["duration"]) == pytest.approx(2.0, abs=0.1)
