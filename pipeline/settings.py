@@ -52,7 +52,8 @@ RENAMED_SECTIONS = {"swapper": "face_swapper", "enhancer": "face_enhancer"}
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 # UI facts a field may carry (json_schema_extra): "main" (shown beside the preview, not among the advanced
-# settings), "choice_words" ((value, words) for a value that means something other than itself), "ui_range"
+# settings), "choice_words" ((value, words) for a value that means something other than itself), "ui_range",
+# "placeholder" (an empty optional value in words), "suggest" (a free text's usual values, offered in a menu)
 MAIN: dict[str, Any] = {"main": True}
 
 
@@ -273,9 +274,12 @@ class OutputSettings(_Section):
     preset: EncoderPreset = Field("medium", title="Encoding speed",
                                   description="faster encodes make larger files at the same quality")
     fps: float | None = Field(None, ge=1.0, le=240.0, allow_inf_nan=False, title="Frame rate (fps)",
-                              description="empty = the target's; a number: frames dropped or repeated to it")
+                              description="empty = the target's; a number: frames dropped or repeated to it",
+                              json_schema_extra={"placeholder": "the target's"})
     size: str = Field("keep", title="Resolution",
-                      description="keep, a height (720p) or a factor (0.5x) of the target's size")
+                      description="keep, a height (720p) or a factor (0.5x) of the target's size",
+                      json_schema_extra={"suggest": ["keep", "2160p", "1440p", "1080p", "720p", "480p",
+                                                     "0.5x"]})
     image_quality: int = Field(95, ge=1, le=100, title="Image quality (%)", description="JPEG/WebP quality")
 
     @field_validator("size", mode="before")

@@ -193,3 +193,28 @@ def test_a_queued_job_in_segments_keeps_the_chosen_rate_and_size(tmp_path: Path)
     assert (video["width"], video["height"], video["r_frame_rate"]) == (160, 120, "12/1")
     assert videos.count_frames(done.output) == 24
     assert float(videos.stream_info(done.output)["format"]["duration"]) == pytest.approx(2.0, abs=0.1)
+
+
+def test_the_output_area_offers_its_choices_in_words() -> None:
+    """The Output controls are built from the settings: the codec menu with what opens here, alpha marked;
+    the container menu; the frame rate empty for "the target's"; the resolution a menu that takes any
+    spelling (read back in its one spelling)."""
+    pytest.importorskip("gradio")
+    from pipeline import api
+    from webui import controls
+
+    fields = api.settings_keys()
+    codec = controls.make_control("output.encoder", fields["output.encoder"], "auto")
+    labels = dict((value, label) for label, value in codec.choices)
+    assert labels["auto"] == "auto (H.264, GPU where it works)"
+    assert set(labels) == set(api.usable_encoders())
+    if "prores_ks" in labels:
+        assert labels["prores_ks"] == "ProRes 4444 (.mov, keeps transparency)"
+    container = controls.make_control("output.container", fields["output.container"], "auto")
+    assert [v for _, v in container.choices] == ["auto", ".mp4", ".mov", ".mkv", ".webm"]
+    fps = controls.make_control("output.fps", fields["output.fps"], None)
+    assert fps.placeholder == "the target's" and fps.value == ""
+    size = controls.make_control("output.size", fields["output.size"], "keep")
+    assert "720p" in [v for _, v in size.choices] and size.allow_custom_value
+    read = controls.settings_from(["output.fps", "output.size"], ["24", "50%"])
+    assert (read.output.fps, read.output.size) == (24.0, "0.5x")
