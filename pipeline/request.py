@@ -120,13 +120,15 @@ def check(request: SwapRequest) -> Checked:
 
 def output_notices(request: SwapRequest, target: media.MediaInfo | None) -> tuple[str, ...]:
     """What a video output is written as where it differs from what was asked (:func:`formats.choose`): for
-    its output file, or (a preview: none yet) for the file the app would name."""
+    its output file, or (a preview: none yet) for the file the app would name, whose container is refused
+    here already where it cannot keep the transparency asked (as Add to queue would refuse it)."""
     if target is None or target.kind != "video" or request.live:
         return ()
     settings = request.settings
     output = request.output
     if output is None:
         output = Path(target.path.stem + formats.suffix_for(settings, transparent(settings)))
+        checks.check_alpha_output(settings, output)
     elif is_image_path(output):
         return ()
     return formats.choose(settings, output, transparent(settings)).notices

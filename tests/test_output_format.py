@@ -218,3 +218,31 @@ def test_the_output_area_offers_its_choices_in_words() -> None:
     assert "720p" in [v for _, v in size.choices] and size.allow_custom_value
     read = controls.settings_from(["output.fps", "output.size"], ["24", "50%"])
     assert (read.output.fps, read.output.size) == (24.0, "0.5x")
+
+
+def test_a_preview_refuses_transparency_in_a_container_without_it_as_the_queue_would(tmp_path: Path) -> None:
+    from pipeline.errors import UserError
+    from pipeline.request import SwapRequest, check
+    from tests.surrogates import install_surrogate
+
+    install_surrogate("modnet")
+    clip = videos.make_clip(tmp_path / "clip.mp4", seconds=0.5, audio=False)
+    settings = _s(*TRANSPARENT, "output.container=.mp4")
+    with pytest.raises(UserError, match=r"background_remover makes the frames transparent.*clip.mp4 cannot"):
+        check(SwapRequest.of([photos.grace_hopper_path()], clip, settings))
+    # the codec asked cannot keep it: the container's alpha codec, said
+    h264 = _s(*TRANSPARENT, "output.encoder=libx264")
+    said = check(SwapRequest.of([photos.grace_hopper_path()], clip, h264))
+    assert said.output_notices == ("H.264 cannot keep transparency: clip.webm is encoded as VP9",)
+
+
+def test_queue_add_says_the_change_when_it_queues(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.main import main
+
+    clip = videos.make_clip(tmp_path / "clip.mp4", seconds=0.5, audio=False)
+    assert main(["queue", "add", "--source", str(photos.grace_hopper_path()), "--target", str(clip),
+                 "--output", str(tmp_path / "out.webm"), "--set", "output.encoder=libx265"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ("facestation: note: HEVC does not go in a .webm file: out.webm is encoded as VP9 "
+                            "(name it .mp4 to keep HEVC)\n")
+    assert captured.out.strip().isdigit()  # the job's id
