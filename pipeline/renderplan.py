@@ -1,7 +1,7 @@
 """The render plan: what a video render decides before its first frame.
 
 :func:`plan_render` loads the models, runs the first frame through every stage of the chain (that frame's
-first face-processor result is kept: :class:`FirstFrame`, the render does not redo it), measures each heavy
+first run of face processors' results are kept: :class:`FirstFrame`, the render does not redo them), measures each heavy
 model stage alone at fewer threads (within a time box), places the heavy stages on the cores
 (:mod:`pipeline.threadplan`: which run side by side, which take turns, on how many threads; light ones get
 one thread) and, for ``execution.batch_size=auto``, probes batch sizes within a time box
@@ -61,7 +61,7 @@ class RenderPlan:
     first_cpu_s: float = 0.0  # CPU seconds of the process on the first frame
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
-    first: FirstFrame | None = field(default=None, repr=False)  # what the first face processor made of it
+    first: FirstFrame | None = field(default=None, repr=False)  # what the first face processors made of it
     out_size: tuple[int, int] = (0, 0)  # (width, height) of the output frames (frame processors may scale)
     groups: list[list[str]] = field(default_factory=list)  # heavy stages: groups side by side, turns within
     curves: dict[str, dict[int, float]] = field(default_factory=dict)  # heavy stage -> threads -> s a frame
@@ -85,23 +85,24 @@ class RenderPlan:
 
 @dataclass
 class FirstFrame:
-    """The plan's run of the first frame, kept so that the render does not run its first face processor (the
-    swapper, in the default order) on that frame again (on a heavy model on a CPU that is seconds: 3 % of a
-    1 s clip)."""
+    """The plan's run of the first frame, kept so that the render does not run the face processors of the
+    chain's first run (the swapper and the enhancer, in the default order) on that frame again: on heavy
+    models on a CPU that is seconds (the GFPGAN twin's run was 2 % of a 1 s clip's render). What comes after
+    that run's blend (a frame processor, a second run) runs again: it is not kept."""
 
     frame: Frame
     faces: list[Face]
-    swapped: list[FaceItem]  # after the first face processor, before the next (they work in place)
-    seconds: float = 0.0  # the first face processor took
+    done: dict[str, tuple[list[FaceItem], float]] = field(default_factory=dict)
+    """stage -> the faces after it (before the next: they work in place) and the seconds it took"""
 
-    def take(self, frame: Frame, faces: Sequence[Face]) -> list[FaceItem] | None:
-        """The swapped faces if ``frame`` is this very frame with the same faces (the tracker did not move
-        them); else None."""
-        if frame is not self.frame or len(faces) != len(self.faces) or not all(
+    def take(self, stage: str, frame: Frame, faces: Sequence[Face]) -> tuple[list[FaceItem], float] | None:
+        """What ``stage`` made of the faces, and its seconds, if ``frame`` is this very frame with the same
+        faces (the tracker did not move them); else None. Each stage's result is handed over once."""
+        if stage not in self.done or frame is not self.frame or len(faces) != len(self.faces) or not all(
                 np.array_equal(a.landmarks, b.landmarks) and np.array_equal(a.box, b.box)
                 for a, b in zip(faces, self.faces, strict=True)):
             return None
-        return self.swapped
+        return self.done.pop(stage)
 
 
 def cores() -> int:
@@ -205,17 +206,18 @@ def _first_frame(chain: Chain, frame: Frame, start: int = 0
     started = time.perf_counter()
     work = chain.finder(start=start).push([frame])[0]
     took["detect"] = time.perf_counter() - started
-    first = FirstFrame(frame, work.faces, [])
+    first = FirstFrame(frame, work.faces)
     reruns: dict[str, Rerun] = {"detect": _redetect(chain, frame)}
     work.frame = frame.copy()  # the render blends into its own frames: this run leaves the frame as it was
-    for i, stage in enumerate(chain.stages):
+    kept = chain.first_face_run
+    for stage in chain.stages:
         if stage.sessions:
             reruns[stage.name] = _rerun(stage.run, copy.deepcopy(work))
         started = time.perf_counter()
         stage.run([work])
         took[stage.name] = time.perf_counter() - started
-        if i == 0 and not stage.name.startswith("blend") and chain.first_is_face:
-            first.swapped, first.seconds = copy.deepcopy(work.items), took[stage.name]
+        if stage.name in kept:
+            first.done[stage.name] = copy.deepcopy(work.items), took[stage.name]
     assert work.out is not None
     return first, took, work.out, reruns
 
