@@ -1,8 +1,9 @@
 """The render plan: what a video render decides before its first frame.
 
-:func:`plan_render` loads the models, runs the first frame through every stage of the chain (that frame's
-first run of face processors' results are kept: :class:`FirstFrame`, the render does not redo them), measures each heavy
-model stage alone at fewer threads (within a time box), places the heavy stages on the cores
+:func:`plan_render` loads the models, runs the first frame through every stage of the chain (what the
+first run of face processors made of it is kept: :class:`FirstFrame`, the render does not redo it), measures
+each heavy model stage alone at fewer threads (within a time box; a curve measured before is read from
+:mod:`pipeline.plancache` instead), places the heavy stages on the cores
 (:mod:`pipeline.threadplan`: which run side by side, which take turns, on how many threads; light ones get
 one thread) and, for ``execution.batch_size=auto``, probes batch sizes within a time box
 (:func:`choose_batch_size`).
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from pipeline import threadplan
+from pipeline import plancache, threadplan
 from pipeline.chain import Chain, Work
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
@@ -245,23 +246,36 @@ def heavy_stages(cpu_ms: dict[str, float], stages: Sequence[str], io_ms: float,
 
 
 def measure(models: dict[str, list[CatalogSession]], reruns: dict[str, Rerun], took: dict[str, float],
-            heavy: Sequence[str], n_cores: int, budget_s: float, spin: bool) -> dict[str, dict[int, float]]:
+            heavy: Sequence[str], n_cores: int, budget_s: float, spin: bool,
+            size: tuple[int, int] = (0, 0)) -> dict[str, dict[int, float]]:
     """Each heavy stage's seconds a frame at :func:`threadplan.measured_counts` (all cores: the first frame's
     own), its models alone on those threads, while the next measurement (reckoned as if the threads paid
-    fully) fits in ``budget_s``."""
+    fully) fits in ``budget_s``; a stage whose curve was kept (:mod:`pipeline.plancache`: same model files,
+    frame ``size``, cores and sharing) is not measured again, its kept curve is scaled to its first frame."""
+    counts = threadplan.measured_counts(n_cores)
+    keys = {s: plancache.key(models[s], size, n_cores, shared=not spin) for s in heavy}
     curves = {s: {n_cores: round(took[s], 4)} for s in heavy}
+    todo = []
+    for stage in heavy:
+        kept = plancache.curve(keys[stage], took[stage], n_cores, counts)
+        if kept is None:
+            todo.append(stage)
+        else:
+            curves[stage] = kept
     spent = 0.0
-    for n in threadplan.measured_counts(n_cores)[1:]:
-        for stage in heavy:
-            if spent + took[stage] * n_cores / n > budget_s:
-                return curves
-            started = time.perf_counter()
-            set_threads({stage: models[stage]}, {stage: n}, n_cores, spin)
-            _load({stage: models[stage]})
-            ran = time.perf_counter()
-            reruns[stage]()
-            curves[stage][n] = round(time.perf_counter() - ran, 4)
-            spent += time.perf_counter() - started
+    for n, stage in ((n, stage) for n in counts[1:] for stage in todo):
+        if spent + took[stage] * n_cores / n > budget_s:
+            break
+        started = time.perf_counter()
+        set_threads({stage: models[stage]}, {stage: n}, n_cores, spin)
+        _load({stage: models[stage]})
+        ran = time.perf_counter()
+        reruns[stage]()
+        curves[stage][n] = round(time.perf_counter() - ran, 4)
+        spent += time.perf_counter() - started
+    for stage in todo:
+        if set(counts) <= set(curves[stage]):
+            plancache.keep(keys[stage], curves[stage], n_cores)
     return curves
 
 
@@ -292,7 +306,8 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     clip = min(frames, MEASURE_SECONDS * fps) if frames > 0 else MEASURE_SECONDS * fps
     started = time.perf_counter()
     plan.spin = spins(plan.free_cores, n_cores)
-    plan.curves = measure(ours, reruns, took, heavy, n_cores, MEASURE_SHARE * plan.first_s * clip, plan.spin)
+    plan.curves = measure(ours, reruns, took, heavy, n_cores, MEASURE_SHARE * plan.first_s * clip, plan.spin,
+                          size=(frame.shape[1], frame.shape[0]))
     chosen = _place(plan, io_ms, n_cores)
     plan.threads = {s: chosen.get(s, 1) if ours.get(s) else found[0].threads
                     for s, found in models.items() if found}
