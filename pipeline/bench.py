@@ -25,6 +25,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from pipeline import plancache
 from pipeline.chain import Chain
 from pipeline.checking.photos import default_face
 from pipeline.errors import UserError
@@ -33,7 +34,7 @@ from pipeline.models.runtime import random_feeds
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
 from pipeline.render import Render, RenderResult, no_face_notice
-from pipeline.renderplan import cores, stage_models
+from pipeline.renderplan import cores, cpu_sample, free_cores, planned, spins, stage_models
 from pipeline.settings import Settings
 from pipeline.threadplan import measured_counts
 from pipeline.types import Frame
@@ -120,10 +121,12 @@ def model_bound(processor: FaceProcessor, frame: Frame, repeats: int = 2) -> dic
 
     The face models are timed on random inputs of their own shapes; the detector on ``frame`` (its input is
     the frame resized: :meth:`processor.detect`, which counts its resize too, ≈ 2 ms at 1080p). The models
-    are left on the threads they had, loaded."""
+    are left on the threads they had, loaded. What a stage's one model measured is kept for the render
+    plan (:mod:`pipeline.plancache`): the render after it reads it instead of measuring that model again."""
     rng = np.random.default_rng(0)
     counts = sorted(measured_counts(cores()))
     out: dict[str, Any] = {"per_face_s": {}, "cpu_per_face_s": {}, "best_threads": {}, "stage": {}}
+    before, planned_models = cpu_sample(), planned(stage_models(processor))
     for stage, models in stage_models(processor).items():
         if not models:
             continue
@@ -146,6 +149,11 @@ def model_bound(processor: FaceProcessor, frame: Frame, repeats: int = 2) -> dic
         out["cpu_per_face_s"][model.name] = cpu  # CPU seconds of the process in that run (all its threads)
         out["best_threads"][model.name] = min(times, key=lambda t: times[t])
         out["stage"][model.name] = stage
+    shared = not spins(free_cores(cores(), before, cpu_sample()), cores())
+    for found in planned_models.values():
+        if len(found) == 1 and found[0].name in out["stage"]:
+            key = plancache.key(found, (frame.shape[1], frame.shape[0]), cores(), shared)
+            plancache.keep(key, out["per_face_s"][found[0].name], cores())
     total = sum(out["per_face_s"][m][t] for m, t in out["best_threads"].items())
     out["seconds_a_frame"] = round(total, 4)
     out["fps"] = round(1.0 / total, 4) if total else None

@@ -149,10 +149,15 @@ class Chain:
         return stages
 
     @property
-    def first_is_face(self) -> bool:
-        """Whether the first stage is a face processor (the render's first frame keeps its result)."""
-        return bool(self.processor.processors) and not isinstance(self.processor.processors[0],
-                                                                  FrameProcessorBase)
+    def first_face_run(self) -> list[str]:
+        """The stages of the face processors before the first blend (none where a frame processor comes
+        first): the render's first frame keeps what the plan's run of them made."""
+        run: list[str] = []
+        for stage, p in zip(self.stages, self.processor.processors, strict=False):
+            if isinstance(p, FrameProcessorBase) or stage.name != p.stage:
+                break
+            run.append(stage.name)
+        return run
 
     def finder(self, fps: float | None = None, start: int = 0) -> Finder:
         return Finder(self.processor, fps, start)

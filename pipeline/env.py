@@ -203,7 +203,8 @@ class PortRange(Var[tuple[int, int]]):
 
 # where files live (pipeline/paths.py, pipeline/video/ffmpeg.py)
 MODELS = Folder("FACESTATION_MODELS", None, "installed model weights", "`models/` in the checkout")
-DATA = Folder("FACESTATION_DATA", None, "user data: the queue database, user presets, outputs",
+DATA = Folder("FACESTATION_DATA", None, "user data: the queue database, user presets, outputs, the "
+              "render plan's measured threads (`plans.json`)",
               "the user data folder (`~/.local/share/facestation`)")
 CACHE = Folder("FACESTATION_CACHE", None, "derived files that can be rebuilt: converted built-in models, "
                "TensorRT engines", "the user cache folder (`~/.cache/facestation`)")

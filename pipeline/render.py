@@ -167,8 +167,9 @@ class Render:
         threading.Thread(target=self._watch_cancel, name="render-cancel", daemon=True).start()
         stages.start("decode", self._decode, first, frames_in, promised, report)
         stages.start("detect", self._detect)
-        for i, stage in enumerate(self.chain.stages):
-            stages.start(stage.name, self._step, stage, i == 0)
+        kept = self.chain.first_face_run
+        for stage in self.chain.stages:
+            stages.start(stage.name, self._step, stage, stage.name in kept)
         stages.start("encode", self._encode, sink)
         path = self._wait(sink, frames_in)
         # what the container's rule left of the asked encoder (its changes were said before the run)
@@ -233,12 +234,13 @@ class Render:
         out.put(END)
 
     def _step(self, stage: Stage, first: bool) -> None:
-        """One stage after detection on batches of frames (one frame a run where it does not batch); the
-        first face processor takes the plan's run of the first frame instead of running on it again."""
+        """One stage after detection on batches of frames (one frame a run where it does not batch); each
+        face processor of the first run (``first``) takes the plan's run of the first frame instead of
+        running on it again."""
         out = self.stages.after(stage.name)
-        for batch in self.stages.inbox[stage.name].batches(self.batch if stage.batches else 1):
+        for n, batch in enumerate(self.stages.inbox[stage.name].batches(self.batch if stage.batches else 1)):
             with self.stages.turn(stage.name), self.stages.timing(stage.name):
-                todo = self._take_first(batch) if first and self.chain.first_is_face else batch
+                todo = self._take_first(stage.name, batch) if first and n == 0 else batch
                 if todo:
                     stage.run(todo)
             if stage.name == "blend":  # the first blend: the faces of the first run of face processors
@@ -247,14 +249,17 @@ class Render:
                 out.put(work)
         out.put(END)
 
-    def _take_first(self, batch: list[Work]) -> list[Work]:
-        """``batch`` less its first frame where the plan has already run this stage on it."""
-        first, self.plan.first = self.plan.first, None  # only the first batch can hold it
-        ready = first.take(batch[0].frame, batch[0].faces) if first else None
-        if first is None or ready is None:
+    def _take_first(self, stage: str, batch: list[Work]) -> list[Work]:
+        """``batch`` (the stage's first) less its first frame where the plan has already run ``stage`` on
+        it: that frame takes the plan's result. Once a stage cannot take it (the tracker moved the faces),
+        none after it does either: they work on what it made."""
+        first = self.plan.first
+        ready = first.take(stage, batch[0].frame, batch[0].faces) if first else None
+        if ready is None:
+            self.plan.first = None
             return batch
-        batch[0].items = ready
-        self.stages.busy[self.chain.stages[0].name] += first.seconds
+        batch[0].items, seconds = ready
+        self.stages.busy[stage] += seconds
         return batch[1:]
 
     def _encode(self, sink: FrameSink) -> None:

@@ -1,8 +1,9 @@
 """The render plan: what a video render decides before its first frame.
 
-:func:`plan_render` loads the models, runs the first frame through every stage of the chain (that frame's
-first face-processor result is kept: :class:`FirstFrame`, the render does not redo it), measures each heavy
-model stage alone at fewer threads (within a time box), places the heavy stages on the cores
+:func:`plan_render` loads the models, runs the first frame through every stage of the chain (what the
+first run of face processors made of it is kept: :class:`FirstFrame`, the render does not redo it), measures
+each heavy model stage alone at fewer threads (within a time box; a curve measured before is read from
+:mod:`pipeline.plancache` instead), places the heavy stages on the cores
 (:mod:`pipeline.threadplan`: which run side by side, which take turns, on how many threads; light ones get
 one thread) and, for ``execution.batch_size=auto``, probes batch sizes within a time box
 (:func:`choose_batch_size`).
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from pipeline import threadplan
+from pipeline import plancache, threadplan
 from pipeline.chain import Chain, Work
 from pipeline.models.sessions import CatalogSession
 from pipeline.process import FaceProcessor
@@ -61,7 +62,7 @@ class RenderPlan:
     first_cpu_s: float = 0.0  # CPU seconds of the process on the first frame
     probe_s: float = 0.0
     free_cores: float = 0.0  # cores that other processes left during the first frame
-    first: FirstFrame | None = field(default=None, repr=False)  # what the first face processor made of it
+    first: FirstFrame | None = field(default=None, repr=False)  # what the first face processors made of it
     out_size: tuple[int, int] = (0, 0)  # (width, height) of the output frames (frame processors may scale)
     groups: list[list[str]] = field(default_factory=list)  # heavy stages: groups side by side, turns within
     curves: dict[str, dict[int, float]] = field(default_factory=dict)  # heavy stage -> threads -> s a frame
@@ -85,23 +86,24 @@ class RenderPlan:
 
 @dataclass
 class FirstFrame:
-    """The plan's run of the first frame, kept so that the render does not run its first face processor (the
-    swapper, in the default order) on that frame again (on a heavy model on a CPU that is seconds: 3 % of a
-    1 s clip)."""
+    """The plan's run of the first frame, kept so that the render does not run the face processors of the
+    chain's first run (the swapper and the enhancer, in the default order) on that frame again: on heavy
+    models on a CPU that is seconds (the GFPGAN twin's run was 2 % of a 1 s clip's render). What comes after
+    that run's blend (a frame processor, a second run) runs again: it is not kept."""
 
     frame: Frame
     faces: list[Face]
-    swapped: list[FaceItem]  # after the first face processor, before the next (they work in place)
-    seconds: float = 0.0  # the first face processor took
+    done: dict[str, tuple[list[FaceItem], float]] = field(default_factory=dict)
+    """stage -> the faces after it (before the next: they work in place) and the seconds it took"""
 
-    def take(self, frame: Frame, faces: Sequence[Face]) -> list[FaceItem] | None:
-        """The swapped faces if ``frame`` is this very frame with the same faces (the tracker did not move
-        them); else None."""
-        if frame is not self.frame or len(faces) != len(self.faces) or not all(
+    def take(self, stage: str, frame: Frame, faces: Sequence[Face]) -> tuple[list[FaceItem], float] | None:
+        """What ``stage`` made of the faces, and its seconds, if ``frame`` is this very frame with the same
+        faces (the tracker did not move them); else None. Each stage's result is handed over once."""
+        if stage not in self.done or frame is not self.frame or len(faces) != len(self.faces) or not all(
                 np.array_equal(a.landmarks, b.landmarks) and np.array_equal(a.box, b.box)
                 for a, b in zip(faces, self.faces, strict=True)):
             return None
-        return self.swapped
+        return self.done.pop(stage)
 
 
 def cores() -> int:
@@ -205,17 +207,18 @@ def _first_frame(chain: Chain, frame: Frame, start: int = 0
     started = time.perf_counter()
     work = chain.finder(start=start).push([frame])[0]
     took["detect"] = time.perf_counter() - started
-    first = FirstFrame(frame, work.faces, [])
+    first = FirstFrame(frame, work.faces)
     reruns: dict[str, Rerun] = {"detect": _redetect(chain, frame)}
     work.frame = frame.copy()  # the render blends into its own frames: this run leaves the frame as it was
-    for i, stage in enumerate(chain.stages):
+    kept = chain.first_face_run
+    for stage in chain.stages:
         if stage.sessions:
             reruns[stage.name] = _rerun(stage.run, copy.deepcopy(work))
         started = time.perf_counter()
         stage.run([work])
         took[stage.name] = time.perf_counter() - started
-        if i == 0 and not stage.name.startswith("blend") and chain.first_is_face:
-            first.swapped, first.seconds = copy.deepcopy(work.items), took[stage.name]
+        if stage.name in kept:
+            first.done[stage.name] = copy.deepcopy(work.items), took[stage.name]
     assert work.out is not None
     return first, took, work.out, reruns
 
@@ -243,23 +246,36 @@ def heavy_stages(cpu_ms: dict[str, float], stages: Sequence[str], io_ms: float,
 
 
 def measure(models: dict[str, list[CatalogSession]], reruns: dict[str, Rerun], took: dict[str, float],
-            heavy: Sequence[str], n_cores: int, budget_s: float, spin: bool) -> dict[str, dict[int, float]]:
+            heavy: Sequence[str], n_cores: int, budget_s: float, spin: bool,
+            size: tuple[int, int] = (0, 0)) -> dict[str, dict[int, float]]:
     """Each heavy stage's seconds a frame at :func:`threadplan.measured_counts` (all cores: the first frame's
     own), its models alone on those threads, while the next measurement (reckoned as if the threads paid
-    fully) fits in ``budget_s``."""
+    fully) fits in ``budget_s``; a stage whose curve was kept (:mod:`pipeline.plancache`: same model files,
+    frame ``size``, cores and sharing) is not measured again, its kept curve is scaled to its first frame."""
+    counts = threadplan.measured_counts(n_cores)
+    keys = {s: plancache.key(models[s], size, n_cores, shared=not spin) for s in heavy}
     curves = {s: {n_cores: round(took[s], 4)} for s in heavy}
+    todo = []
+    for stage in heavy:
+        kept = plancache.curve(keys[stage], took[stage], n_cores, counts)
+        if kept is None:
+            todo.append(stage)
+        else:
+            curves[stage] = kept
     spent = 0.0
-    for n in threadplan.measured_counts(n_cores)[1:]:
-        for stage in heavy:
-            if spent + took[stage] * n_cores / n > budget_s:
-                return curves
-            started = time.perf_counter()
-            set_threads({stage: models[stage]}, {stage: n}, n_cores, spin)
-            _load({stage: models[stage]})
-            ran = time.perf_counter()
-            reruns[stage]()
-            curves[stage][n] = round(time.perf_counter() - ran, 4)
-            spent += time.perf_counter() - started
+    for n, stage in ((n, stage) for n in counts[1:] for stage in todo):
+        if spent + took[stage] * n_cores / n > budget_s:
+            break
+        started = time.perf_counter()
+        set_threads({stage: models[stage]}, {stage: n}, n_cores, spin)
+        _load({stage: models[stage]})
+        ran = time.perf_counter()
+        reruns[stage]()
+        curves[stage][n] = round(time.perf_counter() - ran, 4)
+        spent += time.perf_counter() - started
+    for stage in todo:
+        if set(counts) <= set(curves[stage]):
+            plancache.keep(keys[stage], curves[stage], n_cores)
     return curves
 
 
@@ -290,7 +306,8 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     clip = min(frames, MEASURE_SECONDS * fps) if frames > 0 else MEASURE_SECONDS * fps
     started = time.perf_counter()
     plan.spin = spins(plan.free_cores, n_cores)
-    plan.curves = measure(ours, reruns, took, heavy, n_cores, MEASURE_SHARE * plan.first_s * clip, plan.spin)
+    plan.curves = measure(ours, reruns, took, heavy, n_cores, MEASURE_SHARE * plan.first_s * clip, plan.spin,
+                          size=(frame.shape[1], frame.shape[0]))
     chosen = _place(plan, io_ms, n_cores)
     plan.threads = {s: chosen.get(s, 1) if ours.get(s) else found[0].threads
                     for s, found in models.items() if found}

@@ -157,3 +157,31 @@ def test_bench_chain_summary_says_the_ratio_against_the_goal() -> None:
     assert lines[-2:] == [
         "  CPU s a frame: the render 10.3 (this process), the models alone at their best 10.112",
         "  peak RSS: render 2500.0 MB, whole process 2900.0 MB"]
+
+
+def test_the_limit_keeps_what_each_model_measured_for_the_next_render_plan() -> None:
+    """``bench --twins`` measures each model alone at every thread count for the limit; the render it runs
+    next reads that (pipeline/plancache.py) instead of measuring the same model again."""
+    from pipeline import plancache
+    from pipeline.bench import model_bound
+    from pipeline.models import sessions
+    from pipeline.process import FaceProcessor
+    from pipeline.renderplan import cores
+    from pipeline.threadplan import measured_counts
+    from tests import steps
+    from tests.surrogates import install_surrogate
+
+    install_surrogate("inswapper_128")
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    settings = apply_overrides(Settings(), ["face_swapper.model=inswapper_128", "selector.mode=one"])
+    proc = FaceProcessor(settings, [photos.grace_hopper_path()])
+    frame = photos.grace_hopper()
+    bound = model_bound(proc, frame, repeats=1)
+    alone = bound["per_face_s"]["inswapper_128"]
+    swapper = steps.swapper(proc).swapper
+    n, size = cores(), (frame.shape[1], frame.shape[0])
+    kept = [plancache.curve(plancache.key([swapper], size, n, shared), alone[n], n, measured_counts(n))
+            for shared in (False, True)]  # whether others shared the cores meanwhile is the machine's
+    assert [curve for curve in kept if curve is not None] == [
+        {t: round(alone[n] * round(s / alone[n], 4), 4) for t, s in alone.items()}]

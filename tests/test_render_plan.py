@@ -80,7 +80,7 @@ def _measured(monkeypatch: pytest.MonkeyPatch, *curves: dict[str, dict[int, floa
     heavy: list[list[str]] = []
 
     def measure(models: Any, reruns: Any, took: Any, stages: Any, n: int, budget: float,
-                spin: bool) -> dict[str, dict[int, float]]:
+                spin: bool, size: tuple[int, int] = (0, 0)) -> dict[str, dict[int, float]]:
         assert set(stages) <= set(reruns)  # each heavy stage can be run again on the first frame
         return current
 
@@ -118,6 +118,32 @@ def test_plan_reloads_the_sessions_on_the_threads_it_chose(monkeypatch: pytest.M
     plan = render.plan_render(proc, photos.grace_hopper(), frames=30)  # now one thread for the swapper
     assert steps.swapper(proc).swapper.threads == 1 and steps.swapper(proc).swapper.session is not loaded
     assert plan.summary()["curves"] == {"swap": {"2": 3.0, "1": 2.9}}  # as JSON has them
+
+
+def test_a_measured_curve_is_kept_and_the_next_render_reads_it_instead_of_measuring() -> None:
+    """Measuring a heavy stage at fewer threads re-runs the first frame and re-makes its sessions twice:
+    the curve is kept (pipeline/plancache.py) for the same model files, frame size, cores and sharing, and
+    scaled to the next render's own first frame."""
+    install_surrogate("inswapper_128")
+    install_surrogate("arcface_w600k_r50")
+    sessions.release()
+    settings = apply_overrides(Settings(), ["face_swapper.model=inswapper_128", "selector.mode=one"])
+    models = render.planned(render.stage_models(FaceProcessor(settings, [photos.grace_hopper_path()])))
+    ran: list[str] = []
+    reruns = {"swap": lambda: ran.append("swap")}
+
+    def measure(first_s: float, size: tuple[int, int] = (640, 480), spin: bool = True) -> dict[int, float]:
+        return render.measure(models, reruns, {"swap": first_s}, ["swap"], 2, 100.0, spin, size)["swap"]
+
+    measured = measure(1.6)
+    assert ran == ["swap"] and set(measured) == {1, 2} and measured[2] == 1.6
+    kept = measure(3.2)  # a frame with two faces: the same curve, scaled to its first run
+    assert ran == ["swap"] and kept == {2: 3.2, 1: round(3.2 * round(measured[1] / 1.6, 4), 4)}
+    measure(1.6, size=(1280, 720))  # another frame size: measured again
+    measure(1.6, spin=False)  # a shared machine: measured again
+    assert ran == ["swap"] * 3
+    measure(1.6)
+    assert ran == ["swap"] * 3
 
 
 def test_threads_fixed_by_the_setting_are_kept_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -159,7 +159,7 @@ def test_a_render_whose_plan_groups_swap_and_enhance_runs_them_in_turn(
 
     install_surrogate("gfpgan_1.4")
     monkeypatch.setattr(renderplan, "heavy_stages", lambda cpu, stages, io, models: ["swap", "enhance"])
-    monkeypatch.setattr(renderplan, "measure", lambda models, reruns, took, heavy, n, budget, spin:
+    monkeypatch.setattr(renderplan, "measure", lambda models, reruns, took, heavy, n, budget, spin, size:
                         {"swap": {1: 3.1, 2: 1.6}, "enhance": {1: 5.3, 2: 3.45}})
     monkeypatch.setattr(renderplan, "free_cores", lambda n, before, after: 2.0)
     running: list[int] = []

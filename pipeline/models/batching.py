@@ -96,9 +96,11 @@ def dynamic_batch(src: Path, dst: Path) -> bool:
     return True
 
 
-def _digest(path: Path, stat: os.stat_result) -> str:
+def file_digest(path: Path, stat: os.stat_result | None = None) -> str:
     """sha256 of ``path``, remembered on disk by (path, size, mtime) so that a warm start of a 554 MB
-    model does not read it all again."""
+    model does not read it all again (also the key of the render plan's measured threads:
+    pipeline/plancache.py)."""
+    stat = stat or path.stat()
     index = cache_dir() / "batched" / "digests.json"
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
     try:
@@ -122,7 +124,7 @@ def _key(path: Path) -> tuple[tuple[str, int, int], os.stat_result]:
 
 
 def _files(path: Path, stat: os.stat_result) -> tuple[Path, Path]:
-    digest = _digest(path, stat)
+    digest = file_digest(path, stat)
     folder = cache_dir() / "batched"
     return folder / f"{digest}.onnx", folder / f"{digest}.failed"
 

@@ -290,6 +290,12 @@ class CatalogSession:
         return self._session is not None
 
     @property
+    def file(self) -> Path | None:
+        """The file its session was loaded from (a dynamic-batch rewrite, where one is used); None before
+        the first load."""
+        return self._path
+
+    @property
     def on_cpu(self) -> bool:
         """Whether it runs on onnxruntime's CPU provider (the first one of those asked for that is there)."""
         return resolve_providers(self.providers)[0] == "CPUExecutionProvider"
