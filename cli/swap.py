@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli.report import summary_line
 from pipeline import presets, writer
 from pipeline.request import SwapRequest, check
 from pipeline.settings import Settings
@@ -51,6 +52,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, default=str))
     else:
         print(f"wrote {summary['output']}")
+        if summary.get("quality"):
+            print(summary_line(summary["quality"], summary["quality"]["path"]))
     return 0
 
 
