@@ -9,7 +9,7 @@ frame) and counts:
   alone as ``too_small`` (under the swap's smallest face or ``selector.min_size``) or ``not_chosen`` (the
   selector's choice); a swapped face the tracker interpolated across a missed detection is ``refilled``;
 - ``missed``: a face the last frames had (a track) that is neither swapped nor found here, while its last
-  box was inside the frame (a face that walked out is not missed), until something is found there again or
+  box was inside the frame (a face that walked out is not missed), until a face is swapped there again or
   the scene cuts;
 - per swapped face, its identity after the swap and before it (:mod:`pipeline.quality.identity`);
 - per track, the jitter: the second difference of its five aligned points (their motion beyond a steady
@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,9 @@ from pipeline.quality.identity import Crops, IdentityJudge
 from pipeline.quality.report import FLAGS, FrameRecord, QualityReport, TrackRecord
 from pipeline.settings import Settings
 from pipeline.types import Face
+
+if TYPE_CHECKING:
+    from pipeline.chain import Work
 
 EDGE = 0.1  # of a face's size: a lost face whose box came this near the frame's edge walked out
 
@@ -51,6 +54,12 @@ def _near(a: Face, b: Face) -> bool:
     """Whether ``b`` is where ``a`` was (centres within half a face)."""
     (ax, ay), (bx, by) = a.center, b.center
     return math.hypot(ax - bx, ay - by) < 0.5 * _size(a)
+
+
+def _track(face: Face) -> int | None:
+    """The tracker's number for ``face`` (a video's; None in a still)."""
+    tid = face.extra.get("track")
+    return tid if isinstance(tid, int) else None
 
 
 def _inside(face: Face, width: int, height: int) -> bool:
@@ -80,22 +89,23 @@ class Recorder:
         self._lost: list[Face] = []
 
     # --- the detect stage -----------------------------------------------------------------------------
-    def look(self, works: Sequence[Any]) -> None:
+    def look(self, works: Sequence[Work]) -> None:
         """Keep the chosen faces as they were before the swap (frames as decoded)."""
         if self.judge is None:
             return
         for w in works:
             faces = [f.scaled(1 / w.scale) for f in w.faces] if w.scale != 1 else w.faces
+            assert w.decoded is not None
             self._before[w.index] = self.judge.crops(w.decoded, faces)
 
     # --- the finished frames --------------------------------------------------------------------------
-    def add(self, works: Sequence[Any]) -> None:
+    def add(self, works: Sequence[Work]) -> None:
         """Record finished frames (``Work`` with ``out`` set), in order."""
         scores = self._identities(works)
         for w in works:
             self._record(w, scores.pop(0) if scores else [])
 
-    def _identities(self, works: Sequence[Any]) -> list[list[tuple[float, float | None]]]:
+    def _identities(self, works: Sequence[Work]) -> list[list[tuple[float, float | None]]]:
         """Per frame, per swapped face: (identity after, identity before); one embedding run for the batch."""
         judge = self.judge
         if judge is None:
@@ -104,6 +114,7 @@ class Recorder:
         who: list[int] = []
         plan: list[tuple[int, bool]] = []  # per frame: its faces, whether their crops before are known
         for w in works:
+            assert w.out is not None
             after = judge.crops(w.out, w.faces)
             before = self._before.pop(w.index, None)
             ids = [self.who(f) for f in w.faces]
@@ -120,7 +131,7 @@ class Recorder:
             out.append(list(zip(after_s, before_s, strict=True)))
         return out
 
-    def _record(self, w: Any, scores: list[tuple[float, float | None]]) -> None:
+    def _record(self, w: Work, scores: list[tuple[float, float | None]]) -> None:
         assert w.out is not None
         height, width = w.out.shape[:2]
         if w.cut:
@@ -134,22 +145,24 @@ class Recorder:
         rec.missed = self._missed(w, width, height)
         rec.identity = [s[0] for s in scores]
         rec.before = [s[1] for s in scores]
+        rec.points = [[round(float(v), 2) for v in f.landmarks.ravel()] for f in w.faces]
         self.frames.append(rec)
         for face in w.faces:
             self._follow(face, w.index)
 
-    def _missed(self, w: Any, width: int, height: int) -> int:
-        here = {int(f.extra["track"]) for f in w.faces if "track" in f.extra}
-        seen = [*w.faces, *w.detected]
-        self._lost += [f for t, f in self._previous.items() if t not in here and _inside(f, width, height)]
-        self._lost = [f for f in self._lost if not any(_near(f, s) for s in seen)]
-        self._previous = {int(f.extra["track"]): f for f in w.faces if "track" in f.extra}
-        return len(self._lost)
+    def _missed(self, w: Work, width: int, height: int) -> int:
+        """The lost faces nothing was found near in ``w`` (a face found there but left alone is said as
+        such); a lost face is over once a face is swapped where it was."""
+        now = {t: f for f in w.faces if (t := _track(f)) is not None}
+        self._lost += [f for t, f in self._previous.items() if t not in now and _inside(f, width, height)]
+        self._lost = [f for f in self._lost if not any(_near(f, s) for s in w.faces)]
+        self._previous = now
+        return sum(not any(_near(f, d) for d in w.detected) for f in self._lost)
 
     def _follow(self, face: Face, index: int) -> None:
         """Add ``face`` to its track; the jitter of the frame before, once three frames in a row are known."""
-        tid = int(face.extra.get("track", -1))
-        if tid < 0:
+        tid = _track(face)
+        if tid is None:
             return
         track = self._tracks.setdefault(tid, _Track(TrackRecord(tid, index, index)))
         track.record.last = index

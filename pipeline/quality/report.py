@@ -1,10 +1,10 @@
 """The quality report's data, its file (``NAME.quality.json`` beside the output) and its stretches.
 
-Schema (version 1; README "Quality report" describes it for users):
-``{"version", "output", "fps", "identity" (judged or not), "thresholds", "summary", "stretches": [{"start",
-"end", "kinds"}], "tracks": [{"track", "first", "last", "frames", "jitter_mean", "jitter_max"}], "frames":
-[{"frame", "found", "swapped", "too_small", "not_chosen", "refilled", "missed", "identity": [..], "before":
-[..], "jitter", "flags"}]}`` — frame numbers count the output's frames from 0; identities are SFace cosines.
+Schema (version 1; README "Quality report" describes it for users): ``version``, ``output``, ``fps``,
+``identity`` (judged or not), ``thresholds``, ``summary``, ``stretches`` ([{start, end, kinds}]), ``tracks``
+([{track, first, last, frames, jitter_mean, jitter_max}]) and ``frames`` ([{frame, found, swapped,
+too_small, not_chosen, refilled, missed, identity, before, points, jitter, flags}], one per output frame:
+:class:`FrameRecord`). Frame numbers count the output's frames from 0; identities are SFace cosines.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class FrameRecord:
     missed: int = 0
     identity: list[float] = field(default_factory=list)  # per swapped face, after the swap
     before: list[float | None] = field(default_factory=list)  # the same faces before it
+    points: list[list[float]] = field(default_factory=list)  # per swapped face: its 5 points (x1, y1, …)
     jitter: float | None = None  # the largest of its tracks'
     flags: list[str] = field(default_factory=list)
 
