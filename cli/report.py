@@ -21,6 +21,7 @@ def register(sub: Any) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from pipeline.quality import read_report, sidecar_of
+    from pipeline.quality.report import summary_line
 
     data = read_report(args.output)
     if args.json:
@@ -39,14 +40,3 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise UserError(f"--png {png}: the folder {png.parent} does not exist")
         print(f"drew {draw(data, png)}")
     return 0
-
-
-def summary_line(summary: dict[str, Any], path: str | None) -> str:
-    """A render's quality in one line: frames swapped, identity and its gain, flagged stretches; the file."""
-    said = [f"quality: {summary['frames_swapped']}/{summary['frames']} frames swapped"]
-    if summary.get("identity_mean") is not None:
-        gain = summary.get("gain_mean")
-        said.append(f"identity {summary['identity_mean']:.2f}"
-                    + ("" if gain is None else f" (gain {gain:+.2f})"))
-    said.append(f"{summary['stretches']} flagged stretch{'es' if summary['stretches'] != 1 else ''}")
-    return ", ".join(said) + ("" if path is None else f" -> {path}")

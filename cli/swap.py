@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli.report import summary_line
 from pipeline import presets, writer
 from pipeline.request import SwapRequest, check
 from pipeline.settings import Settings
@@ -53,6 +52,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {summary['output']}")
         if summary.get("quality"):
+            from pipeline.quality.report import summary_line
+
             print(summary_line(summary["quality"], summary["quality"]["path"]))
     return 0
 

@@ -185,3 +185,22 @@ def test_cli_report_refuses_in_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "bad.quality.json").write_text("{}")
     assert main(["report", str(tmp_path / "bad.mp4")]) == 2
     assert "not a quality report" in capsys.readouterr().err
+
+
+def test_a_queued_video_job_writes_its_report_and_logs_its_line(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.jobs.service import open_store
+    from tests.videos import make_clip
+
+    clip = make_clip(tmp_path / "clip.mp4", seconds=0.4, size=(256, 192), face_image=photos.astronaut(),
+                     audio=False)
+    out = tmp_path / "job.mp4"
+    assert main(["queue", "add", "--source", str(photos.grace_hopper_path()), "--target", str(clip),
+                 "--output", str(out)]) == 0
+    assert main(["queue", "run", "--once"]) == 0
+    capsys.readouterr()
+    job = open_store().list()[0]
+    report = json.loads((tmp_path / "job.quality.json").read_text())
+    assert job.state == "done" and len(report["frames"]) == 12 and report["summary"]["frames_swapped"] == 12
+    assert f"quality: 12/12 frames swapped, identity {report['summary']['identity_mean']:.2f}" in job.log
+    assert str(tmp_path / "job.quality.json") in job.log

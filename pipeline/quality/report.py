@@ -152,3 +152,14 @@ def read_report(path: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("version") != VERSION or "frames" not in data:
         raise UserError(f"{sidecar.name} is not a quality report this facestation reads (version {VERSION})")
     return data
+
+
+def summary_line(summary: dict[str, Any], path: str | None) -> str:
+    """A render's quality in one line: frames swapped, identity and its gain, flagged stretches; the file."""
+    said = [f"quality: {summary['frames_swapped']}/{summary['frames']} frames swapped"]
+    if summary.get("identity_mean") is not None:
+        gain = summary.get("gain_mean")
+        said.append(f"identity {summary['identity_mean']:.2f}"
+                    + ("" if gain is None else f" (gain {gain:+.2f})"))
+    said.append(f"{summary['stretches']} flagged stretch{'es' if summary['stretches'] != 1 else ''}")
+    return ", ".join(said) + ("" if path is None else f" -> {path}")
