@@ -243,6 +243,9 @@ class ReportSettings(_Section):
     identity: bool = Field(True, title="Judge identity",
                            description="score each swapped face against the source with SFace "
                            "(off: faster; the report keeps faces, misses and jitter)")
+    identity_every: int = Field(1, ge=1, le=300, title="Judge every Nth frame",
+                                description="judge identity on every Nth frame only (1 = every frame; "
+                                "the judge is the report's costly part)")
     identity_min: Unit = Field(0.3, title="Identity flag below (0–1)",
                                description="flag frames whose swapped face resembles the source less "
                                "than this (SFace cosine; 0.363 = same person)")

@@ -204,3 +204,21 @@ def test_a_queued_video_job_writes_its_report_and_logs_its_line(tmp_path: Path,
     assert job.state == "done" and len(report["frames"]) == 12 and report["summary"]["frames_swapped"] == 12
     assert f"quality: 12/12 frames swapped, identity {report['summary']['identity_mean']:.2f}" in job.log
     assert str(tmp_path / "job.quality.json") in job.log
+
+
+def test_flagged_frames_join_into_stretches_across_the_judges_step() -> None:
+    from pipeline.quality.report import FrameRecord, QualityReport
+
+    def frame(i: int, **kw: Any) -> FrameRecord:
+        return FrameRecord(i, found=1, swapped=1, **kw)
+
+    frames = [frame(i, identity=[0.1 if i in (10, 20) else 0.6]) for i in range(0, 40, 10)]
+    frames += [frame(41, jitter=0.5), frame(43, jitter=0.5), frame(50, missed=1)]
+    for f in frames:
+        f.flags = [k for k in ("identity", "too_small", "missed", "jitter") if f.flagged(k, 0.3, 0.1)]
+    every = {"identity_min": 0.3, "jitter_max": 0.1, "identity_every": 10}
+    judged = QualityReport("o.mp4", 30.0, True, every, frames, [])
+    assert [(s.start, s.end, s.kinds) for s in judged.stretches] == [
+        (10, 20, ["identity"]), (41, 50, ["missed", "jitter"])]
+    each = QualityReport("o.mp4", 30.0, True, {**every, "identity_every": 1}, frames, [])
+    assert [(s.start, s.end) for s in each.stretches] == [(10, 10), (20, 20), (41, 43), (50, 50)]

@@ -11,7 +11,8 @@ frame) and counts:
 - ``missed``: a face the last frames had (a track) that is neither swapped nor found here, while its last
   box was inside the frame (a face that walked out is not missed), until a face is swapped there again or
   the scene cuts;
-- per swapped face, its identity after the swap and before it (:mod:`pipeline.quality.identity`);
+- per swapped face, its identity after the swap and before it (:mod:`pipeline.quality.identity`), on
+  every frame or every ``report.identity_every``-th (the judge is the report's costly part);
 - per track, the jitter: the second difference of its five aligned points (their motion beyond a steady
   motion) over three frames, in face sizes, given to the middle frame.
 """
@@ -94,6 +95,8 @@ class Recorder:
         if self.judge is None:
             return
         for w in works:
+            if not self._judged(w.index):
+                continue
             faces = [f.scaled(1 / w.scale) for f in w.faces] if w.scale != 1 else w.faces
             assert w.decoded is not None
             self._before[w.index] = self.judge.crops(w.decoded, faces)
@@ -115,6 +118,9 @@ class Recorder:
         plan: list[tuple[int, bool]] = []  # per frame: its faces, whether their crops before are known
         for w in works:
             assert w.out is not None
+            if not self._judged(w.index):
+                plan.append((0, False))
+                continue
             after = judge.crops(w.out, w.faces)
             before = self._before.pop(w.index, None)
             ids = [self.who(f) for f in w.faces]
@@ -130,6 +136,10 @@ class Recorder:
             at += 2 * n if known else n
             out.append(list(zip(after_s, before_s, strict=True)))
         return out
+
+    def _judged(self, index: int) -> bool:
+        """Whether frame ``index`` is one the judge looks at (``report.identity_every``)."""
+        return index % self.settings.report.identity_every == 0
 
     def _record(self, w: Work, scores: list[tuple[float, float | None]]) -> None:
         assert w.out is not None
@@ -182,7 +192,8 @@ class Recorder:
     # --- the end --------------------------------------------------------------------------------------
     def report(self, output: str = "") -> QualityReport:
         r = self.settings.report
-        thresholds = {"identity_min": r.identity_min, "jitter_max": r.jitter_max}
+        thresholds = {"identity_min": r.identity_min, "jitter_max": r.jitter_max,
+                      "identity_every": r.identity_every}
         for rec in self.frames:
             rec.flags = [k for k in FLAGS if rec.flagged(k, r.identity_min, r.jitter_max)]
         return QualityReport(output=output, fps=self.fps, identity=self.judge is not None,

@@ -71,13 +71,13 @@ class Stretch:
     kinds: list[str]
 
 
-def stretches(frames: list[FrameRecord]) -> list[Stretch]:
-    """The flagged frames joined into stretches (frames at most :data:`JOIN_GAP` apart)."""
+def stretches(frames: list[FrameRecord], gap: int = JOIN_GAP) -> list[Stretch]:
+    """The flagged frames joined into stretches (frames at most ``gap`` apart)."""
     out: list[Stretch] = []
     for rec in frames:
         if not rec.flags:
             continue
-        if out and rec.frame - out[-1].end <= JOIN_GAP:
+        if out and rec.frame - out[-1].end <= gap:
             out[-1].end = rec.frame
             out[-1].kinds = [k for k in FLAGS if k in out[-1].kinds or k in rec.flags]
         else:
@@ -96,7 +96,8 @@ class QualityReport:
 
     @property
     def stretches(self) -> list[Stretch]:
-        return stretches(self.frames)
+        """Flagged frames joined: at most :data:`JOIN_GAP` apart, or one judged frame to the next."""
+        return stretches(self.frames, max(JOIN_GAP, int(self.thresholds.get("identity_every", 1))))
 
     def summary(self) -> dict[str, Any]:
         after = [s for f in self.frames for s in f.identity]
