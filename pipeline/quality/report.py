@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UserError
+from pipeline.filenames import fitted_stem
 from pipeline.paths import write_atomic
 
 VERSION = 1
@@ -23,6 +24,7 @@ SUFFIX = ".quality.json"
 # expected but nothing found, faces that shake (a face the selector did not choose is the user's choice)
 FLAGS = ("identity", "too_small", "missed", "jitter")
 JOIN_GAP = 2  # flagged frames this close (or closer) make one stretch
+PARTIAL = 16  # bytes pipeline.paths.write_atomic adds to a name for its partial file
 
 
 @dataclass
@@ -127,9 +129,13 @@ class QualityReport:
 
 def sidecar_of(output: Path | str) -> Path:
     """Where the report of ``output`` lives: ``NAME.quality.json`` beside it (``out.mp4`` ->
-    ``out.quality.json``)."""
+    ``out.quality.json``), the stem cut as :func:`~pipeline.filenames.fitted_stem` cuts it where that name
+    and its partial would pass the file system's limit (an output name of 255 bytes is written)."""
     output = Path(output)
-    return output if output.name.endswith(SUFFIX) else output.with_name(output.stem + SUFFIX)
+    if output.name.endswith(SUFFIX):
+        return output
+    reserved = len(SUFFIX) + PARTIAL  # write_atomic's partial: ".NAME.XXXXXXXX.part"
+    return output.with_name(fitted_stem(output.stem, reserved, output.parent) + SUFFIX)
 
 
 def write_report(report: QualityReport, output: Path | str) -> Path:
