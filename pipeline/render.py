@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ class RenderResult:
     quality_path: Path | None = None  # where it was written (beside the output; a job writes its own)
 
     def summary(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, quality=None))  # the report's frames are not the summary's
         d["output"] = str(self.output)
         d["kind"] = "video"
         d["quality"] = quality_summary(self.quality, self.quality_path)
