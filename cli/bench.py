@@ -128,6 +128,10 @@ def print_report(report: dict[str, Any]) -> None:
     print("  busy ms per frame: " + ", ".join(f"{k} {v}" for k, v in report["ms_per_frame"].items()))
     print("  processors, ms per frame: " + ", ".join(
         f"{k} {v}" for k, v in report.get("processor_ms_per_frame", {}).items()))
+    if report.get("report"):
+        r = report["report"]
+        print(f"  quality report: {r['ms_per_frame']} ms a frame busy ({100 * r['share_of_render']:.1f} % of "
+              f"the render's time; identity {'on' if r['identity'] else 'off: report.identity=false'})")
     print_plan(report.get("plan", {}))
     bound = report.get("model_bound")
     if bound:

@@ -14,13 +14,14 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from cli import bench, live, models, presets, queue, swap, ui
+from cli import bench, live, models, presets, queue, report, swap, ui
 from pipeline import __version__, env
 from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
 from pipeline.models.gpu import gpu_problem
 from pipeline.writer import Stopped
 
-COMMANDS = (swap, live, models, presets, queue, bench, ui)  # in the order `facestation --help` lists them
+# in the order `facestation --help` lists them
+COMMANDS = (swap, live, models, presets, queue, report, bench, ui)
 
 
 class Parser(argparse.ArgumentParser):

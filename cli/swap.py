@@ -53,6 +53,10 @@ def cmd_swap(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, default=str))
     else:
         print(f"wrote {summary['output']}")
+        if summary.get("quality"):
+            from pipeline.quality.report import summary_line
+
+            print(summary_line(summary["quality"], summary["quality"]["path"]))
     return 0
 
 

@@ -183,6 +183,15 @@ def processor_costs(processor: FaceProcessor, stage_s: dict[str, float], frames:
     return {p.name: round(1000 * stage_s.get(p.stage, 0.0) / max(1, frames), 2) for p in processor.processors}
 
 
+def report_cost(settings: Settings, result: RenderResult) -> dict[str, Any]:
+    """The quality report's own cost in the render (pipeline/quality/): its busy ms a frame (the ``quality``
+    stage and its look in the detect thread), with or without the identity judge (``report.identity``)."""
+    busy = result.stage_s.get("quality", 0.0)
+    return {"identity": settings.report.identity,
+            "ms_per_frame": round(1000 * busy / max(1, result.frames), 2),
+            "share_of_render": round(busy / max(result.seconds, 1e-9), 4)}
+
+
 def process_peak_rss_mb() -> float:
     """This process's peak RSS in MB (10^6 bytes, as the render's own peak; Linux gives ru_maxrss in KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6, 1)
@@ -226,6 +235,7 @@ def run_bench(settings: Settings, sources: list[Path], target: Path | None, work
         "ms_per_frame": {k: round(1000 * v / max(1, result.frames), 2) for k, v in result.stage_s.items()},
         "processor_ms_per_frame": processor_costs(processor, result.stage_s, result.frames),
         "faces_swapped": result.faces_swapped,
+        "report": report_cost(settings, result),
         "startup_s": {"first_load_and_frame": round(warm_s, 2), "render": round(startup, 2),
                       "render_loading": result.load_s, "render_measuring": result.measure_s,
                       "render_probe": result.probe_s},

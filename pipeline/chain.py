@@ -32,10 +32,11 @@ class Work:
 
     frame: Frame  # the frame the next stage works on (after a frame processor: what it made)
     faces: list[Face]  # the faces chosen to process (in ``frame``'s pixels)
-    detected: list[Face] = field(default_factory=list)  # every face found (frame by frame; for the debugger)
+    detected: list[Face] = field(default_factory=list)  # every face found (the quality report, the debugger)
     items: list[FaceItem] = field(default_factory=list)  # the chosen faces as the processors left them
     out: Frame | None = None  # the blended frame (after the last stage)
     index: int = 0  # its number in the output (0: the first)
+    cut: bool = False  # a video's frame that starts a new scene (faces are not followed across it)
     alpha: Alpha | None = None  # its transparency (uint8 H×W; None: opaque): a still's own, the remover's
     decoded: Frame | None = None  # the frame as decoded, before any processor (the expression restorer's)
     scale: int = 1  # how many times larger ``frame`` is than ``decoded`` (upscaling frame processors)
@@ -82,7 +83,7 @@ class Finder:
         self.processor = processor
         self.next = start
         self.keys: KeyframeDetector | None = None
-        self.tracker: Tracker[tuple[int, Frame]] | None = None
+        self.tracker: Tracker[tuple[int, Frame, list[Face], bool]] | None = None
         if fps is not None:
             s, models = processor.settings, processor.face_models
             self.tracker = Tracker(s.tracker, fps)
@@ -100,16 +101,18 @@ class Finder:
             return [Work(f, self.processor.select(f, d), d, index=i)
                     for f, d, i in zip(frames, detected, numbers, strict=True)]
         ready: list[Work] = []
-        found = self.keys.faces(frames)
-        for frame, faces, cut, i in zip(frames, found, self.keys.cuts, numbers, strict=True):
-            ready.extend(Work(f, list(fs), index=n)
-                         for (n, f), fs in self.tracker.push(frame, faces, (i, frame), cut=cut))
+        chosen = self.keys.faces(frames)
+        for frame, faces, found, cut, i in zip(frames, chosen, self.keys.found, self.keys.cuts, numbers,
+                                               strict=True):
+            ready.extend(Work(f, list(fs), found, index=n, cut=c)
+                         for (n, f, found, c), fs in self.tracker.push(frame, faces, (i, frame, found, cut),
+                                                                       cut=cut))
         return ready
 
     def flush(self) -> list[Work]:
         if self.tracker is None:
             return []
-        return [Work(f, list(fs), index=n) for (n, f), fs in self.tracker.flush()]
+        return [Work(f, list(fs), found, index=n, cut=c) for (n, f, found, c), fs in self.tracker.flush()]
 
 
 class Chain:

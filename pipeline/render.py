@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from pipeline.errors import Cancelled, UserError
 from pipeline.process import FaceProcessor
 from pipeline.processors import Media
 from pipeline.progress import Progress, RateMeter, RunControl
+from pipeline.quality import QualityReport, write_report
+from pipeline.quality.record import quality_summary, recorder_for
 from pipeline.renderplan import RenderPlan, plan_render
 from pipeline.settings import Settings
 from pipeline.stages import END, Stages
@@ -44,7 +46,7 @@ from pipeline.video.trim import Trim
 
 log = logging.getLogger(__name__)
 
-STAGES = ("decode", "detect", "swap", "enhance", "blend", "encode")  # with the default processors.order
+STAGES = ("decode", "detect", "swap", "enhance", "blend", "quality", "encode")  # with the default order
 REPORT_AT_LEAST_EVERY_S = 1.0  # a run whose frames stall (a segment closing) still reports this often
 
 SinkFactory = Callable[[int, int], FrameSink]  # (width, height) of the frames -> where they go
@@ -71,11 +73,14 @@ class RenderResult:
     plan: dict[str, Any] = field(default_factory=dict)  # where the stages ran (RenderPlan.summary)
     turn_wait_s: dict[str, float] = field(default_factory=dict)  # stages taking turns: seconds waited
     cpu_s: float = 0.0  # CPU seconds of this process (every thread; not ffmpeg's) from the first frame on
+    quality: QualityReport | None = None  # the quality report of the frames rendered
+    quality_path: Path | None = None  # where it was written (beside the output; a job writes its own)
 
     def summary(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, quality=None))  # the report's frames are not the summary's
         d["output"] = str(self.output)
         d["kind"] = "video"
+        d["quality"] = quality_summary(self.quality, self.quality_path)
         return d
 
 
@@ -127,12 +132,14 @@ class Render:
         self.open_sink: SinkFactory = sink or self._output_encoder
         self.batch = 1
         self.plan = RenderPlan()
-        names = ["decode", "detect", *(s.name for s in self.chain.stages), "encode"]
+        names = ["decode", "detect", *(s.name for s in self.chain.stages), "quality", "encode"]
         self.stages = Stages(names, settings.execution.queue_size)
         self._total = self._done = self._faces = 0
         self._started = self._peak_rss = 0.0
         self._rate = RateMeter()  # the ETA's rate, from the first frame encoded
         self._reporting = threading.Lock()  # the watcher's report never lands after the final one
+        self.recorder = recorder_for(self.processor, float(self.info.fps))
+        self._look_s = 0.0  # the report's part of the detect thread (the faces before the swap)
 
     def _output_encoder(self, width: int, height: int) -> FrameSink:
         assert self.output is not None
@@ -170,6 +177,7 @@ class Render:
         kept = self.chain.first_face_run
         for stage in self.chain.stages:
             stages.start(stage.name, self._step, stage, stage.name in kept)
+        stages.start("quality", self._quality)
         stages.start("encode", self._encode, sink)
         path = self._wait(sink, frames_in)
         # what the container's rule left of the asked encoder (its changes were said before the run)
@@ -179,6 +187,7 @@ class Render:
         cpu = time.process_time() - cpu + self.plan.first_cpu_s
         with self._reporting:
             self.control.report(self._progress(final=True))
+        quality = self.recorder.report(path.name if self.output is not None else self.target.name)
         return RenderResult(
             output=path, frames=self._done, seconds=round(seconds, 3),
             fps=round(self._done / max(seconds, 1e-9), 4), batch_size=self.batch, encoder=sink.encoder,
@@ -188,6 +197,7 @@ class Render:
             load_s=self.plan.load_s, probe_s=self.plan.probe_s, measure_s=self.plan.measure_s,
             plan=self.plan.summary(),
             turn_wait_s={k: round(v, 3) for k, v in self.stages.waited.items() if v}, cpu_s=round(cpu, 3),
+            quality=quality, quality_path=None if self.output is None else write_report(quality, path),
         )
 
     def _frame_count(self) -> int:
@@ -223,9 +233,14 @@ class Render:
         for batch in self.stages.inbox["detect"].batches(self.batch):
             with self.stages.turn("detect"), self.stages.timing("detect"):
                 ready = finder.push(batch)
+            started = time.perf_counter()
+            self.recorder.look(ready)
+            self._look_s += time.perf_counter() - started
             for work in ready:
                 out.put(work)
-        for work in finder.flush():
+        rest = finder.flush()
+        self.recorder.look(rest)
+        for work in rest:
             out.put(work)
         keys = finder.keys
         if keys is not None:
@@ -245,6 +260,16 @@ class Render:
                     stage.run(todo)
             if stage.name == "blend":  # the first blend: the faces of the first run of face processors
                 self._faces += sum(len(w.items) for w in batch)
+            for work in batch:
+                out.put(work)
+        out.put(END)
+
+    def _quality(self) -> None:
+        """Record the finished frames' quality (pipeline/quality/), a batch at a time (one judge run)."""
+        out = self.stages.after("quality")
+        for batch in self.stages.inbox["quality"].batches(self.batch):
+            with self.stages.timing("quality"):
+                self.recorder.add(batch)
             for work in batch:
                 out.put(work)
         out.put(END)
@@ -314,7 +339,9 @@ class Render:
         self._peak_rss = max(self._peak_rss, psutil.Process().memory_info().rss / 1e6)
 
     def _stage_seconds(self) -> dict[str, float]:
-        return {**dict.fromkeys(STAGES, 0.0), **self.stages.seconds()}
+        seconds = {**dict.fromkeys(STAGES, 0.0), **self.stages.seconds()}
+        seconds["quality"] = round(seconds["quality"] + self._look_s, 3)  # its look in the detect thread
+        return seconds
 
     def _progress(self, final: bool = False) -> Progress:
         elapsed = time.perf_counter() - self._started

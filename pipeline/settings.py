@@ -239,6 +239,24 @@ class TrackerSettings(_Section):
                             description="histogram distance that starts a new scene; lower cuts more often")
 
 
+class ReportSettings(_Section):
+    """The quality report written with every render (pipeline/quality/): what it measures, what it flags."""
+
+    identity: bool = Field(True, title="Judge identity",
+                           description="score each swapped face against the source with SFace "
+                           "(off: faster; the report keeps faces, misses and jitter)")
+    identity_every: int = Field(30, ge=1, le=300, title="Judge every Nth frame",
+                                description="judge identity on every Nth frame only (30: about once a "
+                                "second; 1 = every frame: the judge is the report's costly part, two SFace "
+                                "runs a face)")
+    identity_min: Unit = Field(0.3, title="Identity flag below (0–1)",
+                               description="flag frames whose swapped face resembles the source less "
+                               "than this (SFace cosine; 0.363 = same person)")
+    jitter_max: float = Field(0.1, gt=0.0, le=1.0, title="Jitter flag above (face sizes)",
+                              description="flag frames whose face landmarks shake more than this, as a "
+                              "fraction of the face's size")
+
+
 class VideoSettings(_Section):
     # the trim (video/trim.py reads it): finite times, so a job stores what was asked (JSON has no inf)
     start: float | None = Field(None, ge=0.0, allow_inf_nan=False, title="Start at (s)",
@@ -536,6 +554,7 @@ class Settings(_Section):
     color: ColorSettings = ColorSettings()
     landmarks: LandmarkSettings = LandmarkSettings()
     tracker: TrackerSettings = TrackerSettings()
+    report: ReportSettings = ReportSettings()
     video: VideoSettings = VideoSettings()
     output: OutputSettings = OutputSettings()
     execution: ExecutionSettings = ExecutionSettings()

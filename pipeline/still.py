@@ -15,6 +15,8 @@ from pipeline.image import output_format, read_image, write_image
 from pipeline.process import FaceProcessor
 from pipeline.processors import STILL
 from pipeline.provenance import provenance_tag
+from pipeline.quality import write_report
+from pipeline.quality.record import quality_summary, recorder_for
 from pipeline.settings import Settings
 
 
@@ -29,6 +31,9 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     processor = FaceProcessor(settings, list(sources))
     processor.prepare(STILL)
     work: Work = Chain(processor).one(picture.bgr, alpha=picture.alpha)
+    recorder = recorder_for(processor)
+    recorder.look([work])  # the chain blends into a copy: ``work.decoded`` is the target as read
+    recorder.add([work])
     faces = work.faces
     order, said = settings.processors.order, None
     if not faces and frame_changers(order) == []:  # nothing would change it: refused
@@ -41,6 +46,7 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     picture = replace(picture, alpha=work.alpha)  # its own alpha as the chain left it (the remover's)
     write_image(output, picture, result, provenance_tag(processor.models), settings.output.image_quality,
                 guard=guard)
+    quality = recorder.report(output.name)
     return {
         "output": str(output),
         "kind": "image",
@@ -50,4 +56,5 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
         "notices": [*processor.notices, *([said] if said else []),
                     *picture.loss_notices(target.name, output)],
         "seconds": round(time.perf_counter() - started, 3),
+        "quality": quality_summary(quality, write_report(quality, output)),
     }

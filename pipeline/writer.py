@@ -6,7 +6,8 @@ recording).
   and is no queued or running job's input or output, nor are its inputs what such a job writes, by the
   file named (:mod:`pipeline.jobs.clash`; a queued job is checked by the queue itself, in its transaction).
 - A temporary name renamed into place when the file is whole (:class:`pipeline.video.encode.Encoder`,
-  :func:`pipeline.image.write_image`).
+  :func:`pipeline.image.write_image`; the quality report beside it, ``NAME.quality.json``, by
+  :func:`pipeline.quality.write_report` through :func:`pipeline.paths.write_atomic`).
 - :func:`stop_on_signals`: SIGTERM and SIGHUP (systemd, ``docker stop``, a dropped ssh session) end a run as
   Ctrl-C does. A render removes its partial file (nothing half-made appears under the output's name); a live
   recording is finished and kept under its name with the frames up to the signal (what the camera gave is

@@ -28,6 +28,8 @@ def test_bench_reports_all_paths_on_a_small_clip(tmp_path: Path) -> None:
     costs = report["processor_ms_per_frame"]  # each processor of the order: its stage's time per frame
     assert list(costs) == ["face_swapper"] and costs["face_swapper"] > 0  # the enhancer is set to none
     assert costs["face_swapper"] == report["ms_per_frame"]["swap"]
+    quality = report["report"]  # the quality report's own cost: its stage's busy time a frame, judge on
+    assert quality["identity"] is True and quality["ms_per_frame"] == report["ms_per_frame"]["quality"] > 0
     rss = report["peak_rss_mb"]  # one unit: the process's peak holds the render's (the kernel's high-water
     assert rss["process"] >= 0.99 * rss["render"] > 0  # mark lags its sampled RSS a little: 296.1 vs 296.4)
 
@@ -44,9 +46,11 @@ def test_the_process_peak_rss_is_in_the_renders_unit(monkeypatch: pytest.MonkeyP
 
 def test_bench_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     clip = make_test_clip(tmp_path / "c.mp4", photos.grace_hopper_path(), seconds=0.5, size=(256, 192))
-    assert main(["bench", "--target", str(clip), "--no-temp-frames", "--json"]) == 0
+    assert main(["bench", "--target", str(clip), "--no-temp-frames", "--json",
+                 "--set", "report.identity=false"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["fps"]["temp_frames"] is None and report["batch_size"] >= 1
+    assert report["report"]["identity"] is False  # the report without its judge (the cheap part)
     # which provider each model really ran on (the built-in detector's converted file, on this CPU)
     assert report["ran_on"] and set(report["ran_on"].values()) == {"CPUExecutionProvider"}
     assert any("yunet" in name for name in report["ran_on"])
@@ -64,7 +68,8 @@ def test_background_bench_feeds_the_system_tab_chart() -> None:
     assert ctx.bench.status()["state"] == "done", ctx.bench.status()
     text, chart, timer = system_tab.poll_bench(ctx)
     assert "pipeline" in text and "fps" in text
-    assert list(chart["value"]["stage"]) == ["decode", "detect", "swap", "enhance", "blend", "encode"]
+    assert list(chart["value"]["stage"]) == ["decode", "detect", "swap", "enhance", "blend", "quality",
+                                             "encode"]  # the quality report's stage among them
     assert timer["active"] is False
 
 

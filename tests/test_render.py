@@ -75,7 +75,7 @@ def test_render_keeps_frames_audio_and_replaces_the_face(face_clip: Path, tmp_pa
     # no ETA (nor rate) from the first few frames: the pipeline filling up would make it wild
     early = [p for p in seen[:-1] if p.frames_done < RateMeter().min_frames]
     assert early and all(p.eta_s is None and p.fps is None for p in early)
-    assert set(result.stage_s) == {"decode", "detect", "swap", "enhance", "blend", "encode"}
+    assert set(result.stage_s) == {"decode", "detect", "swap", "enhance", "blend", "quality", "encode"}
     assert _ffmpeg_children() == []
 
 

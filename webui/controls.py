@@ -37,10 +37,12 @@ GENERAL_TABS: dict[str, str] = {
     "output": "Output",
     "video": "Output",
     "execution": "Output",
+    "report": "Output",
 }
 GENERAL_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "tracker": "Video tracking",
                   "mask": "Mask", "color": "Colour", "output": "Output file", "video": "Video trim and sound",
-                  "execution": "Performance", "selector": "Which faces"}
+                  "execution": "Performance", "selector": "Which faces",
+                  "report": "Quality report"}
 
 
 def _section_tabs() -> dict[str, str]:

@@ -209,6 +209,12 @@ def _match(face: Face, found: list[Face]) -> int | None:
     return best
 
 
+def unselected(detected: Sequence[Face], chosen: Sequence[Face]) -> list[Face]:
+    """The faces of ``detected`` that are none of ``chosen`` (by their boxes: selection may refine the
+    landmarks)."""
+    return [f for f in detected if all(_iou(f.box, c.box) < 0.5 for c in chosen)]
+
+
 class KeyframeDetector:
     """The selected faces of each frame, in order: detected on keyframes, followed in between.
 
@@ -227,6 +233,10 @@ class KeyframeDetector:
         self._index = 0  # of the next frame in the clip: keyframes fall on multiples of N
         self._prev_hist: npt.NDArray[np.float64] | None = None
         self.cuts: list[bool] = []  # for each frame of the last call: whether a new scene starts there
+        # for each frame of the last call: every face found there (a keyframe's detections; between them the
+        # followed faces and those the last keyframe left unselected, taken to be where they were)
+        self.found: list[list[Face]] = []
+        self._unselected: list[Face] = []  # the last keyframe's detected faces that selection left
         self.keyframes = self.followed = 0
 
     def faces(self, frames: Sequence[Frame]) -> list[list[Face]]:
@@ -235,12 +245,13 @@ class KeyframeDetector:
         self.cuts = [self._cut(frame) for frame in frames]
         if self.interval == 1:
             self.keyframes += len(frames)
-            found = self.detect(frames)
-            return [self.select(frame, faces) for frame, faces in zip(frames, found, strict=True)]
+            self.found = self.detect(frames)
+            return [self.select(frame, faces) for frame, faces in zip(frames, self.found, strict=True)]
         due = self._plan(frames)
         scheduled = [frame for frame, key in zip(frames, due, strict=True) if key]
         detections = iter(self.detect(scheduled) if scheduled else [])
         out: list[list[Face]] = []
+        self.found = []
         for frame, key in zip(frames, due, strict=True):
             followed = None if key else self._follow(frame)
             if followed is None:
@@ -248,8 +259,11 @@ class KeyframeDetector:
                 followed = self.select(frame, detected)
                 self.keyframes += 1
                 self._start(frame, followed)
+                self._unselected = unselected(detected, followed)
+                self.found.append(detected)
             else:
                 self.followed += 1
+                self.found.append([*followed, *self._unselected])
             out.append(followed)
         return out
 

@@ -162,6 +162,7 @@ class Tracker(Generic[T]):
             self._filters.clear()
         out = []
         for tid, face in slot.faces.items():
+            face = replace(face, extra={**face.extra, "track": tid})  # which track (the quality report)
             out.append(self._smooth(tid, face) if self.s.enabled else face)
         for tid in [t for t in self._filters if t not in slot.faces and t not in self._tracks]:
             del self._filters[tid]

@@ -28,6 +28,7 @@ from pipeline.video import streams
 from pipeline.video.trim import Trim
 
 if TYPE_CHECKING:
+    from pipeline.quality import QualityReport
     from pipeline.video.probe import VideoInfo
 
 log = logging.getLogger(__name__)
@@ -135,6 +136,7 @@ class SegmentedJob:
         self.models: list[str] = list(self.record.models)
         self.notices: list[str] = []
         self.notice(self.record.notices)
+        self.quality: QualityReport | None = None  # the report of the frames this run rendered
         self._lock = threading.Lock()
 
     def fixed_segment_frames(self) -> int | None:
@@ -162,7 +164,13 @@ class SegmentedJob:
                                source=self.info, settings=self.settings, models=self.models,
                                cancel=self.ctx.control.cancel, guard=self.ctx.guard, voice=self.voice)
         self.ctx.control.report(Progress(frames, frames, eta_s=0.0, stage={"step": "done"}))
-        return {"output": str(self.output), "kind": "video", "frames": frames,
+        from pipeline.quality import write_report
+        from pipeline.quality.record import quality_summary
+
+        quality = None
+        if self.quality is not None:  # beside the output, and in the job's result
+            quality = quality_summary(self.quality, write_report(self.quality, self.output))
+        return {"output": str(self.output), "kind": "video", "frames": frames, "quality": quality,
                 "frames_rendered_now": self.rendered, "resumed_at": self.resumed_at,
                 "segments": len(self.record.segments),
                 "seconds": round(time.perf_counter() - self.started, 3), "models": self.models,
@@ -211,6 +219,7 @@ class VideoJob(SegmentedJob):
             try:
                 result = render.run()
                 self.rendered = result.frames
+                self.quality = result.quality
                 details = {"encoder": result.encoder, "batch_size": result.batch_size,
                            "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
                            "peak_rss_mb": result.peak_rss_mb}

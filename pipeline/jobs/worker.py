@@ -246,6 +246,10 @@ class Worker:
         resumed = f" (resumed at frame {summary['resumed_at']})" if summary.get("resumed_at") else ""
         self._log(job.id, f"done: {summary.get('frames')} frame(s) in {summary.get('seconds')} s{resumed}"
                           + (f"; {notes}" if notes else ""))
+        if summary.get("quality"):  # the report itself lies beside the output
+            from pipeline.quality.report import summary_line
+
+            self._log(job.id, summary_line(summary["quality"], summary["quality"]["path"]))
         frames = summary.get("frames_rendered_now", summary.get("frames")) or 0
         try:
             final = lease.finish("done", render_s=render_s,
