@@ -51,7 +51,8 @@ RENAMED_SECTIONS = {"swapper": "face_swapper", "enhancer": "face_enhancer"}
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 # UI facts a field may carry (json_schema_extra): "main" (shown beside the preview, not among the advanced
-# settings), "choice_words" ((value, words) for a value that means something other than itself), "ui_range"
+# settings; never a processor's: its settings are beside its tick box, shown only while it runs),
+# "choice_words" ((value, words) for a value that means something other than itself), "ui_range"
 MAIN: dict[str, Any] = {"main": True}
 
 
@@ -119,14 +120,12 @@ class SelectorSettings(_Section):
 class SwapperSettings(ProcessorSection):
     processor: ClassVar[str] = "face_swapper"
     model: SwapperName = Field("auto", title="Face swapper",
-                               description="auto: the best installed model, else the built-in classic one",
-                               json_schema_extra=MAIN)
+                               description="auto: the best installed model, else the built-in classic one")
     pixel_boost: Literal[0, 128, 256, 512, 1024] = Field(0, title="Swap resolution (px)",
                                                          description="0 = the model's own size; larger "
                                                          "is sharper and slower",
-                                                         json_schema_extra={
-                                                             **MAIN, "choice_words": [
-                                                                 [0, "auto (the model's own size)"]]})
+                                                         json_schema_extra={"choice_words": [
+                                                             [0, "auto (the model's own size)"]]})
     poisson: bool = Field(False, title="Seamless edge (classic swapper)",
                           description="classic swapper: Poisson-blend the edge")
 
@@ -140,8 +139,7 @@ class SwapperSettings(ProcessorSection):
 class EnhancerSettings(ProcessorSection):
     processor: ClassVar[str] = "face_enhancer"
     model: EnhancerName = Field("none", title="Face enhancer",
-                                description="restores detail on the swapped face (slower)",
-                                json_schema_extra=MAIN)
+                                description="restores detail on the swapped face (slower)")
     blend: int = Field(80, ge=0, le=100, title="Enhancer strength (%)",
                        description="how much of the enhanced face is mixed in")
     fidelity: Unit = Field(0.5, title="CodeFormer fidelity (0–1)",
