@@ -133,6 +133,7 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
             parts["models"] = models_tab.create()
         with gr.Tab("System", id="System", elem_id="tab-system") as parts["tabs"]["System"]:
             parts["system"] = system_tab.create()
+    parts["queue"]["timer"] = queue_tab.create_timer(ctx)  # ticks on every tab (queue_tab.create_timer)
     return parts, controls.SettingsForm(settings_controls)
 
 
