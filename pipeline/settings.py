@@ -12,13 +12,14 @@ import re
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pipeline.errors import SettingsError
 from pipeline.types import (
     CUSTOM_DFM_NAME,
     AgeModifierName,
     BackgroundRemoverName,
+    ClassifierName,
     ColorizerName,
     ColorizerSize,
     ColorMethod,
@@ -38,8 +39,10 @@ from pipeline.types import (
     ParserName,
     Provider,
     RestorerArea,
+    SelectorGender,
     SelectorMode,
     SelectorOrder,
+    SelectorRace,
     SwapperName,
     VoiceExtractorName,
 )
@@ -115,6 +118,30 @@ class SelectorSettings(_Section):
     mapping: tuple[str, ...] = Field((), title="Source → person mapping",
                                      description="face mapping: one reference image per source image, "
                                      "in order; source i replaces the person in reference i (empty = off)")
+    gender: SelectorGender = Field("any", title="Only this gender",
+                                   description="faces the face classifier reads as another gender are left "
+                                   "alone (any = all)")
+    race: SelectorRace = Field("any", title="Only this race",
+                               description="faces the face classifier reads as another of FairFace's classes "
+                               "are left alone (any = all)")
+    age_min: int = Field(0, ge=0, le=100, title="Youngest age (years)",
+                         description="faces read as younger are left alone (by the classifier's age bracket)")
+    age_max: int = Field(100, ge=0, le=100, title="Oldest age (years)",
+                         description="faces read as older are left alone (100 = no limit)")
+    classifier: ClassifierName = Field("fairface", title="Face classifier",
+                                       description="the model the gender, race and age filters read faces "
+                                       "with (loaded only while a filter is set)")
+
+    @model_validator(mode="after")
+    def _ages_in_order(self) -> SelectorSettings:
+        if self.age_min > self.age_max:
+            raise ValueError(f"selector.age_min {self.age_min} is above selector.age_max {self.age_max}")
+        return self
+
+    @property
+    def filters(self) -> bool:
+        """Whether a gender, race or age filter is set (the classifier then reads every face found)."""
+        return (self.gender, self.race, self.age_min, self.age_max) != ("any", "any", 0, 100)
 
 
 class SwapperSettings(ProcessorSection):
