@@ -12,7 +12,7 @@ import pytest
 
 from pipeline import preview as engine
 from pipeline.image import read_provenance
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import chromium, kept_in_browser, open_tab, running_app, screenshot, upload
 from tests.photos import astronaut, grace_hopper_path
 from tests.surrogates import install_surrogate
 from tests.timing import wait_until
@@ -127,3 +127,32 @@ def test_the_enhancer_ticked_shows_its_settings_moves_up_and_is_in_the_job(tmp_p
         assert job.settings.processors.order == ("face_enhancer", "face_swapper")
         assert job.settings.face_enhancer.model == "gfpgan_1.4"
         assert "gfpgan_1.4" in (read_provenance(Path(job.output)) or "")
+
+
+def test_a_reload_brings_back_the_ticks_the_order_and_the_settings_shown() -> None:
+    """``processors.order`` is the one value kept (the page's kept settings, as a preset or a job holds it):
+    after a reload the rows follow it again, ticks, order on screen and settings shown."""
+    with running_app(worker=False) as (url, app), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        page.click("#proc-frame-sharpener-on input")
+        page.click("#proc-frame-sharpener-up")
+        page.click("#proc-frame-sharpener-up")
+        wait_until(lambda: _rows_top_down(page)[0] == "proc-frame-sharpener", 30, what="the sharpener first")
+        page.click("#proc-face-enhancer-on input")  # left out: its settings go
+        wait_until(lambda: not page.locator("#set-face_enhancer-model").is_visible(), 30,
+                   what="the enhancer's settings gone")
+        def kept() -> Any:
+            return (kept_in_browser(page, app).get("settings") or {}).get("processors.order")
+
+        wait_until(lambda: kept() == ["frame_sharpener", "face_swapper"], 60, what="the order kept")
+        page.reload()
+        page.wait_for_selector("#sources")
+        wait_until(lambda: _rows_top_down(page)[:2] == ["proc-frame-sharpener", "proc-face-swapper"], 60,
+                   what="the order back on screen")
+        assert page.locator("#proc-frame-sharpener-on input").is_checked()
+        assert not page.locator("#proc-face-enhancer-on input").is_checked()
+        assert page.locator("#set-frame_sharpener-amount").is_visible()
+        assert not page.locator("#set-face_enhancer-model").is_visible()
+        screenshot(page, "processors-after-reload")
