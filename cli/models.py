@@ -51,15 +51,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=2))
         return 0
-    print(f"{'model':26} {'role':11} {'state':10} {'size':>12}  licence")
+    table = []
     for r in rows:
         state = "built-in" if r.builtin else ("installed" if r.installed else "missing")
         size = f"{r.size / 1e6:.1f} MB" if r.size else UNKNOWN_SIZE
         notes = [f"needs {', '.join(r.needs)}: fetched with it"] if r.needs else []
         notes += [n for n in (r.export, r.source) if n]
         notes += [f"not yet checked against the real file: {r.unverified}"] if r.unverified else []
-        print(f"{r.name:26} {r.role:11} {state:10} {size:>12}  {r.licence}"
-              + "".join(f"  ({n})" for n in notes))
+        table.append([r.name, r.role, state, size, r.licence + "".join(f"  ({n})" for n in notes)])
+    print_table(["model", "role", "state", "size", "licence"], table, right={3})
     unknown = sum(not r.size for r in rows)
     if unknown:
         print(f"{UNKNOWN_SIZE}: size unknown ({unknown} models: no size is published for their files; "
@@ -119,13 +119,17 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """Columns as wide as their widest cell (the last one left as long as it is); nothing without rows."""
+def print_table(headers: list[str], rows: list[list[str]],
+                right: set[int] | frozenset[int] = frozenset()) -> None:
+    """Columns as wide as their widest cell (the last one left as long as it is; those of ``right``
+    right-aligned); nothing without rows."""
     if not rows:
         return
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers[:-1])]
     for row in [headers, *rows]:
-        print("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]).rstrip())
+        cells = [c.rjust(w) if i in right else c.ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths, strict=False))]
+        print("  ".join([*cells, row[-1]]).rstrip())
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -157,11 +161,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.as_dict() for r in results], indent=2))
     else:
-        width = max([len("figures"), *(len(figures_text(r.figures)) for r in results)])
-        print(f"{'model':24} {'role':11} {'verdict':7} {'ran on':22} {'figures':{width}}  reason")
-        for r in results:
-            print(f"{r.model:24} {r.role:11} {r.verdict:7} {r.ran_on or '-':22} "
-                  f"{figures_text(r.figures):{width}}  {r.reason}")
+        print_table(["model", "role", "verdict", "ran on", "figures", "reason"],
+                    [[r.model, r.role, r.verdict, r.ran_on or "-", figures_text(r.figures), r.reason]
+                     for r in results])
     failed = [r.model for r in results if r.verdict == "FAIL"]
     if failed and not args.json:
         print(f"{len(failed)} model(s) failed the check: {', '.join(failed)}", file=sys.stderr)

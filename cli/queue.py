@@ -30,6 +30,7 @@ from pipeline.jobs import batch, service
 from pipeline.jobs.model import Job
 from pipeline.jobs.store import JobStore
 from pipeline.request import SwapRequest
+from pipeline.video.formats import suffix_for
 from pipeline.workspace import shown_name
 
 
@@ -39,14 +40,15 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     def add(target: str | Path, output: str | Path) -> Job:
         request = SwapRequest.of(args.source, target, settings, output, args.audio)
-        return service.add(store, request, owner=args.owner or "")
+        return service.add(store, request, owner=args.owner or "", say=_note)
 
     one = len(args.target) == 1 and not Path(args.target[0]).is_dir() and args.name is None
     if one:  # as it always was: --output is the file
         print(add(args.target[0], args.output).id)
         return 0
     items = batch.add_batch(add, args.source, args.target, args.output, args.name or batch.DEFAULT_NAME,
-                            transparent=transparent(settings))
+                            transparent=transparent(settings),
+                            video=suffix_for(settings, transparent(settings)))
     for item in items:  # one line per target: the job id, or why it was refused
         if item.job is not None:
             print(f"{item.job.id}\t{item.target} -> {item.output}")
@@ -56,6 +58,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     if refused:
         print(f"facestation: {len(items) - refused} job(s) queued, {refused} refused", file=sys.stderr)
     return 2 if refused else 0
+
+
+def _note(line: str) -> None:
+    print(f"facestation: note: {line}", file=sys.stderr)
 
 
 def _row(job: Job, store: JobStore) -> dict[str, Any]:

@@ -34,6 +34,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
     settings = presets.settings_from(args.preset, args.set)
     request = SwapRequest.of(args.source, args.target, settings, args.output, args.audio)
     checked = check(request)  # the one check: what the queue and the web UI refuse, refused here alike
+    for notice in checked.output_notices:  # said before the work, as the queue and the web UI say it
+        print(f"facestation: note: {notice}", file=sys.stderr)
     sources, target, output = list(request.sources), Path(args.target), Path(args.output)
     audio = request.voice
     writer.claim(output, sources, target, audio)  # the one writer's rules: nor a queued job's file

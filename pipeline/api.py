@@ -75,6 +75,7 @@ from pipeline.thumbnails import (
 from pipeline.types import Encoder
 from pipeline.video.ffmpeg import encoders as ffmpeg_encoders
 from pipeline.video.ffmpeg import find_tools as find_ffmpeg
+from pipeline.video.formats import suffix_for as video_suffix
 from pipeline.video.trim import Trim
 from pipeline.workspace import (
     OutputFolder,
@@ -109,8 +110,9 @@ __all__ = [
     "data_dir", "outputs_dir", "stash", "shown_name", "output_path", "remove_download_copies",
     # output folders: the one a user chose (local: any; shared: inside their own), a fresh file name in it
     "OutputFolder", "output_folder", "fresh_output",
-    # transparency: whether the settings make a transparent output (its file then keeps alpha)
-    "transparent",
+    # transparency: whether the settings make a transparent output (its file then keeps alpha); a video
+    # output's extension as the settings choose it (video/formats.py)
+    "transparent", "video_suffix",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
     "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
     "move_job", "delete_job", "start_worker",

@@ -172,10 +172,9 @@ def _check_writable(output: Path) -> None:
 
 
 def check_video_output(output: Path, alpha: bool = False) -> None:
-    """Refuse an output name whose container cannot hold the H.264/HEVC video the encoders make (``alpha``:
-    a transparent video, whose containers are .webm and .mov: checked by ``checks.check_alpha_output``)."""
-    if alpha and output.suffix.lower() in ALPHA_VIDEOS:
+    """Refuse an output name whose container holds none of the video codecs: H.264/HEVC (ProRes in a .mov),
+    or VP9 in a .webm (``video/formats.py``; ``alpha``: a transparent video, whose containers are .webm and
+    .mov: checked by ``checks.check_alpha_output``)."""
+    if output.suffix.lower() in (*VIDEO_OUTPUTS, *ALPHA_VIDEOS):
         return
-    if output.suffix.lower() not in VIDEO_OUTPUTS:
-        raise UserError(
-            f"cannot write video '{output.name}': use {', '.join(VIDEO_OUTPUTS)} (H.264/HEVC containers)")
+    raise UserError(f"cannot write video '{output.name}': use {', '.join((*VIDEO_OUTPUTS, '.webm'))}")

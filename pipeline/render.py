@@ -172,7 +172,8 @@ class Render:
             stages.start(stage.name, self._step, stage, i == 0)
         stages.start("encode", self._encode, sink)
         path = self._wait(sink, frames_in)
-        if notice := fallback_notice(s.output.encoder, sink.encoder, sink.encoder_reason):
+        # what the container's rule left of the asked encoder (its changes were said before the run)
+        if notice := fallback_notice(sink.asked, sink.encoder, sink.encoder_reason):
             self.processor.notices.append(notice)
         seconds = time.perf_counter() - self._started + self.plan.first_s  # the first frame was the plan's
         cpu = time.process_time() - cpu + self.plan.first_cpu_s

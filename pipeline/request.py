@@ -24,6 +24,7 @@ from pipeline.errors import NoFaceFound, UserError, missing
 from pipeline.image import is_image_path, output_format
 from pipeline.plan import ModelPlan
 from pipeline.settings import Settings
+from pipeline.video import formats
 from pipeline.video.trim import Trim
 
 
@@ -85,6 +86,7 @@ class Checked:
     target: media.MediaInfo | None
     frames: range | None
     notices: tuple[str, ...] = ()
+    output_notices: tuple[str, ...] = ()  # those of ``notices`` that say how the output file is written
 
 
 def check(request: SwapRequest) -> Checked:
@@ -93,7 +95,7 @@ def check(request: SwapRequest) -> Checked:
     what is made), the models (all missing ones named), a face in each source photo (when a processor puts
     theirs in), the output's size, the trim (it keeps a frame of the video), a sound for a processor that
     follows one. Its notices say what runs differently than chosen (the plan's: a fallback for "auto"; a
-    setting the order leaves unused)."""
+    setting the order leaves unused; a video output's codec or container changed, :func:`output_notices`)."""
     settings = request.settings
     plan = ModelPlan.from_settings(settings)
     target = _inputs(request, plan.needs_sound)
@@ -111,7 +113,25 @@ def check(request: SwapRequest) -> Checked:
         if target.kind == "video":
             frames = request.trim.keep(target.frames, target.fps, target.path.name)
         checks.check_lip_sync_sound(settings, target.path, request.voice, plan)
-    return Checked(request, plan, target, frames, (*plan.planned, *checks.unused_settings(settings)))
+    said = output_notices(request, target)
+    return Checked(request, plan, target, frames, (*plan.planned, *checks.unused_settings(settings), *said),
+                   said)
+
+
+def output_notices(request: SwapRequest, target: media.MediaInfo | None) -> tuple[str, ...]:
+    """What a video output is written as where it differs from what was asked (:func:`formats.choose`): for
+    its output file, or (a preview: none yet) for the file the app would name, whose container is refused
+    here already where it cannot keep the transparency asked (as Add to queue would refuse it)."""
+    if target is None or target.kind != "video" or request.live:
+        return ()
+    settings = request.settings
+    output = request.output
+    if output is None:
+        output = Path(target.path.stem + formats.suffix_for(settings, transparent(settings)))
+        checks.check_alpha_output(settings, output)
+    elif is_image_path(output):
+        return ()
+    return formats.choose(settings, output, transparent(settings)).notices
 
 
 def _inputs(request: SwapRequest, follows_sound: bool) -> media.MediaInfo | None:

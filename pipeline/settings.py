@@ -23,6 +23,7 @@ from pipeline.types import (
     ColorizerName,
     ColorizerSize,
     ColorMethod,
+    Container,
     DeepSwapperName,
     DetectorName,
     Encoder,
@@ -55,7 +56,8 @@ RENAMED_SECTIONS = {"swapper": "face_swapper", "enhancer": "face_enhancer"}
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 # UI facts a field may carry (json_schema_extra): "main" (shown beside the preview, not among the advanced
 # settings; never a processor's: its settings are beside its tick box, shown only while it runs),
-# "choice_words" ((value, words) for a value that means something other than itself), "ui_range"
+# "choice_words" ((value, words) for a value that means something other than itself), "ui_range",
+# "placeholder" (an empty optional value in words), "suggest" (a free text's usual values, offered in a menu)
 MAIN: dict[str, Any] = {"main": True}
 
 
@@ -275,13 +277,64 @@ class VideoSettings(_Section):
 
 
 class OutputSettings(_Section):
-    encoder: Encoder = Field("auto", title="Video encoder",
-                             description="auto: the GPU encoder where it works, else libx264")
+    """The output file a creator chooses: its container and codec (``video/formats.py`` says which go
+    together and what the app changes, before a run), quality, frame rate and size."""
+
+    container: Container = Field("auto", title="Container",
+                                 description="the file type of a video the app names; a name given with its "
+                                 "own extension (--output, a batch's pattern) keeps it",
+                                 json_schema_extra={"choice_words": [
+                                     ["auto", "auto (the codec's own, else .mp4)"]]})
+    encoder: Encoder = Field("auto", title="Video codec",
+                             description="auto: H.264 on the GPU where it works (VP9 in a .webm)",
+                             json_schema_extra={"choice_words": [
+                                 ["auto", "auto (H.264, GPU where it works)"],
+                                 ["libx264", "H.264 (libx264)"], ["libx265", "HEVC (libx265)"],
+                                 ["h264_nvenc", "H.264 (NVIDIA GPU)"], ["hevc_nvenc", "HEVC (NVIDIA GPU)"],
+                                 ["av1_nvenc", "AV1 (NVIDIA GPU)"],
+                                 ["libvpx-vp9", "VP9 (.webm, keeps transparency)"],
+                                 ["prores_ks", "ProRes 4444 (.mov, keeps transparency)"]]})
     quality: int = Field(80, ge=0, le=100, title="Video quality (%)",
                          description="0 = smallest file, 100 = best")
     preset: EncoderPreset = Field("medium", title="Encoding speed",
                                   description="faster encodes make larger files at the same quality")
+    fps: float | None = Field(None, ge=1.0, le=240.0, allow_inf_nan=False, title="Frame rate (fps)",
+                              description="empty = the target's; a number: frames dropped or repeated to it",
+                              json_schema_extra={"placeholder": "the target's"})
+    size: str = Field("keep", title="Resolution",
+                      description="keep, a height (720p) or a factor (0.5x) of the target's size",
+                      json_schema_extra={"suggest": ["keep", "2160p", "1440p", "1080p", "720p", "480p",
+                                                     "0.5x"]})
     image_quality: int = Field(95, ge=1, le=100, title="Image quality (%)", description="JPEG/WebP quality")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_words(cls, value: Any) -> Any:
+        return output_size_text(value)
+
+
+_SIZE = re.compile(r"^(?:(?P<height>\d+)\s*p?|(?P<factor>\d*\.?\d+)\s*[x×]|(?P<percent>\d*\.?\d+)\s*%)$")
+
+
+def output_size_text(value: Any) -> str:
+    """``output.size`` in its one spelling: ``keep``, ``720p`` (a height, 16–8640) or ``0.5x`` (a factor,
+    0.1–4; ``50%`` is ``0.5x``); anything else refused in one line."""
+    text = str(value).strip().lower()
+    if text in ("keep", "", "none", "same"):
+        return "keep"
+    match = _SIZE.match(text)
+    if match is None:
+        raise ValueError(f"a resolution is keep, a height such as 720p or a factor such as 0.5x "
+                         f"(got {value!r})")
+    if match["height"] is not None:
+        height = int(match["height"])
+        if not 16 <= height <= 8640:
+            raise ValueError(f"a height is 16p to 8640p (got {value!r})")
+        return f"{height}p"
+    factor = float(match["factor"]) if match["factor"] is not None else float(match["percent"]) / 100
+    if not 0.1 <= factor <= 4.0:
+        raise ValueError(f"a factor is 0.1x to 4x (got {value!r})")
+    return f"{factor:g}x"
 
 
 class ExecutionSettings(_Section):

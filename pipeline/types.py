@@ -82,7 +82,9 @@ FaceRegion = Literal[
     "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
     "upper-lip", "lower-lip",
 ]
-Encoder = Literal["auto", "libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc"]
+Encoder = Literal["auto", "libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc", "libvpx-vp9",
+                  "prores_ks"]
+Container = Literal["auto", ".mp4", ".mov", ".mkv", ".webm"]  # a video output's file type
 EncoderPreset = Literal["fastest", "fast", "medium", "slow", "slowest"]
 Provider = Literal["tensorrt", "cuda", "cpu"]
 # LivePortrait processors (expression_restorer, face_editor)

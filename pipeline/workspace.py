@@ -53,12 +53,13 @@ def safe_stem(name: str, limit: int = 48) -> str:
     return cleaned or "file"
 
 
-def output_path(folder: Path, target: str | Path, owner: str = "", transparent: bool = False) -> Path:
+def output_path(folder: Path, target: str | Path, owner: str = "", transparent: bool = False,
+                video: str | None = None) -> Path:
     """A fresh output file for ``target`` inside ``folder/owner`` (the owner's name made safe); a
     ``transparent`` one in a format that keeps alpha (a still's own .png/.webp, else .png; a video .webm)."""
     sub = folder / safe_stem(owner or "local")
     sub.mkdir(parents=True, exist_ok=True)
-    return fresh_output(sub, target, transparent)
+    return fresh_output(sub, target, transparent, video)
 
 
 STASHED = re.compile(r"^[0-9a-f]{16}-")  # the content-hash prefix of a stashed upload's name
@@ -69,11 +70,13 @@ def shown_name(path: str | Path) -> str:
     return STASHED.sub("", Path(path).name)
 
 
-def fresh_output(folder: Path, target: str | Path, transparent: bool = False) -> Path:
+def fresh_output(folder: Path, target: str | Path, transparent: bool = False,
+                 video: str | None = None) -> Path:
     """A new file name for ``target``'s output in ``folder`` (which exists): its name, ``-swap``, the time
-    and a random part (a stashed upload's hash dropped)."""
+    and a random part (a stashed upload's hash dropped); ``video``: a video's extension (see
+    :func:`output_suffix`)."""
     target = Path(target)
-    suffix = output_suffix(target, transparent)
+    suffix = output_suffix(target, transparent, video)
     stem = safe_stem(Path(shown_name(target)).stem)  # a stashed upload: its hash dropped again
     # a random part: jobs queued in the same second must not share a name (their files appear only when done)
     for _ in range(100):
@@ -140,15 +143,15 @@ def _inside(own: Path, given: Path, text: str) -> Path:
     return folder
 
 
-def output_suffix(target: str | Path, transparent: bool = False) -> str:
+def output_suffix(target: str | Path, transparent: bool = False, video: str | None = None) -> str:
     """The suffix of ``target``'s output: an image keeps its format where it can be written (else .png), a
-    video becomes .mp4; a ``transparent`` one a format that keeps alpha (a still's own .png/.webp, else .png;
-    a video .webm)."""
+    video becomes ``video`` (the settings' choice, ``video.formats.suffix_for``), else .mp4; a
+    ``transparent`` one a format that keeps alpha (a still's own .png/.webp, else .png; a video .webm)."""
     target = Path(target)
     if kind_of(target) == "image":
         keeps = ALPHA_IMAGES if transparent else IMAGE_OUTPUTS
         return target.suffix.lower() if target.suffix.lower() in keeps else ".png"
-    return ".webm" if transparent else ".mp4"
+    return video or (".webm" if transparent else ".mp4")
 
 
 def remove_download_copies() -> None:

@@ -236,3 +236,26 @@ def test_without_the_photo_the_check_says_what_to_install(monkeypatch: pytest.Mo
     monkeypatch.setattr(photos, "default_face", no_photo)
     assert main(["models", "check"]) == 2
     assert "pip install matplotlib" in capsys.readouterr().err
+
+
+def test_the_models_tab_lists_skipped_models_after_the_verdicts_and_the_cli_aligns_them(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from webui import models_tab
+
+    results = [modelcheck.ModelCheck("gfpgan_1.4", "enhancer", "SKIP", "not installed"),
+               modelcheck.ModelCheck("yunet", "detector", "PASS", "ok", {"faces": 1.0}),
+               modelcheck.ModelCheck("frame_enhancer_x", "frame_enhancer", "SKIP", "no judge"),
+               modelcheck.ModelCheck("xseg", "occluder", "FAIL", "inverted", {"centre": 0.0})]
+    assert [r[0] for r in models_tab.check_rows(results)] == ["yunet", "xseg", "gfpgan_1.4",
+                                                              "frame_enhancer_x"]
+
+
+def test_cli_check_columns_follow_the_longest_cell(shots: photos.Photos,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    install_surrogate("xseg")
+    assert main(["models", "check"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    verdict_at, reason_at = lines[0].index("verdict"), lines[0].index("reason")
+    for line in lines[1:]:
+        assert line[verdict_at:].split()[0] in ("PASS", "FAIL", "SKIP"), line
+        assert line[reason_at - 2:reason_at] == "  ", line

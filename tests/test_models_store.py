@@ -156,3 +156,17 @@ def test_fetch_bar_of_unknown_size_stays_on_one_line(tmp_path: Path, monkeypatch
     assert main(["models", "fetch", "gpen_bfr_256"]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.endswith("3.0 MB \n"), repr(err)  # one bar, redrawn, one line end
+
+
+def test_list_columns_are_as_wide_as_their_longest_cell(capsys: pytest.CaptureFixture[str],
+                                                        isolated_dirs: dict[str, Path]) -> None:
+    """Long roles ("frame_enhancer", "expression_restorer") no longer push a row's state out of its column:
+    each column starts where its header does, on every line."""
+    assert main(["models", "list"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line and not line.startswith("?")]
+    header = lines[0]
+    state_at, licence_at = header.index("state"), header.index("licence")
+    for line in lines[1:]:
+        assert line[state_at:].split()[0] in ("built-in", "installed", "missing"), line
+        assert line[licence_at - 2:licence_at] == "  " and line[licence_at] != " ", line
+    assert any(len(line.split()[1]) > 11 for line in lines[1:])  # a role longer than the old fixed 11

@@ -42,7 +42,7 @@ CASES: dict[str, list[str]] = {
 class Frames:
     """A render's sink that keeps the frames."""
 
-    encoder = "none"
+    encoder = asked = "none"
     encoder_reason = "kept in memory"
 
     def __init__(self) -> None:

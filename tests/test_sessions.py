@@ -83,6 +83,7 @@ def test_gpu_package_on_a_cpu_machine_reports_what_it_really_got(
     assert "asked for TensorrtExecutionProvider but got CPUExecutionProvider" in caplog.text
     (row,) = sessions.loaded()
     assert row["requested"][0] == "TensorrtExecutionProvider" and row["providers"] == ["CPUExecutionProvider"]
+    assert row["name"] == "yunet"  # its catalog name, whatever the loaded copy's file is called
 
 
 def test_sessions_are_cached_per_model_and_providers_and_released() -> None:

@@ -99,7 +99,7 @@ def test_a_stage_waits_while_another_of_its_group_works_and_that_wait_is_counted
 class HeldSink:
     """A frame sink that takes the first frame, then holds the encoder until released."""
 
-    encoder, encoder_reason = "held", "test"
+    encoder, encoder_reason, asked = "held", "test", "held"
 
     def __init__(self) -> None:
         self.frames = 0

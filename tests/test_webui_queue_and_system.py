@@ -116,7 +116,7 @@ def test_the_system_tab_is_read_again_when_opened(tmp_path: Path) -> None:
     sessions.get_session("yunet")  # a preview loaded a model after the page was built
     try:
         report, who = opened[0].fn(None)
-        assert "`face_detection_yunet" in report and "no model loaded" not in report
+        assert "- loaded: `yunet` on" in report and "no model loaded" not in report  # its catalog name
         assert "only queues jobs" in who
     finally:
         sessions.release()
@@ -138,3 +138,10 @@ def test_the_swap_resolution_says_auto_and_the_running_frame_has_no_share_button
     built = app_mod.build(UiConfig(outputs=tmp_path / "out", data=tmp_path, worker=False))
     assert built.components["queue"]["thumb"].buttons == ["fullscreen"]
     assert built.components["preview"]["image"].buttons == ["fullscreen"]
+
+
+def test_the_system_tab_names_a_loaded_model_by_its_catalog_name() -> None:
+    """A batched copy's file is named by its sha256: the catalog name is what the tab says."""
+    loaded = [{"model": "3f9a" + "0" * 60 + ".onnx", "name": "inswapper_128",
+               "providers": ["CPUExecutionProvider"]}]
+    assert system_tab.loaded_lines(loaded) == ["- loaded: `inswapper_128` on CPU"]

@@ -112,7 +112,8 @@ def _ui_range(info: FieldInfo) -> dict[str, float]:
 
 
 def _extra(info: FieldInfo) -> dict[str, Any]:
-    """The UI facts a settings field carries (``json_schema_extra``: main, choice_words, ui_range)."""
+    """The UI facts a settings field carries (``json_schema_extra``: main, choice_words, ui_range,
+    placeholder, suggest)."""
     return info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
 
 
@@ -175,11 +176,14 @@ def make_control(key: str, info: FieldInfo, value: Any) -> gr.components.Compone
     if args and type(None) in args and str in args:  # optional text: empty = None
         return gr.Textbox(value=value or "", interactive=key not in READ_ONLY, **common)
     if args and type(None) in args:  # optional number: empty text = None (gr.Number would send 0)
-        return gr.Textbox(value="" if value is None else str(value), placeholder="none", **common)
+        return gr.Textbox(value="" if value is None else str(value),
+                          placeholder=_extra(info).get("placeholder", "none"), **common)
     if origin is tuple:  # fixed tuple of ints (mask.padding) or a list of paths: "a, b, c"
         return gr.Textbox(value=", ".join(str(v) for v in value), interactive=key not in READ_ONLY, **common)
     if key == "execution.batch_size":  # "auto" or a number: a choice (a preset's other number still shows)
         return gr.Dropdown(choices=BATCH_CHOICES, value=str(value), allow_custom_value=True, **common)
+    if suggest := _extra(info).get("suggest"):  # a free text with its usual values in a menu
+        return gr.Dropdown(choices=list(suggest), value=str(value), allow_custom_value=True, **common)
     return gr.Textbox(value=str(value), **common)
 
 

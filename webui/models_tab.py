@@ -142,8 +142,11 @@ def import_(path: str | None, name: str) -> tuple[list[list[Any]], dict[str, Any
 
 
 def check_rows(results: list[api.ModelCheck]) -> list[list[Any]]:
+    """One row per model, the verdicts of those that ran first and the skipped ones (not installed, no
+    judge) after them, each group in the check's order."""
+    ordered = sorted(results, key=lambda r: r.verdict == "SKIP")
     return [[r.model, r.role, r.verdict, " ".join(f"{k}={v:g}" for k, v in r.figures.items()), r.reason]
-            for r in results]
+            for r in ordered]
 
 
 def check() -> tuple[list[list[Any]], str]:
@@ -152,6 +155,8 @@ def check() -> tuple[list[list[Any]], str]:
     failed = [r.model for r in results if r.verdict == "FAIL"]
     ran = sum(r.verdict != "SKIP" for r in results)
     summary = f"**{len(failed)} failed**: {', '.join(failed)}" if failed else f"all {ran} checked models pass"
+    skipped = len(results) - ran
+    summary += f" ({skipped} skipped, listed after them)" if skipped else ""
     return check_rows(results), summary
 
 

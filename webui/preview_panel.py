@@ -213,7 +213,7 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
         image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None,
                             max_side=max_side)
     except api.ModelsMissing as exc:
-        text = problem(f"{exc}. Fetch it here, or import a file you already have.")
+        text = problem(missing_line(exc))
         return None, text, "", gr.update(visible=True), list(exc.names)
     except api.UserError as exc:
         return None, problem(str(exc)), "", hidden, []
@@ -223,6 +223,14 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
     said = f"Fast preview of frame {int(frame)} (at most {max_side} px)" if max_side else \
         f"Preview of frame {int(frame)}"
     return image, f"{said}: {ms:.0f} ms", notice, hidden, []
+
+
+def missing_line(exc: api.ModelsMissing) -> str:
+    """The missing models and what to do, in plain words: "2 models are not installed: a (…), b (…). Fetch
+    them with the button below, or import the files you already have." """
+    them, files = ("it", "the file") if len(exc.names) == 1 else ("them", "the files")
+    return (f"{browser_message(str(exc))}. Fetch {them} with the button below, or import {files} you "
+            "already have.")
 
 
 def fetch_missing(names: list[str], progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:  # noqa: B008

@@ -316,7 +316,8 @@ def submit(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None, targ
     the chosen output ``folder`` (:func:`output_folder`; nothing renders here)."""
     owner = ctx.owner(request)
     where = output_folder(ctx, folder, request).path
-    output = api.fresh_output(where, target, transparent=api.transparent(settings)) if target else None
+    alpha = api.transparent(settings)
+    output = api.fresh_output(where, target, alpha, api.video_suffix(settings, alpha)) if target else None
     asked = api.SwapRequest.of(sources, target, settings, output, audio)
     job = api.add_job(ctx.store, asked, owner=owner, keep=_stash)  # the preview's check; the uploads kept
     ctx.audit.record(owner, "add", job=job.id)
@@ -363,7 +364,9 @@ def submit_batch(ctx: Ctx, settings: api.Settings, sources: Sequence[str] | None
         ctx.audit.record(owner, "add", job=job.id)
         return job
 
-    return api.add_batch(add, list(sources), given, where, pattern, transparent=api.transparent(settings))
+    alpha = api.transparent(settings)
+    return api.add_batch(add, list(sources), given, where, pattern, transparent=alpha,
+                         video=api.video_suffix(settings, alpha))
 
 
 def batch_report(items: Sequence[api.BatchItem]) -> str:

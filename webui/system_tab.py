@@ -50,8 +50,8 @@ def loaded_lines(loaded: Sequence[dict[str, Any]]) -> list[str]:
     if not loaded:
         return ["- no model loaded now (a preview or a render loads them)"]
     providers: dict[str, list[str]] = {}
-    for m in loaded:
-        providers.setdefault(m["model"], []).extend(m["providers"])
+    for m in loaded:  # by its catalog name (a batched copy's file is named by its sha256)
+        providers.setdefault(m.get("name", m["model"]), []).extend(m["providers"])
     return [f"- loaded: `{model}` on {plain_providers(names)}" for model, names in providers.items()]
 
 

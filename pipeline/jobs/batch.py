@@ -78,21 +78,22 @@ def check_pattern(pattern: str) -> None:
 
 
 def output_for(pattern: str, folder: Path, target: Path, source: Path, n: int,
-               transparent: bool = False) -> Path:
+               transparent: bool = False, video: str | None = None) -> Path:
     """The output of the batch's ``n``-th target (``pattern`` checked by :func:`check_pattern`). A pattern
     that ends in a suffix the target's kind can be written as keeps it (``{target}-alpha.mov``: a .mov;
     whether it holds what is made is the request's check); else the kind's own (a ``transparent`` one in
-    a format that keeps alpha)."""
+    a format that keeps alpha; ``video``: a video's, as the settings choose it)."""
     name = pattern.format(target=target.stem, source=source.stem, n=n)
     named = Path(name).suffix.lower()
     kept = IMAGE_OUTPUTS if kind_of(target) == "image" else (*VIDEO_OUTPUTS, *ALPHA_VIDEOS)
     if named in kept:
         return folder / (safe_stem(name[:-len(named)], limit=120) + named)
-    return folder / (safe_stem(name, limit=120) + output_suffix(target, transparent))
+    return folder / (safe_stem(name, limit=120) + output_suffix(target, transparent, video))
 
 
 def add_batch(add: Callable[[Path, Path], Job], sources: Sequence[str | Path], targets: Sequence[str | Path],
-              folder: str | Path, pattern: str = DEFAULT_NAME, transparent: bool = False) -> list[BatchItem]:
+              folder: str | Path, pattern: str = DEFAULT_NAME, transparent: bool = False,
+              video: str | None = None) -> list[BatchItem]:
     """Queue one job per target with ``add(target, output)`` (the service's checked add); each target's
     result, in order. Two targets of the batch named alike get the first one's output and a refusal."""
     check_pattern(pattern)
@@ -103,7 +104,7 @@ def add_batch(add: Callable[[Path, Path], Job], sources: Sequence[str | Path], t
     items: list[BatchItem] = []
     taken: dict[Path, Path] = {}
     for n, target in enumerate(expand_targets(targets), 1):
-        output = output_for(pattern, folder, target, first_source, n, transparent)
+        output = output_for(pattern, folder, target, first_source, n, transparent, video)
         if output in taken:
             items.append(BatchItem(target, output, error=f"its output {output.name} is also the output of "
                                    f"{taken[output].name} in this batch: add {{n}} or {{target}} to --name"))

@@ -152,7 +152,7 @@ class SegmentWriter:
         self._start = first_frame
         self._opened = 0.0
         self._segments = 0  # finished by this writer (this run)
-        self.encoder = ""
+        self.encoder = self.asked = ""
         self.encoder_reason = ""
         work.mkdir(parents=True, exist_ok=True)
 
@@ -163,6 +163,7 @@ class SegmentWriter:
                                         size=self.size, audio=False, cancel=self.cancel,
                                         container=self.container)
             self.encoder, self.encoder_reason = self._current.encoder, self._current.encoder_reason
+            self.asked = self._current.asked
             self._opened = self._clock()
         self._current.write(frame)
         if self._segment_ends(self._current.frames):

@@ -29,12 +29,16 @@ def open_store(path: str | Path | None = None) -> JobStore:
 
 
 def add(store: JobStore, request: SwapRequest, owner: str = "",
-        keep: Callable[[Path], Path] | None = None) -> Job:
+        keep: Callable[[Path], Path] | None = None, say: Callable[[str], None] | None = None) -> Job:
     """Check ``request`` (:func:`pipeline.request.check`, with absolute paths: the output's folder resolved,
     so that one file has one name and a second job writing it is refused), then queue it. ``keep``: the
-    copy of each input the job reads (the web UI's uploads, stashed), made once the request has passed."""
+    copy of each input the job reads (the web UI's uploads, stashed), made once the request has passed;
+    ``say``: told each line of how the output is written differently than asked, before it is queued."""
     request = request.absolute()
-    check(request)
+    checked = check(request)
+    if say is not None:
+        for line in checked.output_notices:
+            say(line)
     if request.output is None or request.live:
         raise ValueError("a queued job is a render into an output file")
     if keep is not None:

@@ -43,6 +43,7 @@ _lock = threading.Lock()
 _Key = tuple[str, tuple[str, ...], int, bool]
 _cache: OrderedDict[_Key, Any] = OrderedDict()  # least recently used first
 _sizes: dict[_Key, int] = {}  # bytes each session is reckoned to hold (its file's size)
+_names: dict[_Key, str] = {}  # the catalog name of each session's model (its file may be a sha256-named copy)
 _holders: dict[_Key, weakref.WeakSet[Any]] = {}  # the CatalogSessions holding each cached session
 Budget = int | str  # execution.model_memory: MB, or "auto"
 
@@ -117,6 +118,8 @@ def load(path: Path, entry: ModelEntry | None, providers: Sequence[Provider] = (
     with _lock:
         _cache[key] = session
         _sizes[key] = size
+        if entry is not None:  # a batched or built-in copy is named by its sha256: say the catalog's name
+            _names[key] = entry.name
     return session
 
 
@@ -124,6 +127,7 @@ def _forget(key: _Key) -> None:
     """Take ``key`` out of the cache and out of every object holding its session (call with _lock)."""
     _cache.pop(key, None)
     _sizes.pop(key, None)
+    _names.pop(key, None)
     for holder in list(_holders.pop(key, ())):
         holder._session = None
 
@@ -358,9 +362,11 @@ def loaded_files() -> set[Path]:
 
 
 def loaded() -> list[dict[str, Any]]:
-    """What is loaded now and on which providers it really runs."""
+    """What is loaded now and on which providers it really runs: each session's file (``model``) and its
+    catalog name (``name``; the file's name for a file loaded without its entry)."""
     with _lock:
-        return [{"model": Path(k[0]).name, "requested": list(k[1]), "providers": s.get_providers(),
+        return [{"model": Path(k[0]).name, "name": _names.get(k, Path(k[0]).name), "requested": list(k[1]),
+                 "providers": s.get_providers(),
                  "threads": k[2], "spinning": k[3], "mb": round(_sizes.get(k, 0) / 1e6, 1)}
                 for k, s in _cache.items()]
 

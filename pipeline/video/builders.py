@@ -177,9 +177,13 @@ def decode_cmd(
 def quality_args(encoder: str, quality: int, preset: EncoderPreset) -> list[str]:
     """output.quality 0..100 and output.preset -> rate-control args.
 
-    libx264: CRF 35 (q=0) .. 12 (q=100); libx265: CRF 40 .. 16; NVENC: VBR with ``-cq`` 40 .. 14,
+    VP9 and ProRes as :func:`alpha_quality_args`; libx264: CRF 35 (q=0) .. 12 (q=100); libx265: CRF
+    40 .. 16; NVENC: VBR with ``-cq`` 40 .. 14,
     presets p1..p7, ``-tune hq``."""
     q = min(max(quality, 0), 100) / 100.0
+    alpha = next((c for c in ALPHA_CODECS.values() if c.encoder == encoder), None)
+    if alpha is not None:  # VP9 or ProRes asked for an opaque video: the rate control of their alpha outputs
+        return alpha_quality_args(alpha, quality, preset)
     if encoder.endswith("_nvenc"):
         cq = round(40 - 26 * q)
         return ["-preset", _NVENC_PRESETS[preset], "-tune", "hq", "-rc", "vbr", "-cq", str(cq), "-b:v", "0"]
@@ -203,6 +207,8 @@ ALPHA_CODECS: dict[str, AlphaCodec] = {
     ".webm": AlphaCodec("libvpx-vp9", "yuva420p", ("-auto-alt-ref", "0", "-row-mt", "1")),
     ".mov": AlphaCodec("prores_ks", "yuva444p10le", ("-profile:v", "4444", "-vendor", "apl0")),
 }
+# the pixel format an opaque video is encoded in, where it is not yuv420p (ProRes 4444 has no 4:2:0)
+OPAQUE_PIX_FMT: dict[str, str] = {"prores_ks": "yuv444p10le"}
 _VP9_SPEED = {"fastest": "8", "fast": "5", "medium": "4", "slow": "2", "slowest": "1"}
 
 
@@ -302,14 +308,22 @@ def encode_cmd(
     source: SourceMux | None = None,
     metadata: dict[str, str] | None = None,
     alpha: AlphaCodec | None = None,
+    pix_fmt: str = "yuv420p",
+    size: tuple[int, int] | None = None,
+    out_fps: float | None = None,
 ) -> list[str]:
     """Raw BGR24 frames on stdin -> ``output``, optionally muxing the audio and subtitles of ``source``
-    (``alpha``: BGRA frames, encoded with their alpha in that codec's pixel format)."""
+    (``alpha``: BGRA frames, encoded with their alpha in that codec's pixel format; else ``pix_fmt``).
+    ``size`` (width, height): scaled to it; ``out_fps``: frames dropped or repeated to that rate (the
+    duration kept)."""
     inputs, maps = source_args(source, 1)
-    pix_in, pix_out = ("bgr24", "yuv420p") if alpha is None else ("bgra", alpha.pix_fmt)
+    pix_in, pix_out = ("bgr24", pix_fmt) if alpha is None else ("bgra", alpha.pix_fmt)
     cmd = [ffmpeg, *QUIET, "-y", "-f", "rawvideo", "-pix_fmt", pix_in, "-s", f"{width}x{height}",
            "-framerate", rate_arg(fps), "-i", "pipe:0", *inputs, "-map", "0:v:0", *maps]
-    cmd += ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format={pix_out}", *video_args]
+    rate = f"fps=fps={rate_arg(out_fps)}," if out_fps is not None else ""
+    scale = f"w={size[0]}:h={size[1]}:flags=lanczos:" if size is not None and size != (width, height) else ""
+    cmd += ["-vf", f"{rate}scale={scale}out_color_matrix={matrix}:out_range=tv,format={pix_out}",
+            *video_args]
     cmd += color_args or []
     for key, value in (metadata or {}).items():
         cmd += ["-metadata", f"{key}={value}"]

@@ -39,7 +39,7 @@ from pipeline.provenance import provenance_metadata
 from pipeline.settings import Settings
 from pipeline.types import Encoder as EncoderName
 from pipeline.types import EncoderPreset, Frame
-from pipeline.video import builders, encoders, ffmpeg, streams
+from pipeline.video import builders, encoders, ffmpeg, formats, streams
 from pipeline.video.probe import VideoInfo
 from pipeline.video.process import FFmpegProcess
 from pipeline.video.trim import Trim
@@ -59,6 +59,7 @@ class FrameSink(Protocol):
 
     encoder: str
     encoder_reason: str
+    asked: str  # the encoder asked for once the container's rule applied (video/formats.py): ``auto``, a name
 
     def write(self, frame: Frame) -> None: ...
 
@@ -156,8 +157,12 @@ class Encoder:
         models: list[str] | tuple[str, ...] = (),
         cancel: threading.Event | None = None,
         alpha: builders.AlphaCodec | None = None,
+        out_size: tuple[int, int] | None = None,
+        out_fps: float | None = None,
     ) -> None:
-        """``alpha``: BGRA frames, encoded with their transparency by that codec (else BGR)."""
+        """``alpha``: BGRA frames, encoded with their transparency by that codec (else BGR); ``out_size``
+        (width, height), ``out_fps``: the file's, where not the frames' (scaled, frames dropped or
+        repeated by ffmpeg)."""
         self.output = Path(output).absolute()
         self.width, self.height = width, height
         self.frames = 0
@@ -167,9 +172,11 @@ class Encoder:
         exe = ffmpeg.ffmpeg_exe()
         self.channels = 3 if alpha is None else 4
         if alpha is None:
-            self.encoder, self.encoder_reason = encoders.choose_encoder(encoder, exe)
+            self.asked: str = formats.own_codec(self.output.suffix) if encoder == "auto" else encoder
+            self.encoder, self.encoder_reason = encoders.choose_encoder(self.asked, exe)
             video_args = ["-c:v", self.encoder, *builders.quality_args(self.encoder, quality, preset)]
         else:
+            self.asked = alpha.encoder
             self.encoder, self.encoder_reason = _alpha_encoder(alpha, exe, self.output.name)
             video_args = ["-c:v", self.encoder, *builders.alpha_quality_args(alpha, quality, preset)]
         out_w, out_h = width + width % 2, height + height % 2
@@ -187,6 +194,7 @@ class Encoder:
             exe, self.partial, width=out_w, height=out_h, fps=fps,
             video_args=video_args, matrix=matrix, color_args=color_args,
             source=mux, metadata=provenance_metadata(models), alpha=alpha,
+            pix_fmt=builders.OPAQUE_PIX_FMT.get(self.encoder, "yuv420p"), size=out_size, out_fps=out_fps,
         )
         log.info("encoding %s with %s (%s)", self.output.name, self.encoder, self.encoder_reason)
         self._process = FFmpegProcess(cmd, stdin=True, cancel=cancel)
@@ -323,10 +331,13 @@ def encoder_for(
     """
     width, height = size or (info.width, info.height)
     start, end = Trim.of(settings).times(info.frame_count, info.fps)  # the sound of the frames kept
+    suffix = container or Path(output).suffix
+    chosen = formats.choose(settings, Path(output).with_suffix(suffix), transparent(settings))
     return Encoder(
         output, width=width, height=height, fps=info.fps, source=info,
         start=start, end=end, keep_audio=settings.video.keep_audio,
         fit_audio=settings.video.allow_damaged, mux_source=audio, voice=voice,
-        encoder=settings.output.encoder, quality=settings.output.quality, preset=settings.output.preset,
-        models=models, cancel=cancel, alpha=alpha_codec(settings, container or Path(output).suffix),
+        encoder=chosen.encoder, quality=settings.output.quality, preset=settings.output.preset,
+        models=models, cancel=cancel, alpha=alpha_codec(settings, suffix),
+        out_size=formats.output_size(settings.output.size, width, height), out_fps=settings.output.fps,
     )
