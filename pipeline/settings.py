@@ -125,7 +125,12 @@ class SelectorSettings(_Section):
                                    "alone (any = all)")
     race: SelectorRace = Field("any", title="Only this race",
                                description="faces the face classifier reads as another of FairFace's classes "
-                               "are left alone (any = all)")
+                               "are left alone (any = all)",
+                               json_schema_extra={"choice_words": [
+                                   ["white", "White"], ["black", "Black"],
+                                   ["latino_hispanic", "Latino / Hispanic"],
+                                   ["east_asian", "East Asian"], ["southeast_asian", "Southeast Asian"],
+                                   ["indian", "Indian"], ["middle_eastern", "Middle Eastern"]]})
     age_min: int = Field(0, ge=0, le=100, title="Youngest age (years)",
                          description="faces read as younger are left alone (by the classifier's age bracket)")
     age_max: int = Field(100, ge=0, le=100, title="Oldest age (years)",

@@ -110,6 +110,8 @@ def test_the_filter_controls_are_the_settings_and_its_model_menu_says_when_it_is
     assert {"selector.gender", "selector.race", "selector.age_min", "selector.age_max",
             "selector.classifier"} <= set(made)
     assert "selector.classifier" in controls.MODEL_KEYS
+    races = dict(controls.choice_pairs("selector.race", typing.get_args(SelectorRace)))
+    assert races["Latino / Hispanic"] == "latino_hispanic" and races["any"] == "any"  # in words, values kept
     [(label, value)] = controls.choice_pairs("selector.classifier", ["fairface"])
     assert value == "fairface" and "not installed" in label
     install_surrogate("fairface")
