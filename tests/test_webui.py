@@ -339,24 +339,6 @@ def test_faces_gallery_and_preview_change_only_the_face(hd_target: tuple[Path, t
     assert np.abs(debug.astype(int) - swapped).sum(axis=2)[y1 - 3:y2 + 3, x1 - 3:x2 + 3].max() > 0
 
 
-def test_a_fast_preview_is_the_same_swap_at_the_scrubbing_size(
-        hd_target: tuple[Path, tuple[int, ...]]) -> None:
-    """The frame slider's fast preview: the frame made at most ``max_side`` px on its longer side before it is
-    processed, the face still swapped (as the full-size preview, scaled down)."""
-    import cv2
-
-    from webui.preview_panel import FAST_SIDE
-
-    path, _ = hd_target
-    full = engine.preview(Settings(), [grace_hopper_path()], path, 0)
-    fast = engine.preview(Settings(), [grace_hopper_path()], path, 0, max_side=FAST_SIDE)
-    assert fast.shape == (270, 480, 3) and full.shape == (1080, 1920, 3)
-    shrunk = cv2.resize(full, (480, 270), interpolation=cv2.INTER_AREA).astype(int)
-    plain = cv2.resize(engine.read_frame(path)[:, :, ::-1], (480, 270), interpolation=cv2.INTER_AREA)
-    assert np.abs(fast.astype(int) - shrunk).mean() < np.abs(fast.astype(int) - plain.astype(int)).mean()
-    assert engine.smaller(engine.read_frame(path), 4000).shape == (1080, 1920, 3)  # never made larger
-
-
 def test_a_warm_preview_loads_builds_and_decodes_nothing_again(hd_target: tuple[Path, tuple[int, ...]],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """What keeps the 1080p preview fast (its latency is measured in BENCHMARKS.md, not asserted): after

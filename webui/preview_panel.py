@@ -3,11 +3,9 @@ and compared with the same frame unprocessed: side by side, a wipe slider, or th
 (or a finger) is held on the preview.
 
 The preview is rendered again on any change of the sources, the target, the frame, the overlay or a
-setting; only the last pending request runs. While the frame slider moves, each step is a fast preview
-(FAST_SIDE px at most); once the slider stays on the frame shown, that frame is rendered at full size.
-Before it renders, the check "Add to queue" runs too (``api.check_request``, the one check of a swap
-request): a problem clears the preview and is shown once, under it, in plain words; missing models can be
-fetched from here.
+setting; only the last pending request runs. Before it renders, the check "Add to queue" runs too
+(``api.check_request``, the one check of a swap request): a problem clears the preview and is shown once,
+under it, in plain words; missing models can be fetched from here.
 """
 
 from __future__ import annotations
@@ -77,9 +75,6 @@ if (!window.fsHold) {
 """
 
 
-# a fast preview's longer side (px): while the frame slider moves, each step is rendered this small; the
-# frame the slider settles on is rendered again at its own size
-FAST_SIDE = 480
 # the preview's height: the whole panel (image, compare, Add to queue, status, a notice) fits the window
 HEIGHT = "clamp(240px, calc(100vh - 370px), 720px)"
 
@@ -105,7 +100,6 @@ def create() -> dict[str, Any]:
     c["status"] = gr.Markdown("", elem_id="preview-status")
     c["notice"] = gr.Markdown("", elem_id="preview-notice")
     c["missing"] = gr.State([])
-    c["scrubbed"] = gr.State(None)  # the frame the last fast (scrubbing) preview showed
     with gr.Row():
         c["fetch"] = gr.Button("Fetch the missing models", visible=False, elem_id="fetch-missing", size="sm")
         c["import"] = gr.UploadButton("Import a model file (.onnx)", file_types=[".onnx"], visible=False,
@@ -118,31 +112,22 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     setting."""
 
     def on_preview(sources: list[str] | None, target: str | None, frame: int, overlay: bool,
-                   audio: str | None, mode: str, *vals: Any, fast: bool = False) -> tuple[Any, ...]:
+                   audio: str | None, mode: str, *vals: Any) -> tuple[Any, ...]:
         """The original and the wipe pair (compared()), render()'s outputs, and the import button shown
-        when models are missing (in the same reply); ``fast``: at the scrubbing size (FAST_SIDE)."""
+        when models are missing (in the same reply)."""
         try:
             settings = form.read(vals)
         except api.UserError as exc:
             return (None, None, None, problem(str(exc)), "", gr.update(visible=False), [],
                     gr.update(visible=False))
         frame = timeline.within(settings, target, frame)  # never a frame the trim leaves out
-        shown = render(settings, sources, target, frame, overlay, audio, FAST_SIDE if fast else None)
+        shown = render(settings, sources, target, frame, overlay, audio)
         return (*compared(mode, target, frame, shown[0]), *shown, gr.update(visible=bool(shown[4])))
 
-    def on_scrub(*args: Any) -> tuple[Any, ...]:
-        """While the frame slider moves: the preview at the fast size, and the frame it shows."""
-        return (*on_preview(*args, fast=True), args[2])
-
-    def on_settled(scrubbed: int | None, *args: Any) -> tuple[Any, ...]:
-        """After a fast preview: the full-size one when the slider still shows its frame (it settled);
-        otherwise nothing (a newer step's fast preview is on its way, and settles in its turn)."""
-        if scrubbed is None or int(scrubbed) != int(args[2] or 0):
-            return tuple(gr.skip() for _ in outputs)
-        return on_preview(*args)
-
-    triggers = [faces["sources"].change, faces["target"].change, c["overlay"].change, voice.change,
-                c["compare"].change]
+    # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
+    # only render that frame again)
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, c["overlay"].change,
+                voice.change, c["compare"].change]
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"],
               *form.inputs]
@@ -152,12 +137,6 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                                      "api_visibility": "private"}
     gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
           **one_at_a_time)
-    # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
-    # only render that frame again; keys never release): each step a fast preview, the newest step waiting
-    # while one renders; then the full size once the slider has stayed on the frame shown
-    scrub = faces["frame"].input(on_scrub, inputs, [*outputs, c["scrubbed"]], trigger_mode="always_last",
-                                 show_progress="minimal", **one_at_a_time)
-    scrub.then(on_settled, [c["scrubbed"], *inputs], outputs, show_progress="hidden", **one_at_a_time)
 
     def on_import(path: str | None) -> str:
         if not path:
@@ -196,10 +175,9 @@ def problem(message: str) -> str:
 
 
 def render(settings: api.Settings, sources: Sequence[str] | None, target: str | None, frame: int,
-           overlay: bool, audio: str | None = None,
-           max_side: int | None = None) -> tuple[Any, str, str, Any, list[str]]:
+           overlay: bool, audio: str | None = None) -> tuple[Any, str, str, Any, list[str]]:
     """(preview image or None, status, notice, fetch-button update, missing model names); ``audio``: a new
-    voice (a lip syncer's mouth follows it); ``max_side``: a fast preview's size (None: full size)."""
+    voice (a lip syncer's mouth follows it)."""
     hidden = gr.update(visible=False)
     if not target:
         return None, "Add a target image or video to see a preview.", "", hidden, []
@@ -210,8 +188,7 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
                 "", hidden, []
         checked = api.check_request(api.SwapRequest.of(sources, target, settings, voice=audio))
         started = time.perf_counter()
-        image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None,
-                            max_side=max_side)
+        image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None)
     except api.ModelsMissing as exc:
         text = problem(missing_line(exc))
         return None, text, "", gr.update(visible=True), list(exc.names)
@@ -220,9 +197,7 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
     ms = (time.perf_counter() - started) * 1000
     mark = '<span class="fs-info">i</span>'  # drawn by CSS (app.CSS), not a glyph the fonts may lack
     notice = "".join(f'<span class="fs-notice">{mark} {n}</span>' for n in checked.notices)
-    said = f"Fast preview of frame {int(frame)} (at most {max_side} px)" if max_side else \
-        f"Preview of frame {int(frame)}"
-    return image, f"{said}: {ms:.0f} ms", notice, hidden, []
+    return image, f"Preview of frame {int(frame)}: {ms:.0f} ms", notice, hidden, []
 
 
 def missing_line(exc: api.ModelsMissing) -> str:
