@@ -22,6 +22,7 @@ from pipeline.blend.occlusion import Occluder
 from pipeline.blend.region import FaceParser
 from pipeline.errors import UserError
 from pipeline.faces.arcface import OnnxRecogniser
+from pipeline.faces.classify import FairFace
 from pipeline.faces.landmark68 import Landmarker68
 from pipeline.faces.scrfd import ScrfdDetector
 from pipeline.faces.sface import SFaceRecogniser
@@ -66,6 +67,7 @@ FAMILIES: dict[str, Family] = {
     "xseg": Family("occluder", _occluder),
     "occluder": Family("occluder", _occluder),
     "bisenet": Family("parser", lambda name, s: FaceParser(name, **run_options(s))),  # type: ignore[arg-type]
+    "fairface": Family("classifier", lambda name, s: FairFace(name, **run_options(s))),
     "2dfan4": Family("landmarker",
                      lambda name, s: Landmarker68(name, **run_options(s))),  # type: ignore[arg-type]
     "live_portrait": Family("liveportrait", lambda name, s: LivePortraitPart(name, **run_options(s))),

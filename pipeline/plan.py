@@ -3,7 +3,8 @@
 ``ModelPlan.from_settings(settings)`` asks each processor of ``processors.order`` that does something with
 these settings which models it needs (a processor resolves its own "auto" choices, and says what the user
 should know about them: :meth:`~pipeline.processors.Processor.planned`), adds the mask models its processors
-paste under, the optional landmark model (when installed) and SFace where faces are picked by identity.
+paste under, the optional landmark model (when installed), SFace where faces are picked by identity and the
+face classifier where the selector filters faces by gender, race or age.
 Everything that asks "which models?" reads it: the pre-check (``checks``), model building
 (``process.models``, ``process.processor``), the provenance tag, the render's stages, the farm's shipping and
 the UI's "missing models".
@@ -37,6 +38,7 @@ class ModelPlan:
     references: str | None = None  # "sface" where faces are picked by identity (reference, mapping)
     notices: tuple[str, ...] = field(default=())  # what the user should know (the processors' first)
     planned: tuple[str, ...] = field(default=())  # the processors' own notices about their models
+    classifier: str | None = None  # the face classifier, where the selector filters faces (gender, race, age)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ModelPlan:
@@ -59,19 +61,21 @@ class ModelPlan:
         if "area" in honoured and landmarker is None:
             notices.append(area.ESTIMATED)
         by_identity = settings.selector.mode == "reference" or bool(settings.selector.mapping)
+        classifier = settings.selector.classifier if settings.selector.filters and processors else None
         return cls(settings, processors, masks if processors else (), landmarker,
-                   "sface" if by_identity else None, tuple(notices), tuple(planned))
+                   "sface" if by_identity else None, tuple(notices), tuple(planned), classifier)
 
     def _ordered(self, with_code: bool) -> tuple[str, ...]:
-        """detector, the first processor's models, SFace, the landmarker, the masks, then the other
-        processors' models, each once (``with_code``: with the models that have no file, e.g. the classic
-        swapper, which stand where their processor's would)."""
+        """detector, the first processor's models, SFace, the classifier, the landmarker, the masks, then the
+        other processors' models, each once (``with_code``: with the models that have no file, e.g. the
+        classic swapper, which stand where their processor's would)."""
         def kept(names: tuple[str, ...]) -> list[str]:
             return [n for n in names if with_code or not code_only(n)]
 
         first, *rest = self.processors or (ProcessorModels("", ()),)
         names = [self.settings.detector.model, *kept(first.models),
                  *([self.references] if self.references else []),
+                 *([self.classifier] if self.classifier else []),
                  *([self.landmarker] if self.landmarker else []), *self.masks]
         for p in rest:
             names += kept(p.models)

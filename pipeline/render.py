@@ -65,6 +65,7 @@ class RenderResult:
     models: list[str]
     notices: list[str] = field(default_factory=list)
     faces_swapped: int = 0
+    faces_left_alone: int = 0  # faces the selector's filters turned away (on the frames fully detected)
     peak_rss_mb: float = 0.0
     threads: dict[str, int] = field(default_factory=dict)  # intra-op threads per model stage
     load_s: float = 0.0  # loading the models (before the first frame)
@@ -193,6 +194,7 @@ class Render:
             fps=round(self._done / max(seconds, 1e-9), 4), batch_size=self.batch, encoder=sink.encoder,
             encoder_reason=sink.encoder_reason, stage_s=self._stage_seconds(), models=self.processor.models,
             notices=list(self.processor.notices), faces_swapped=self._faces,
+            faces_left_alone=self.processor.face_models.turned_away,
             peak_rss_mb=round(self._peak_rss, 1), threads=dict(self.plan.threads),
             load_s=self.plan.load_s, probe_s=self.plan.probe_s, measure_s=self.plan.measure_s,
             plan=self.plan.summary(),

@@ -12,13 +12,14 @@ import re
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pipeline.errors import SettingsError
 from pipeline.types import (
     CUSTOM_DFM_NAME,
     AgeModifierName,
     BackgroundRemoverName,
+    ClassifierName,
     ColorizerName,
     ColorizerSize,
     ColorMethod,
@@ -39,8 +40,10 @@ from pipeline.types import (
     ParserName,
     Provider,
     RestorerArea,
+    SelectorGender,
     SelectorMode,
     SelectorOrder,
+    SelectorRace,
     SwapperName,
     VoiceExtractorName,
 )
@@ -52,7 +55,8 @@ RENAMED_SECTIONS = {"swapper": "face_swapper", "enhancer": "face_enhancer"}
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 # UI facts a field may carry (json_schema_extra): "main" (shown beside the preview, not among the advanced
-# settings), "choice_words" ((value, words) for a value that means something other than itself), "ui_range",
+# settings; never a processor's: its settings are beside its tick box, shown only while it runs),
+# "choice_words" ((value, words) for a value that means something other than itself), "ui_range",
 # "placeholder" (an empty optional value in words), "suggest" (a free text's usual values, offered in a menu)
 MAIN: dict[str, Any] = {"main": True}
 
@@ -116,19 +120,46 @@ class SelectorSettings(_Section):
     mapping: tuple[str, ...] = Field((), title="Source → person mapping",
                                      description="face mapping: one reference image per source image, "
                                      "in order; source i replaces the person in reference i (empty = off)")
+    gender: SelectorGender = Field("any", title="Only this gender",
+                                   description="faces the face classifier reads as another gender are left "
+                                   "alone (any = all)")
+    race: SelectorRace = Field("any", title="Only this race",
+                               description="faces the face classifier reads as another of FairFace's classes "
+                               "are left alone (any = all)",
+                               json_schema_extra={"choice_words": [
+                                   ["white", "White"], ["black", "Black"],
+                                   ["latino_hispanic", "Latino / Hispanic"],
+                                   ["east_asian", "East Asian"], ["southeast_asian", "Southeast Asian"],
+                                   ["indian", "Indian"], ["middle_eastern", "Middle Eastern"]]})
+    age_min: int = Field(0, ge=0, le=100, title="Youngest age (years)",
+                         description="faces read as younger are left alone (by the classifier's age bracket)")
+    age_max: int = Field(100, ge=0, le=100, title="Oldest age (years)",
+                         description="faces read as older are left alone (100 = no limit)")
+    classifier: ClassifierName = Field("fairface", title="Face classifier",
+                                       description="the model the gender, race and age filters read faces "
+                                       "with (loaded only while a filter is set)")
+
+    @model_validator(mode="after")
+    def _ages_in_order(self) -> SelectorSettings:
+        if self.age_min > self.age_max:
+            raise ValueError(f"selector.age_min {self.age_min} is above selector.age_max {self.age_max}")
+        return self
+
+    @property
+    def filters(self) -> bool:
+        """Whether a gender, race or age filter is set (the classifier then reads every face found)."""
+        return (self.gender, self.race, self.age_min, self.age_max) != ("any", "any", 0, 100)
 
 
 class SwapperSettings(ProcessorSection):
     processor: ClassVar[str] = "face_swapper"
     model: SwapperName = Field("auto", title="Face swapper",
-                               description="auto: the best installed model, else the built-in classic one",
-                               json_schema_extra=MAIN)
+                               description="auto: the best installed model, else the built-in classic one")
     pixel_boost: Literal[0, 128, 256, 512, 1024] = Field(0, title="Swap resolution (px)",
                                                          description="0 = the model's own size; larger "
                                                          "is sharper and slower",
-                                                         json_schema_extra={
-                                                             **MAIN, "choice_words": [
-                                                                 [0, "auto (the model's own size)"]]})
+                                                         json_schema_extra={"choice_words": [
+                                                             [0, "auto (the model's own size)"]]})
     poisson: bool = Field(False, title="Seamless edge (classic swapper)",
                           description="classic swapper: Poisson-blend the edge")
 
@@ -142,8 +173,7 @@ class SwapperSettings(ProcessorSection):
 class EnhancerSettings(ProcessorSection):
     processor: ClassVar[str] = "face_enhancer"
     model: EnhancerName = Field("none", title="Face enhancer",
-                                description="restores detail on the swapped face (slower)",
-                                json_schema_extra=MAIN)
+                                description="restores detail on the swapped face (slower)")
     blend: int = Field(80, ge=0, le=100, title="Enhancer strength (%)",
                        description="how much of the enhanced face is mixed in")
     fidelity: Unit = Field(0.5, title="CodeFormer fidelity (0–1)",

@@ -36,9 +36,11 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
     recorder.add([work])
     faces = work.faces
     order, said = settings.processors.order, None
+    left_alone = processor.face_models.turned_away
     if not faces and frame_changers(order) == []:  # nothing would change it: refused
+        why = f"; the selector's filters left {left_alone} alone" if left_alone else ""
         raise UserError(f"no face to replace in the target {target.name} "
-                        f"(selector.mode={settings.selector.mode})")
+                        f"(selector.mode={settings.selector.mode}{why})")
     if not faces:  # changed by its frame processors only: said so
         said = no_face_notice(target.name, order, settings.selector.mode)
     result = work.out
@@ -52,6 +54,7 @@ def swap_image(settings: Settings, sources: Sequence[Path | str], target: Path,
         "kind": "image",
         "frames": 1,
         "faces_swapped": len(faces),
+        "faces_left_alone": left_alone,
         "models": processor.models,
         "notices": [*processor.notices, *([said] if said else []),
                     *picture.loss_notices(target.name, output)],

@@ -67,6 +67,13 @@ DeepSwapperName = Literal["iperov/elon_musk_224", "dflive/keanu_reeves_320", "df
 CUSTOM_DFM_NAME = r"custom/[A-Za-z0-9][A-Za-z0-9 _.+-]*"  # a name of the user's own custom/<stem>.dfm
 
 SelectorMode = Literal["one", "many", "reference"]
+# FairFace's race classes, in the order of its output (pipeline/faces/classify.py)
+FaceRace = Literal["white", "black", "latino_hispanic", "east_asian", "southeast_asian", "indian",
+                   "middle_eastern"]
+FaceGender = Literal["male", "female"]  # FairFace's gender ids 0, 1
+SelectorRace = Literal["any", FaceRace]  # selector.race
+SelectorGender = Literal["any", FaceGender]  # selector.gender
+ClassifierName = Literal["fairface"]  # selector.classifier: the model the selector's filters read faces with
 SelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-score"]
 ColorMethod = Literal["none", "reinhard", "mkl", "histogram"]
 MaskType = Literal["box", "occlusion", "region", "mouth", "area"]

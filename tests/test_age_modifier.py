@@ -16,16 +16,15 @@ from pipeline.blend.frame_color import match_frame_color
 from pipeline.blend.occlusion import Occluder
 from pipeline.errors import ModelMismatch
 from pipeline.faces import align
+from pipeline.faces.classify import FairFace, bucket_age
 from pipeline.models import catalog
 from pipeline.models.catalog import TensorSpec
 from pipeline.plan import ModelPlan
 from pipeline.processors import PROCESSORS
 from pipeline.processors.age_modifier import AgeModifierProcessor
 from pipeline.processors.age_modifier.age import (
-    FairFace,
     Fran,
     StyleGanExAge,
-    bucket_age,
     fran_direction,
     styleganex_direction,
 )

@@ -44,6 +44,40 @@ def test_every_settings_key_has_exactly_one_control() -> None:
     assert set(controls.SECTION_TABS) == {k.split(".")[0] for k in settings_mod.keys()}  # noqa: SIM118 - keys() is the settings API, not dict.keys
 
 
+def test_every_processor_is_a_labelled_tick_box_with_its_settings_beside_it() -> None:
+    """The Processors area: one row per processor of the registry, labelled with its own title, holding
+    its whole settings section (the enhancer's too: no processor's setting is on the main screen, where it
+    could be set while the processor is left out)."""
+    from webui import processors_area
+
+    with gr.Blocks():
+        shown, parts = processors_area.create(Settings())
+    titles = {p.name: p.title for p in api.processors()}
+    assert list(parts["rows"]) == list(titles)
+    assert {n: r["on"].label for n, r in parts["rows"].items()} == titles
+    assert titles["face_enhancer"] == "Face enhancer" and titles["lip_syncer"] == "Lip syncer"
+    assert {"face_enhancer.model", "face_enhancer.blend", "face_swapper.model"} <= set(shown)
+    assert not {k for k in controls.MAIN_KEYS if k.split(".")[0] in {p.section for p in api.processors()}}
+    ticked = {n for n, r in parts["rows"].items() if r["on"].value}
+    assert ticked == set(Settings().processors.order)
+    assert {n for n, r in parts["rows"].items() if r["box"].visible} == ticked  # settings only when on
+
+
+def test_ticking_and_moving_write_processors_order() -> None:
+    from webui.processors_area import move, style, tick
+
+    order = ["face_swapper", "face_enhancer"]
+    assert tick(order, "lip_syncer", True) == ["face_swapper", "face_enhancer", "lip_syncer"]
+    assert tick(order, "face_enhancer", False) == ["face_swapper"]
+    assert tick(["face_swapper"], "face_swapper", False) == ["face_swapper"]  # one is needed: stays
+    assert move(order, "face_enhancer", -1) == ["face_enhancer", "face_swapper"]
+    assert move(order, "face_enhancer", 1) == order  # already last
+    assert move(order, "frame_colorizer", -1) == order  # not in the order: nothing moves
+    drawn = style(["face_enhancer", "face_swapper"])
+    assert drawn.index("#proc-face-enhancer { order: 0; }") < drawn.index("#proc-face-swapper { order: 1; }")
+    assert "#proc-frame-colorizer { order: 2; }" in drawn  # the ones left out after, in the registry's order
+
+
 def test_choices_and_ranges_come_from_the_settings_model() -> None:
     made = _all_controls()
     fields = settings_mod.keys()

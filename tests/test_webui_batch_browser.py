@@ -7,10 +7,7 @@ test-artifacts/screenshots/batch-*.png."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
-import json
 import shutil
 import socket
 from pathlib import Path
@@ -18,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.helpers import chromium, running_app, screenshot, upload
+from tests.browser.helpers import chromium, kept_in_browser, running_app, screenshot, upload
 from tests.photos import grace_hopper_path
 from tests.timing import wait_until
 
@@ -112,9 +109,9 @@ def test_a_reload_keeps_sources_target_and_settings(size: str, photos: dict[str,
         score.fill("0.71")
         score.press("Enter")
         # what the page keeps (decrypted as the page would): the inputs and the changed setting
-        wait_until(lambda: (_kept(page, app).get("settings") or {}).get("detector.score") == 0.71, 60,
-                   what="the setting kept in the browser")
-        assert Path(_kept(page, app)["target"]).name == "party.jpg"
+        wait_until(lambda: (kept_in_browser(page, app).get("settings") or {}).get("detector.score") == 0.71,
+                   60, what="the setting kept in the browser")
+        assert Path(kept_in_browser(page, app)["target"]).name == "party.jpg"
         screenshot(page, f"batch-4-before-reload-{size}")
 
         page.reload()
@@ -128,34 +125,6 @@ def test_a_reload_keeps_sources_target_and_settings(size: str, photos: dict[str,
         wait_until(lambda: score.input_value() == "0.71", 60, what="the detector score back")
         wait_until(lambda: "Target:" in _text(page, "target-info"), 60, what="the target described again")
         screenshot(page, f"batch-5-after-reload-{size}")
-
-
-def _kept(page: Any, app: Any) -> dict[str, Any]:
-    """What the page keeps in localStorage for the Swap tab, decrypted as Gradio's BrowserState does
-    (CryptoJS AES with the passphrase SHA-256(secret): OpenSSL's salted MD5 key derivation)."""
-    import gradio as gr
-    from cryptography.hazmat.primitives import padding
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-    from webui.kept_inputs import STORAGE_KEY
-
-    stored = page.evaluate(f"localStorage.getItem('{STORAGE_KEY}')")
-    if not stored:
-        return {}
-    state = next(b for b in app.blocks.blocks.values()
-                 if isinstance(b, gr.BrowserState) and b.storage_key == STORAGE_KEY)
-    raw = base64.b64decode(stored.split(":", 1)[1])
-    assert raw[:8] == b"Salted__"
-    salt, body = raw[8:16], raw[16:]
-    passphrase = hashlib.sha256(state.secret.encode()).hexdigest().encode()
-    derived, block = b"", b""
-    while len(derived) < 48:
-        block = hashlib.md5(block + passphrase + salt).digest()
-        derived += block
-    decryptor = Cipher(algorithms.AES(derived[:32]), modes.CBC(derived[32:48])).decryptor()
-    unpadder = padding.PKCS7(128).unpadder()
-    plain = unpadder.update(decryptor.update(body) + decryptor.finalize()) + unpadder.finalize()
-    return dict(json.loads(plain))
 
 
 # every text an element shows on screen, however briefly: an "Error" badge, an untranslated "common.*" key

@@ -43,7 +43,7 @@ AUDIT_FILE = "audit.log"
 CACHE_CLEANING = (3600, 86400)
 
 # the advanced settings on the Swap tab, in labelled groups (see controls.SECTION_TABS)
-ADVANCED = ("Detector", "Swapper & Enhancer", "Mask & Colour", "Output")
+ADVANCED = ("Detector", "Mask & Colour", "Output")
 CSS = """
 .fs-jobs { width: 100%; border-collapse: collapse; font-size: 0.9em; }
 .fs-jobs td, .fs-jobs th { padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); }
@@ -133,20 +133,21 @@ def _create(ctx: Ctx) -> tuple[dict[str, dict[str, Any]], controls.SettingsForm]
             parts["models"] = models_tab.create()
         with gr.Tab("System", id="System", elem_id="tab-system") as parts["tabs"]["System"]:
             parts["system"] = system_tab.create()
+    parts["queue"]["timer"] = queue_tab.create_timer(ctx)  # ticks on every tab (queue_tab.create_timer)
     return parts, controls.SettingsForm(settings_controls)
 
 
 def _create_swap(base: api.Settings, parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Source and target, the main settings, the processors and the advanced settings (grouped in closed
-    accordions) on the left, scrolling beside the preview, which stays in view on the right (a sticky
-    column, preview_panel.CSS); returns the settings controls."""
+    """Source and target, the main settings, the processors (open: each one's settings beside its tick box)
+    and the advanced settings (grouped in closed accordions) on the left, scrolling beside the preview,
+    which stays in view on the right (a sticky column, preview_panel.CSS); returns the settings controls."""
     with gr.Row(elem_id="swap-layout"):
         with gr.Column(scale=1, elem_id="swap-settings"):
             parts["faces"] = faces.create(base)
             main = controls.create_main(base)
             parts["batch"] = batch_area.create()  # the output folder and a batch (a closed accordion)
             shown: dict[str, Any] = dict(parts["faces"]["selector"]) | main
-            with gr.Accordion("Processors", open=False, elem_id="processors"):
+            with gr.Accordion("Processors", open=True, elem_id="processors"):
                 made, parts["processors"] = processors_area.create(base)
                 shown |= made
             with gr.Accordion("Advanced settings", open=False, elem_id="advanced"):
@@ -224,7 +225,7 @@ def launch_kwargs(app: App) -> dict[str, Any]:
         "allowed_paths": [],  # outputs are handed out per user by link (webui/files.py), never by path
         "show_error": False,
         "theme": gr.themes.Soft(),
-        "css": CSS + live_tab.CSS + preview_panel.CSS,
+        "css": CSS + live_tab.CSS + preview_panel.CSS + processors_area.CSS,
         "footer_links": ["gradio"],
         "quiet": True,
         "inbrowser": cfg.open_browser,

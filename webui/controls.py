@@ -3,7 +3,8 @@
 Choices come from the ``Literal`` vocabulary with ``typing.get_args``; slider ranges from the pydantic
 field constraints (``ge``/``le``/``gt``/``multiple_of``). :func:`settings_from` turns the controls'
 values back into a validated :class:`~pipeline.settings.Settings`, :func:`values_of` does the reverse.
-The settings tabs (Processors, Detector, Swapper & Enhancer, Mask & Colour, Output) are only these controls
+The settings groups (Detector, Mask & Colour, Output; every processor's in the Processors area) are only these
+controls
 (:func:`create_tab`); they have no callbacks of their own: a change re-renders the preview
 (``preview_panel.wire``). :class:`SettingsForm` holds every control of the page, to read or show settings.
 """
@@ -23,8 +24,7 @@ from pydantic.fields import FieldInfo
 from pipeline import api
 from webui.clamped import ClampedNumber, ClampedSlider
 
-MAIN_TAB = "Swapper & Enhancer"  # the default order's processors' settings
-PROCESSORS_TAB = "Processors"  # the other processors' settings (the Processors area)
+PROCESSORS_TAB = "Processors"  # every processor's settings, beside its tick box (the Processors area)
 # which tab shows which settings section that is no processor's
 GENERAL_TABS: dict[str, str] = {
     "selector": "Faces",
@@ -46,12 +46,9 @@ GENERAL_TITLES = {"detector": "Face detection", "landmarks": "Face landmarks", "
 
 
 def _section_tabs() -> dict[str, str]:
-    """Which tab shows which settings section; every section except ``version`` appears exactly once: a
-    processor's on the main tab where the default order runs it, else in the Processors area."""
-    tabs = dict(GENERAL_TABS)
-    for p in api.processors():
-        tabs[p.section] = MAIN_TAB if p.default else PROCESSORS_TAB
-    return tabs
+    """Which tab shows which settings section; every section except ``version`` appears exactly once, a
+    processor's in the Processors area (beside its tick box, shown while it runs)."""
+    return dict(GENERAL_TABS) | {p.section: PROCESSORS_TAB for p in api.processors()}
 
 
 SECTION_TABS = _section_tabs()

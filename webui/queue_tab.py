@@ -77,6 +77,7 @@ follow('seeked', (v, o) => {
 
 
 def create(ctx: Ctx) -> dict[str, Any]:
+    """The tab's parts; its timer is made outside the tabs (:func:`create_timer`)."""
     c: dict[str, Any] = {}
     gr.Markdown("Click a job to select it; the buttons act on the selected job.", elem_id="queue-help")
     c["workers"] = gr.Markdown("", elem_id="queue-workers")  # who renders these jobs (webui/workers.py)
@@ -94,10 +95,16 @@ def create(ctx: Ctx) -> dict[str, Any]:
     c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
                           visible=False, height=240, buttons=["fullscreen"])  # no share button
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
-    c["timer"] = gr.Timer(ctx.config.poll_s)
     c["thumb_key"] = gr.State("")  # what this page's thumbnail shows now (api.latest_frame's key)
     c["panel_key"] = gr.State("")  # what the detail panel shows now (panel_key)
     return c
+
+
+def create_timer(ctx: Ctx) -> gr.Timer:
+    """The tick that reads the queue, made outside every tab: a timer in a tab only ticks once that tab has
+    been shown, and the tab would open on the table as it was when a job was added ("queued 0 %" for a job
+    running since); ticking on every tab, the table is never older than one tick when the tab opens."""
+    return gr.Timer(ctx.config.poll_s)
 
 
 def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,

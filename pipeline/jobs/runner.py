@@ -222,6 +222,7 @@ class VideoJob(SegmentedJob):
                 self.quality = result.quality
                 details = {"encoder": result.encoder, "batch_size": result.batch_size,
                            "stage_s": result.stage_s, "faces_swapped": result.faces_swapped,
+                           "faces_left_alone": result.faces_left_alone,
                            "peak_rss_mb": result.peak_rss_mb}
                 notice = no_face_notice(self.target, self.settings) if result.faces_swapped == 0 else None
                 if notice is not None and self.resumed_at == 0:  # the whole clip (a resume saw a part)

@@ -22,6 +22,7 @@ from pipeline.types import Face, Frame
 if TYPE_CHECKING:
     from pipeline.blend.occlusion import Occluder
     from pipeline.blend.region import FaceParser
+    from pipeline.faces.classify import FairFace
     from pipeline.faces.landmark68 import Landmarker68
 
 
@@ -50,13 +51,15 @@ class FaceModels:
     occluder: Occluder | None = None
     parser: FaceParser | None = None
     landmarker: Landmarker68 | None = None
+    classifier: FairFace | None = None  # the selector's filters read each face found with it
+    turned_away: int = 0  # the faces the selector's filters left alone so far
     notices: list[str] = field(default_factory=list)
     _recogniser: Recogniser | None = None
 
     @classmethod
-    def build(cls, settings: Settings, masks: Sequence[str] = (),
-              landmarker: str | None = None) -> FaceModels:
-        """``masks``/``landmarker``: the plan's (catalog names)."""
+    def build(cls, settings: Settings, masks: Sequence[str] = (), landmarker: str | None = None,
+              classifier: str | None = None) -> FaceModels:
+        """``masks``/``landmarker``/``classifier``: the plan's (catalog names)."""
         models = cls(settings, families.build(settings.detector.model, settings, "detector"))
         for name in masks:
             entry = catalog.get(name)
@@ -68,13 +71,16 @@ class FaceModels:
             setattr(models, entry.role, families.build(name, settings, entry.role))
         if landmarker is not None:
             models.landmarker = families.build(landmarker, settings, "landmarker")
+        if classifier is not None:
+            store.model_path(catalog.get(classifier))  # a missing model fails now, not mid-render
+            models.classifier = families.build(classifier, settings, "classifier")
         give_budget(models.all(), settings)
         return models
 
     def all(self) -> list[Any]:
         """The models built so far."""
-        return [m for m in (self.detector, self.landmarker, self.occluder, self.parser, self._recogniser)
-                if m is not None]
+        return [m for m in (self.detector, self.landmarker, self.occluder, self.parser, self._recogniser,
+                            self.classifier) if m is not None]
 
     @property
     def recogniser(self) -> Recogniser:
@@ -83,6 +89,18 @@ class FaceModels:
             self._recogniser = families.build("sface", self.settings, "recogniser")
             give_budget([self._recogniser], self.settings)
         return self._recogniser
+
+    def admitted(self, frame: Frame, faces: Sequence[Face]) -> list[Face]:
+        """The faces of ``frame`` that pass the selector's gender, race and age filters (all of them without
+        a classifier: no filter set)."""
+        if self.classifier is None or not faces:
+            return list(faces)
+        s = self.settings.selector
+        traits = self.classifier.traits(self.classifier.crops(frame, faces))
+        kept = [f for f, t in zip(faces, traits, strict=True)
+                if t.passes(s.gender, s.race, s.age_min, s.age_max)]
+        self.turned_away += len(faces) - len(kept)
+        return kept
 
     def embed(self, frame: Frame, faces: Sequence[Face]) -> np.ndarray:
         """One identity embedding per face of ``frame``."""

@@ -42,7 +42,8 @@ class FaceProcessor:
                  plan: ModelPlan | None = None) -> None:
         self.settings = settings
         self.plan = plan or ModelPlan.from_settings(settings)
-        self.face_models = FaceModels.build(settings, self.plan.masks, self.plan.landmarker)
+        self.face_models = FaceModels.build(settings, self.plan.masks, self.plan.landmarker,
+                                            self.plan.classifier)
         self.notices.extend(self.plan.notices)
         self.processors: list[Processor] = []
         for step in self.plan.processors:
@@ -87,7 +88,7 @@ class FaceProcessor:
         """The onnxruntime-backed models each stage runs (detect, then each processor's stage)."""
         m = self.face_models
         recogniser = m.recogniser if self.selects_by_identity else None  # runs on every frame's faces
-        out = {"detect": sessions_of([m.detector, m.landmarker, recogniser])}
+        out = {"detect": sessions_of([m.detector, m.landmarker, recogniser, m.classifier])}
         for step in self.processors:
             kinds = step.pastes_under
             mask_models = [m.occluder if "occlusion" in kinds else None,
@@ -117,8 +118,9 @@ class FaceProcessor:
         return kept
 
     def select(self, frame: Frame, faces: list[Face]) -> list[Face]:
-        """The faces of ``frame`` to replace (``selector`` settings), refined by the landmark model if any."""
-        faces = self._big_enough(faces)
+        """The faces of ``frame`` to replace (``selector`` settings: those its filters admit), refined by the
+        landmark model if any; a face a filter turns away is left alone."""
+        faces = self.face_models.admitted(frame, self._big_enough(faces))
         sel, who, models = self.settings.selector, self.identities, self.face_models
         if who.references is not None:  # (selects_by_identity)
             candidates = [f for f in faces if min(f.box[2] - f.box[0], f.box[3] - f.box[1]) >= sel.min_size]

@@ -166,3 +166,35 @@ def drag_handle(page: Any, which: str, fraction: float) -> None:
     page.mouse.down()
     page.mouse.move(track["x"] + track["width"] * fraction, track["y"] + track["height"] / 2, steps=8)
     page.mouse.up()
+
+
+def kept_in_browser(page: Any, app: Any) -> dict[str, Any]:
+    """What the page keeps in localStorage for the Swap tab, decrypted as Gradio's BrowserState does
+    (CryptoJS AES with the passphrase SHA-256(secret): OpenSSL's salted MD5 key derivation)."""
+    import base64
+    import hashlib
+    import json
+
+    import gradio as gr
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    from webui.kept_inputs import STORAGE_KEY
+
+    stored = page.evaluate(f"localStorage.getItem('{STORAGE_KEY}')")
+    if not stored:
+        return {}
+    state = next(b for b in app.blocks.blocks.values()
+                 if isinstance(b, gr.BrowserState) and b.storage_key == STORAGE_KEY)
+    raw = base64.b64decode(stored.split(":", 1)[1])
+    assert raw[:8] == b"Salted__"
+    salt, body = raw[8:16], raw[16:]
+    passphrase = hashlib.sha256(state.secret.encode()).hexdigest().encode()
+    derived, block = b"", b""
+    while len(derived) < 48:
+        block = hashlib.md5(block + passphrase + salt).digest()
+        derived += block
+    decryptor = Cipher(algorithms.AES(derived[:32]), modes.CBC(derived[32:48])).decryptor()
+    unpadder = padding.PKCS7(128).unpadder()
+    plain = unpadder.update(decryptor.update(body) + decryptor.finalize()) + unpadder.finalize()
+    return dict(json.loads(plain))

@@ -1,4 +1,5 @@
-"""The age modifier (fran, styleganex_age) and its age estimate (fairface)."""
+"""The age modifier (fran, styleganex_age) and the face classifier (fairface: the age modifier's age
+estimate, the face selector's filters)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The age modifier's models and maths (docs/processors.md §5, and §0.4's match_frame_color).
 
-- FairFace's age buckets and what each model is fed as its ``direction``: fran takes
-  ``clip([age, age + d] / 100, 0, 1)`` (the face's estimated age and the age wanted), styleganex_age the
-  scalar ``−d / 40`` (``d`` = ``age_modifier.direction``, −100..100);
+- what each model is fed as its ``direction`` (the age estimate: FairFace, pipeline/faces/classify.py):
+  fran takes ``clip([age, age + d] / 100, 0, 1)`` (the face's estimated age and the age wanted),
+  styleganex_age the scalar ``−d / 40`` (``d`` = ``age_modifier.direction``, −100..100);
 - styleganex_age's output takes the colours of the crop it was fed by ``match_frame_color``
   (pipeline/blend/frame_color.py);
-- the three files as catalog sessions, their tensors fed by the catalog's names: :class:`FairFace` (the age
-  estimate), :class:`Fran` (one face per run: its direction has no batch axis) and :class:`StyleGanExAge`
+- the two files as catalog sessions, their tensors fed by the catalog's names: :class:`Fran` (one face per
+  run: its direction has no batch axis) and :class:`StyleGanExAge`
   (the faces of a batch in one run where its batch axis is, or can be made, dynamic).
 """
 
@@ -21,18 +21,10 @@ import numpy.typing as npt
 from pipeline.models.runner import ModelRunner, denormalise, input_dtype, normalise, parameter
 from pipeline.types import Frame, Provider
 
-# FairFace's age ids 0..8 (0–2, 3–9, 10–19 … 60–69, 70+) -> the mean of each bucket as FaceFusion takes it:
-# the mean of a Python range, which leaves out its end (range(70, 100) for 70+)
-AGE_BUCKET_MEANS = (0.5, 5.5, 14.0, 24.0, 34.0, 44.0, 54.0, 64.0, 84.5)
 FRAN_SIZE = 1024  # fran's crop, and the size styleganex_age's output is resized to
 STYLEGANEX_CROP = 256  # styleganex_age's ``target`` (ffhq_512)
 STYLEGANEX_EXTEND = 384  # its ``target_with_background`` (styleganex_384)
 STYLEGANEX_ZOOM = 0.875  # the extend's landmarks scaled about the nose tip
-
-
-def bucket_age(age_id: int) -> float:
-    """The age (years) of FairFace's age bucket ``age_id`` (an id past either end counts as that end's)."""
-    return AGE_BUCKET_MEANS[min(max(int(age_id), 0), len(AGE_BUCKET_MEANS) - 1)]
 
 
 def fran_direction(age: float, direction: int) -> npt.NDArray[np.float32]:
@@ -43,22 +35,6 @@ def fran_direction(age: float, direction: int) -> npt.NDArray[np.float32]:
 def styleganex_direction(direction: int) -> float:
     """styleganex_age's ``direction``: −100..100 mapped onto 2.5..−2.5 (= −direction / 40)."""
     return float(np.interp(direction, [-100.0, 100.0], [2.5, -2.5]))
-
-
-class FairFace(ModelRunner):
-    """FaceFusion's face classifier, read for its age: (N, 224, 224, 3) arcface_112_v2 crops -> ages."""
-
-    def __init__(self, name: str, providers: Sequence[Provider] = ("cpu",), threads: int = 0) -> None:
-        super().__init__(name, "classifier", providers, threads)
-
-    def ages(self, crops: npt.NDArray[np.uint8]) -> list[float]:
-        """The age bucket's mean of each crop (ids as the file gives them, or the argmax of its logits)."""
-        if len(crops) == 0:
-            return []
-        age = self.run(normalise(np.asarray(crops), self.entry))[2]  # race, gender, age
-        ids = age.reshape(len(crops), -1)
-        chosen = ids.argmax(axis=1) if ids.shape[1] > 1 else np.rint(ids[:, 0])
-        return [bucket_age(int(i)) for i in chosen]
 
 
 class Fran(ModelRunner):

@@ -10,13 +10,13 @@ import numpy.typing as npt
 from pipeline.checking import measures
 from pipeline.checking.judging import MAX_COLOUR_SHIFT, Context, Finding, Judge, aligned, build, decide
 from pipeline.faces import align
+from pipeline.faces.classify import bucket_age
 from pipeline.models import catalog
 from pipeline.processors.age_modifier.age import (
     FRAN_SIZE,
     STYLEGANEX_CROP,
     STYLEGANEX_EXTEND,
     STYLEGANEX_ZOOM,
-    bucket_age,
     fran_direction,
     styleganex_direction,
 )
@@ -65,7 +65,7 @@ def judge_styleganex_age(name: str, ctx: Context) -> Finding:
 def judge_classifier(name: str, ctx: Context) -> Finding:
     """FairFace's age bucket for the photos' faces: both are adults (an id below 20-29, or none in range, is
     a file read wrongly)."""
-    model = build(name, ctx, FAMILIES)
+    model = build(name, ctx)  # a shared family (pipeline/faces/classify.py)
     entry = catalog.get(name)
     shots = [shot for shot in (ctx.photos.person, ctx.photos.other) if shot is not None]
     crops = np.stack([aligned(shot, entry.template, entry.input_size)[0] for shot in shots])

@@ -30,6 +30,7 @@ from pipeline import families
 from pipeline.blend import mask as masks
 from pipeline.blend.frame_color import match_frame_color
 from pipeline.faces import align
+from pipeline.faces.classify import FairFace
 from pipeline.families import Family, run_options
 from pipeline.models import catalog
 from pipeline.models.sessions import CatalogSession
@@ -38,7 +39,6 @@ from pipeline.processors.age_modifier.age import (
     STYLEGANEX_CROP,
     STYLEGANEX_EXTEND,
     STYLEGANEX_ZOOM,
-    FairFace,
     Fran,
     StyleGanExAge,
     fran_direction,
@@ -55,7 +55,6 @@ EXTEND_TEMPLATE: Template = "styleganex_384"
 FAMILIES: dict[str, Family] = {
     "fran": Family("age_modifier", lambda name, s: Fran(name, **run_options(s))),
     "styleganex_age": Family("age_modifier", lambda name, s: StyleGanExAge(name, **run_options(s))),
-    "fairface": Family("classifier", lambda name, s: FairFace(name, **run_options(s))),
 }
 
 
@@ -83,7 +82,7 @@ class AgeModifierProcessor(FaceProcessorBase):
     def __init__(self, settings: Settings, models: tuple[str, ...]) -> None:
         self.direction = settings.age_modifier.direction
         self.model: Fran | StyleGanExAge = families.build(models[0], settings, "age_modifier", FAMILIES)
-        self.classifier: FairFace | None = (families.build(models[1], settings, "classifier", FAMILIES)
+        self.classifier: FairFace | None = (families.build(models[1], settings, "classifier")
                                             if len(models) > 1 else None)
         if isinstance(self.model, StyleGanExAge):  # the extend's box, at the size it is pasted at
             self.box: Mask = np.clip(cv2.resize(masks.box_mask(STYLEGANEX_EXTEND, settings.mask.blur),
