@@ -96,8 +96,8 @@ def test_a_folder_is_expanded_and_a_file_is_refused(tmp_path: Path, clean: pytes
         paths.data_dir()
 
 
-def test_models_go_to_the_data_folder_unless_the_checkout_already_holds_some(tmp_path: Path,
-                                                                            clean: pytest.MonkeyPatch) -> None:
+def test_models_go_to_the_data_folder_unless_the_checkout_already_holds_some(
+        tmp_path: Path, clean: pytest.MonkeyPatch) -> None:
     """Issue 36 point 7: weights live in the user's data folder; a checkout whose models/ holds weights
     (an install from before) keeps using it; FACESTATION_MODELS wins over both."""
     clean.delenv("FACESTATION_MODELS")
