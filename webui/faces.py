@@ -20,6 +20,7 @@ import gradio as gr
 
 from pipeline import api
 from webui import controls, timeline
+from webui.clamped import ClampedSlider
 from webui.common import browser_message, user_errors
 
 PICK_ONLY = "replace only this person"
@@ -33,7 +34,7 @@ HIDDEN_PATHS = ("selector.reference", "selector.mapping")  # server paths: state
 def create(settings: api.Settings) -> dict[str, Any]:
     c: dict[str, Any] = {}
     with gr.Row():
-        c["sources"] = gr.File(label="Source photos (the face to put in)", file_count="multiple",
+        c["sources"] = gr.File(label="Source face photos", file_count="multiple",
                                file_types=sorted(api.IMAGE_SUFFIXES), type="filepath", elem_id="sources")
         target_types = sorted(api.IMAGE_SUFFIXES) + list(api.VIDEO_SUFFIXES)
         c["target"] = gr.File(label="Target image or video", file_count="single", file_types=target_types,
@@ -46,8 +47,8 @@ def create(settings: api.Settings) -> dict[str, Any]:
     trim = timeline.create()  # a video's frame strip: drag the in- and out-points (video.start / .end)
     c["strip"], c["trim_range"], c["trim_note"] = trim["strip"], trim["range"], trim["note"]
     c["described"] = gr.State("")  # the target the line, the scrubber and the gallery describe now
-    c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame (drag, or arrow keys)", elem_id="frame",
-                           interactive=False, visible=False)
+    c["frame"] = ClampedSlider(0, 1, value=0, step=1, label=timeline.FRAME_LABEL, elem_id="frame",
+                               interactive=False, visible=False)  # a frame typed past an end: that end
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6,
                             preview=False, object_fit="contain", height=180, allow_preview=False,
                             elem_id="faces", interactive=False)
