@@ -199,3 +199,26 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
         assert not page.locator("#frame").is_visible()
         screenshot(page, f"timeline-5-still-{width}")
 
+
+
+def test_a_reload_keeps_the_scrubber_on_its_frame_not_the_in_point(clip: Path) -> None:
+    """Issue 36 point 7: a reload brings the target back at the frame the scrubber stood on (inside the
+    trim), with the preview of that frame, not at the in-point."""
+    with running_app(worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        upload(page, "sources", grace_hopper_path())
+        upload(page, "target", clip)
+        wait_until(lambda: page.locator("#timeline .fs-track img").count() == THUMBS, 60, what="the strip")
+        drag_handle(page, "in", 0.25)
+        wait_until(lambda: _slider(page)[0] == "25", 30, what="the scrubber starting at the in-point")
+        typed = page.locator("#frame input[type=number]").first
+        typed.fill("60")
+        typed.press("Tab")
+        _wait_status(page, "Preview of frame 60", 120, "the preview of frame 60")
+        page.reload()
+        page.wait_for_selector("#sources")
+        wait_until(lambda: "street.mp4" in page.inner_text("#target-info"), 60, what="the target back")
+        wait_until(lambda: _slider(page) == ("25", "99", "60"), 60, what="the scrubber back on frame 60")
+        _wait_status(page, "Preview of frame 60", 120, "the preview of frame 60 after the reload")
