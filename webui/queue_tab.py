@@ -55,24 +55,22 @@ const follow = (kind, act) => element.addEventListener(kind, (e) => {
   const o = other(e.target);
   if (o) act(e.target, o);
 }, true);
-// a seek this script made is marked with the time it went to: its "seeked" is not followed back (only
-// that time: a mark whose "seeked" never came must not swallow the user's next seek of that video)
-const go = (v, t) => { v.dataset.fsFollowing = String(t); v.currentTime = t; };
 const seek = (v, o, slack) => {
   const t = Math.max(0, v.currentTime - at(v) + at(o));
-  if (Math.abs(o.currentTime - t) > slack) go(o, t);
+  if (Math.abs(o.currentTime - t) > slack) {
+    o.dataset.fsFollowing = '1';
+    o.currentTime = t;
+  }
 };
 element.addEventListener('loadedmetadata', (e) => {  // a trimmed job's target opens at its in-point
   const v = e.target;
-  if (at(v) > 0 && v.currentTime === 0) go(v, at(v));
+  if (at(v) > 0 && v.currentTime === 0) { v.dataset.fsFollowing = '1'; v.currentTime = at(v); }
 }, true);
 follow('play', (v, o) => { if (o.paused) { seek(v, o, 0.04); o.play().catch(() => {}); } });
 follow('pause', (v, o) => { if (!o.paused) o.pause(); });
 follow('ratechange', (v, o) => { o.playbackRate = v.playbackRate; });
 follow('seeked', (v, o) => {
-  const mark = v.dataset.fsFollowing;
-  delete v.dataset.fsFollowing;
-  if (mark !== undefined && Math.abs(v.currentTime - parseFloat(mark)) < 0.02) return;  // ours
+  if (v.dataset.fsFollowing) { delete v.dataset.fsFollowing; return; }
   seek(v, o, 0.001);
 });
 """
