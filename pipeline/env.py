@@ -202,7 +202,8 @@ class PortRange(Var[tuple[int, int]]):
 
 
 # where files live (pipeline/paths.py, pipeline/video/ffmpeg.py)
-MODELS = Folder("FACESTATION_MODELS", None, "installed model weights", "`models/` in the checkout")
+MODELS = Folder("FACESTATION_MODELS", None, "installed model weights",
+                "`models/` in the data folder (the checkout's `models/` while it holds weights)")
 DATA = Folder("FACESTATION_DATA", None, "user data: the queue database, user presets, outputs, the "
               "render plan's measured threads (`plans.json`)",
               "the user data folder (`~/.local/share/facestation`)")

@@ -19,9 +19,20 @@ def _env_dir(var: env.Folder, default: Path) -> Path:
     return path
 
 
+CHECKOUT_MODELS = REPO_ROOT / "models"  # where weights lived before 2026-12: still used while it holds some
+
+
 def models_dir() -> Path:
-    """Installed model weights (``models/`` in the checkout unless FACESTATION_MODELS is set)."""
-    return _env_dir(env.MODELS, REPO_ROOT / "models")
+    """Installed model weights: FACESTATION_MODELS; else ``models/`` in the checkout where it already holds
+    weights (an install from before keeps working); else ``models/`` in the user data folder."""
+    if env.MODELS.get() is None and holds_weights(CHECKOUT_MODELS):
+        return CHECKOUT_MODELS
+    return _env_dir(env.MODELS, data_dir() / "models")
+
+
+def holds_weights(folder: Path) -> bool:
+    """Does ``folder`` hold anything but its README (a model file, a layout's subfolder)?"""
+    return folder.is_dir() and any(p.name != "README.md" for p in folder.iterdir())
 
 
 def data_dir() -> Path:

@@ -96,6 +96,23 @@ def test_a_folder_is_expanded_and_a_file_is_refused(tmp_path: Path, clean: pytes
         paths.data_dir()
 
 
+def test_models_go_to_the_data_folder_unless_the_checkout_already_holds_some(
+        tmp_path: Path, clean: pytest.MonkeyPatch) -> None:
+    """Issue 36 point 7: weights live in the user's data folder; a checkout whose models/ holds weights
+    (an install from before) keeps using it; FACESTATION_MODELS wins over both."""
+    clean.delenv("FACESTATION_MODELS")
+    clean.setenv("FACESTATION_DATA", str(tmp_path / "data"))
+    checkout = tmp_path / "checkout" / "models"
+    checkout.mkdir(parents=True)
+    (checkout / "README.md").write_text("weights land here")
+    clean.setattr(paths, "CHECKOUT_MODELS", checkout)
+    assert paths.models_dir() == tmp_path / "data" / "models" and (tmp_path / "data" / "models").is_dir()
+    (checkout / "inswapper_128.onnx").write_bytes(b"weights")
+    assert paths.models_dir() == checkout
+    clean.setenv("FACESTATION_MODELS", str(tmp_path / "mine"))
+    assert paths.models_dir() == tmp_path / "mine"
+
+
 def test_an_executable_a_port_range_and_a_choice(tmp_path: Path, clean: pytest.MonkeyPatch) -> None:
     clean.setenv("PATH", str(tmp_path))
     program = tmp_path / "tool"

@@ -56,6 +56,23 @@ def _status(page: Any) -> str:
     return str(page.inner_text("#preview-status"))
 
 
+# every text the preview's status line shows, in order (a button's answer may be replaced a moment later
+# by the answer of a preview that was still on its way: the test waits for the answer it caused, not for
+# what the line says last)
+STATUS_HISTORY = """
+window.fsSaid = [];
+new MutationObserver(() => {
+  const line = document.querySelector('#preview-status');
+  const text = line ? line.innerText : '';
+  if (text && window.fsSaid[window.fsSaid.length - 1] !== text) window.fsSaid.push(text);
+}).observe(document, {childList: true, subtree: true, characterData: true});
+"""
+
+
+def _said(page: Any) -> list[str]:
+    return list(page.evaluate("() => window.fsSaid"))
+
+
 def _wait_status(page: Any, text: str, seconds: float, what: str) -> None:
     """Wait for the preview's status line to say ``text``; a failure says what it said last."""
     seen = [""]
@@ -75,6 +92,7 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
     width, height = size
     with running_app(worker=False) as (url, app), chromium() as browser:
         page = browser.new_page(viewport={"width": width, "height": height})
+        page.add_init_script(STATUS_HISTORY)
         page.goto(url)
         page.wait_for_selector("#sources")
         upload(page, "sources", grace_hopper_path())
@@ -129,9 +147,13 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
         # the preview of that start says the same line first; the add button's answer is written after it
         # (a preview still running when the button answers would otherwise overwrite the button's line)
         _wait_status(page, "video.start 12 s is past the end of street.mp4", 60, "the preview's line")
+        before = len(_said(page))
         page.click("#add-job")  # such a trim is no job: refused in one line
-        _wait_status(page, "not queued: video.start 12 s is past the end of street.mp4 (4.00 s)", 60,
-                     "the job refused")
+        refusal = "not queued: video.start 12 s is past the end of street.mp4 (4.00 s)"
+        try:
+            wait_until(lambda: any(refusal in t for t in _said(page)[before:]), 60, what="the job refused")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the status line said {_said(page)[before:]!r}") from None
         assert app.ctx.store.list() == []
         start_box.fill("1")
         wait_until(lambda: problem.count() == 0, 30, what="the line gone")
@@ -176,3 +198,27 @@ def test_trim_by_dragging_the_in_and_out_points(clip: Path, size: tuple[int, int
         wait_until(lambda: page.locator("#timeline .fs-strip").count() == 0, 30, what="the strip gone")
         assert not page.locator("#frame").is_visible()
         screenshot(page, f"timeline-5-still-{width}")
+
+
+
+def test_a_reload_keeps_the_scrubber_on_its_frame_not_the_in_point(clip: Path) -> None:
+    """Issue 36 point 7: a reload brings the target back at the frame the scrubber stood on (inside the
+    trim), with the preview of that frame, not at the in-point."""
+    with running_app(worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url)
+        page.wait_for_selector("#sources")
+        upload(page, "sources", grace_hopper_path())
+        upload(page, "target", clip)
+        wait_until(lambda: page.locator("#timeline .fs-track img").count() == THUMBS, 60, what="the strip")
+        drag_handle(page, "in", 0.25)
+        wait_until(lambda: _slider(page)[0] == "25", 30, what="the scrubber starting at the in-point")
+        typed = page.locator("#frame input[type=number]").first
+        typed.fill("60")
+        typed.press("Tab")
+        _wait_status(page, "Preview of frame 60", 120, "the preview of frame 60")
+        page.reload()
+        page.wait_for_selector("#sources")
+        wait_until(lambda: "street.mp4" in page.inner_text("#target-info"), 60, what="the target back")
+        wait_until(lambda: _slider(page) == ("25", "99", "60"), 60, what="the scrubber back on frame 60")
+        _wait_status(page, "Preview of frame 60", 120, "the preview of frame 60 after the reload")

@@ -205,14 +205,14 @@ def test_a_reload_brings_back_only_the_same_users_uploads(cache: Path, tmp_path:
     ctx.guard.ledger.record("alice", [mine])
     ctx.guard.ledger.record("bob", [theirs])
     outside = str(grace_hopper_path())  # a file on the server, not an upload
-    kept = {"sources": [mine, theirs, outside], "target": theirs,
+    kept = {"sources": [mine, theirs, outside], "target": theirs, "frame": 42,
             "settings": {"detector.score": 0.71, "no.such": 1}}
     got = kept_inputs.restore(ctx, form, kept, as_user("alice"))
     assert got[0] == [mine]  # bob's upload and the server's file stay out
-    assert got[1] == gr.skip()
-    assert got[2 + form.keys.index("detector.score")] == 0.71
-    assert kept_inputs.restore(ctx, form, kept, as_user("bob"))[:2] == [[theirs], theirs]
+    assert got[1] == gr.skip() and got[2] == gr.skip()  # no target back: no frame either
+    assert got[3 + form.keys.index("detector.score")] == 0.71
+    assert kept_inputs.restore(ctx, form, kept, as_user("bob"))[:3] == [[theirs], theirs, 42]  # its frame
     # settings that do not validate are left alone as a whole; a value that is not a dict brings nothing
     bad = kept_inputs.restore(ctx, form, {"settings": {"detector.score": 7}}, as_user("alice"))
-    assert bad[2:] == [gr.skip()] * len(form.keys)
-    assert kept_inputs.restore(ctx, form, "garbage", as_user("alice")) == [gr.skip()] * (2 + len(form.keys))
+    assert bad[3:] == [gr.skip()] * len(form.keys)
+    assert kept_inputs.restore(ctx, form, "garbage", as_user("alice")) == [gr.skip()] * (3 + len(form.keys))

@@ -181,6 +181,11 @@ def test_preset_save_change_load_restores_controls() -> None:
         _open_detector(page)
         _set_number(page, "set-detector-score", "0.73")
         wait_until(lambda: _number(page, "set-detector-score") == pytest.approx(0.73), 10, "the score: 0.73")
+        # a control just drawn (its accordion opened) gets its value from the page a frame or more later:
+        # the value read after that is the one Save sends (a Save racing the change itself:
+        # test_a_value_changed_just_before_save_is_the_value_saved)
+        page.evaluate(FRAMES, 60)
+        assert _number(page, "set-detector-score") == pytest.approx(0.73)
         open_tab(page, "Presets")
         page.fill("#preset-name textarea, #preset-name input", "browser test")
         page.click("#preset-save")
@@ -241,6 +246,37 @@ def test_a_value_typed_the_moment_its_accordion_opens_is_kept_and_saved() -> Non
         page.click("#preset-save")
         wait_until(lambda: "saved" in page.inner_text("#preset-message"), 20, what="preset saved")
         assert presets.load("typed at once").detector.score == pytest.approx(0.73)
+
+
+# types into the score and, in the same task (before the page has sent or heard of the change), opens the
+# Presets tab and presses Save the moment its button is drawn
+TYPE_THEN_SAVE = """async (value) => {
+  const box = document.querySelector('#set-detector-score input[type=number]');
+  box.value = value;
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+  [...document.querySelectorAll('[role=tab]')].find((t) => t.innerText.trim() === 'Presets').click();
+  const save = () => document.querySelector('#preset-save');
+  while (!save() || !save().offsetParent) await new Promise((r) => requestAnimationFrame(r));
+  save().click();
+}"""
+
+
+def test_a_value_changed_just_before_save_is_the_value_saved() -> None:
+    """Issue 36 point 8: Save reads the controls as they are when it is pressed; a change whose own events
+    (the page's change, the slider's release) have not been answered yet, or not even sent, is not lost."""
+    from pipeline import presets
+
+    with running_app(worker=False) as (url, _app), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        for name, value in (("at once 1", "0.73"), ("at once 2", "0.31")):  # the second: an open accordion
+            open_tab(page, "Presets")
+            page.fill("#preset-name textarea, #preset-name input", name)
+            _open_detector(page)
+            page.evaluate(TYPE_THEN_SAVE, value)
+            wait_until(lambda name=name: f"saved preset {name}" in page.inner_text("#preset-message"), 20,
+                       what=f"the preset {name} saved")
+            assert presets.load(name).detector.score == pytest.approx(float(value))
 
 
 def test_three_sessions_queue_three_jobs_each(tmp_path: Path) -> None:

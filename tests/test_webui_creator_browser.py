@@ -168,6 +168,10 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         page.evaluate("(v) => { v.currentTime = 0.2; }", after)
         wait_until(lambda: abs(_player(page, "before")["time"] - (start + 0.2)) < 1 / 30, 30,
                    what="the target to follow the seek, offset by the in-point")
+        before = page.locator("#job-before video").first.element_handle()  # and the other way round
+        page.evaluate("([v, t]) => { v.currentTime = t; }", [before, start + 0.1])
+        wait_until(lambda: abs(_player(page, "after")["time"] - 0.1) < 1 / 30, 30,
+                   what="the result to follow a seek of the paused target")
 
         data = page.request.get(href if href.startswith("http") else url + href)
         assert data.status == 200

@@ -72,6 +72,11 @@ CSS = """
 #source-thumbs .caption-label, #chosen .caption-label {
   white-space: normal; max-width: 95%; font-size: 0.8em; }
 .fs-row-thumb { height: 40px; max-width: 72px; object-fit: contain; display: block; background: #000; }
+/* a box's label chip stops short of its buttons (upload, clear, fullscreen) at the top right */
+.block > label[data-testid="block-label"].float { max-width: calc(100% - 96px); }
+/* a dropdown's text ends before its chevron (drawn over the input's right end) */
+.wrap-inner > .secondary-wrap > input.border-none { padding-right: calc(var(--size-5) * 2 + 4px);
+                                                    text-overflow: ellipsis; }
 """
 
 

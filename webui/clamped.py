@@ -2,9 +2,9 @@
 
 Gradio refuses such a value with a raw "Value 2 is greater than maximum value 1" (an Error badge on the
 page) when a number is typed into the box. These take the nearest end instead, as the page itself shows it
-once the box is left. Every settings control uses them (controls.make_control); the frame scrubber does not
-yet (clamped, it kept the timeline's Add refusal from showing: not understood yet). Gradio writes a stub
-of this module beside it on import, clamped.pyi: ignored by git and ruff.
+once the box is left. Every settings control uses them (controls.make_control), and so does the frame
+scrubber (webui/faces.py). Gradio writes a stub of this module beside it on import, clamped.pyi: ignored by
+git and ruff.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import gradio as gr
 
 from pipeline import api
 from webui import controls, timeline
+from webui.clamped import ClampedSlider
 from webui.common import browser_message, user_errors
 
 PICK_ONLY = "replace only this person"
@@ -33,7 +34,7 @@ HIDDEN_PATHS = ("selector.reference", "selector.mapping")  # server paths: state
 def create(settings: api.Settings) -> dict[str, Any]:
     c: dict[str, Any] = {}
     with gr.Row():
-        c["sources"] = gr.File(label="Source photos (the face to put in)", file_count="multiple",
+        c["sources"] = gr.File(label="Source face photos", file_count="multiple",
                                file_types=sorted(api.IMAGE_SUFFIXES), type="filepath", elem_id="sources")
         target_types = sorted(api.IMAGE_SUFFIXES) + list(api.VIDEO_SUFFIXES)
         c["target"] = gr.File(label="Target image or video", file_count="single", file_types=target_types,
@@ -46,8 +47,11 @@ def create(settings: api.Settings) -> dict[str, Any]:
     trim = timeline.create()  # a video's frame strip: drag the in- and out-points (video.start / .end)
     c["strip"], c["trim_range"], c["trim_note"] = trim["strip"], trim["range"], trim["note"]
     c["described"] = gr.State("")  # the target the line, the scrubber and the gallery describe now
-    c["frame"] = gr.Slider(0, 1, value=0, step=1, label="Frame (drag, or arrow keys)", elem_id="frame",
-                           interactive=False, visible=False)
+    c["resume"] = gr.State(None)  # a reload's frame (webui/kept_inputs.py), for the target it brings back
+    c["resumed"] = gr.Textbox("", elem_id="frame-resumed", elem_classes=["fs-hidden"], show_label=False,
+                              container=False)  # set when a target is described at that frame: previewed
+    c["frame"] = ClampedSlider(0, 1, value=0, step=1, label=timeline.FRAME_LABEL, elem_id="frame",
+                               interactive=False, visible=False)  # a frame typed past an end: that end
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6,
                             preview=False, object_fit="contain", height=180, allow_preview=False,
                             elem_id="faces", interactive=False)
@@ -73,19 +77,24 @@ def create(settings: api.Settings) -> dict[str, Any]:
 def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     """Target and frame fill the gallery; a click on a face picks that person (or maps the next source)."""
 
-    def on_target(target: str | None, described: str, *vals: Any) -> tuple[Any, ...]:
+    def on_target(target: str | None, described: str, resume: int | None, *vals: Any) -> tuple[Any, ...]:
         if target and target == described:  # the same file again (a repeated change event): the scrubber
-            return gr.skip(), gr.skip(), gr.skip(), described  # stays where the user has moved it since
+            return gr.skip(), gr.skip(), gr.skip(), described, gr.skip(), gr.skip()  # stays where it was
+        # a new target starts at the trim's in-point; the one a reload brings back, at its frame
+        at = int(resume or 0) if target and not described else 0
         try:
             settings = form.read(vals)
-            info, slider = describe_target(target, settings)
-            return info, slider, gallery(target, 0, settings), target or ""
+            info, slider = describe_target(target, settings, at)
         except api.UserError as exc:  # shown in place of the description: no error badge left behind
             shown = f'<span class="fs-problem">⚠ {browser_message(str(exc))}</span>'
-            return shown, gr.update(visible=False), [], ""
+            return shown, gr.update(visible=False), [], "", None, gr.skip()
+        shown_at = int(slider.get("value") or 0)
+        resumed = f"{target}#{shown_at}" if at else gr.skip()  # the preview follows (preview_panel)
+        return info, slider, gallery(target, shown_at, settings), target or "", None, resumed
 
-    c["target"].change(on_target, [c["target"], c["described"], *form.inputs],
-                       [c["target_info"], c["frame"], c["faces"], c["described"]], api_visibility="private")
+    c["target"].change(on_target, [c["target"], c["described"], c["resume"], *form.inputs],
+                       [c["target_info"], c["frame"], c["faces"], c["described"], c["resume"], c["resumed"]],
+                       api_visibility="private")
     timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
                   c["frame"], form["video.start"], form["video.end"])
 
@@ -128,14 +137,15 @@ def wire_thumbnails(c: dict[str, Any], form: controls.SettingsForm) -> None:
         changed.change(chosen_gallery, people, c["chosen"], api_visibility="private", show_progress="hidden")
 
 
-def describe_target(target: str | None, settings: api.Settings | None = None) -> tuple[str, dict[str, Any]]:
+def describe_target(target: str | None, settings: api.Settings | None = None,
+                    frame: int = 0) -> tuple[str, dict[str, Any]]:
     """The target's line (its first frame, name and size) and the frame-slider update for a newly chosen
-    target (limited to the trim of ``settings``)."""
+    target, at ``frame`` (limited to the trim of ``settings``)."""
     if not target:
         return "No target yet.", gr.update(maximum=1, value=0, interactive=False, visible=False)
     info = api.check_media(target)
     trim = api.Trim.of(settings or api.Settings())
-    slider = timeline.frame_slider(info, trim, 0)  # a still image has no frame slider
+    slider = timeline.frame_slider(info, trim, frame)  # a still image has no frame slider
     picture = base64.b64encode(api.first_frame(target)).decode()
     name = html.escape(Path(target).name)
     return (f'<div class="fs-target"><img alt="the first frame" src="data:image/jpeg;base64,{picture}">'

@@ -1,5 +1,7 @@
-"""A reload keeps the Swap tab: its source photos, target and settings are kept in the browser (a
-``gr.BrowserState``: the page's localStorage, encrypted) and come back on the next load.
+"""A reload keeps the Swap tab: its source photos, target, frame and settings are kept in the browser (a
+``gr.BrowserState``: the page's localStorage, encrypted) and come back on the next load (the frame with
+its target, into ``faces["resume"]``: faces.wire describes that target at the frame shown before the
+reload, not at the in-point).
 
 What the browser sends back is checked on the server, as any input: a file comes back only if it is
 still in Gradio's upload cache and, on a shared UI, was handed to the same user (the gate's ledger,
@@ -29,31 +31,39 @@ def create() -> gr.BrowserState:
 
 def wire(ctx: Ctx, kept: gr.BrowserState, faces: dict[str, Any], form: SettingsForm,
          blocks: gr.Blocks) -> None:
-    """Every change of the sources, the target or a setting is kept; a page load brings them back."""
+    """Every change of the sources, the target, the frame or a setting is kept; a page load brings them
+    back."""
 
-    def keep(sources: list[str] | None, target: str | None, *vals: Any) -> dict[str, Any]:
-        return {"sources": list(sources or []), "target": target or "",
+    def keep(sources: list[str] | None, target: str | None, frame: Any, *vals: Any) -> dict[str, Any]:
+        return {"sources": list(sources or []), "target": target or "", "frame": frame,
                 "settings": dict(zip(form.keys, vals, strict=True))}
 
-    triggers = [faces["sources"].change, faces["target"].change, *(c.change for c in form.inputs)]
+    shown = [faces["sources"], faces["target"], faces["frame"]]
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].change,
+                *(c.change for c in form.inputs)]
     # queued one at a time, in order, the newest pending change last: the page stores the latest inputs
-    gr.on(triggers, keep, [faces["sources"], faces["target"], *form.inputs], kept, trigger_mode="always_last",
+    gr.on(triggers, keep, [*shown, *form.inputs], kept, trigger_mode="always_last",
           api_visibility="private", concurrency_limit=1, concurrency_id="keep", show_progress="hidden")
 
     def bring_back(saved: Any, request: gr.Request) -> list[Any]:
         return restore(ctx, form, saved, request)
 
-    blocks.load(bring_back, kept, [faces["sources"], faces["target"], *form.inputs], api_visibility="private")
+    restored = [faces["sources"], faces["target"], faces["resume"], *form.inputs]
+    blocks.load(bring_back, kept, restored, api_visibility="private")
 
 
 def restore(ctx: Ctx, form: SettingsForm, saved: Any, request: gr.Request | None) -> list[Any]:
-    """Updates for the sources, the target and every setting from what the browser kept (``gr.skip()``
-    where nothing valid was kept)."""
+    """Updates for the sources, the target, the frame and every setting from what the browser kept
+    (``gr.skip()`` where nothing valid was kept). The frame comes back only with its target."""
     saved = saved if isinstance(saved, dict) else {}
     sources = [p for p in saved.get("sources") or [] if isinstance(p, str) and _yours(ctx, p, request)]
     target = saved.get("target")
     target = target if isinstance(target, str) and target and _yours(ctx, target, request) else None
-    return [sources or gr.skip(), target or gr.skip(), *_settings(form, saved.get("settings"))]
+    frame = saved.get("frame")
+    number = isinstance(frame, int | float) and not isinstance(frame, bool)
+    at = int(frame) if target and number and 0 < frame < 10**7 else None
+    return [sources or gr.skip(), target or gr.skip(), gr.skip() if at is None else at,
+            *_settings(form, saved.get("settings"))]
 
 
 def _settings(form: SettingsForm, kept: Any) -> list[Any]:

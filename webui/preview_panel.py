@@ -126,8 +126,9 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
 
     # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
     # only render that frame again)
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, c["overlay"].change,
-                voice.change, c["compare"].change]
+    # faces["resumed"]: a target a reload brought back, described at the frame shown before the reload
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input,
+                faces["resumed"].change, c["overlay"].change, voice.change, c["compare"].change]
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"],
               *form.inputs]
