@@ -39,6 +39,7 @@ class ModelPlan:
     notices: tuple[str, ...] = field(default=())  # what the user should know (the processors' first)
     planned: tuple[str, ...] = field(default=())  # the processors' own notices about their models
     classifier: str | None = None  # the face classifier, where the selector filters faces (gender, race, age)
+    judge: str | None = None  # "sface" where the quality report judges identity (loaded; makes no pixel)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ModelPlan:
@@ -63,7 +64,8 @@ class ModelPlan:
         by_identity = settings.selector.mode == "reference" or bool(settings.selector.mapping)
         classifier = settings.selector.classifier if settings.selector.filters and processors else None
         return cls(settings, processors, masks if processors else (), landmarker,
-                   "sface" if by_identity else None, tuple(notices), tuple(planned), classifier)
+                   "sface" if by_identity else None, tuple(notices), tuple(planned), classifier,
+                   "sface" if settings.report.identity and processors else None)
 
     def _ordered(self, with_code: bool) -> tuple[str, ...]:
         """detector, the first processor's models, SFace, the classifier, the landmarker, the masks, then the
@@ -83,7 +85,8 @@ class ModelPlan:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """Every catalog model the swap loads, once each."""
+        """Every catalog model the chain loads, once each (a render's and a still's quality report load
+        :attr:`judge` beside them: it makes no pixel, so it is in neither these nor the tag's :attr:`names`)."""
         return self._ordered(False)
 
     @property
@@ -102,7 +105,8 @@ class ModelPlan:
         return out
 
     def required(self) -> list[ModelEntry]:
-        """Every catalog entry the swap needs installed (all of :attr:`models`)."""
+        """Every catalog entry the swap needs installed (all of :attr:`models`; the report's judge is
+        built in)."""
         return [catalog.get(n) for n in self.models]
 
     def missing(self) -> list[ModelEntry]:

@@ -100,7 +100,8 @@ def test_the_plan_is_what_every_combination_checks_and_previews(loads: list[str]
 def test_a_still_and_a_render_load_the_plan_and_tag_it(swapper: str, loads: list[str],
                                                        scene: dict[str, Path]) -> None:
     """Each swapper with each enhancer (masks and selector taking turns): a still and a render load exactly
-    the plan's models and name the plan's list in their summary and provenance tag."""
+    the plan's models (and the quality report's judge, which the plan names apart) and name the plan's list in
+    their summary and provenance tag."""
     for n, enhancer in enumerate(ENHANCERS):
         masks, selector = MASKS[(n + SWAPPERS.index(swapper)) % len(MASKS)], SELECTORS[n % len(SELECTORS)]
         what = f"{swapper} × {enhancer} × {masks[0]} × {selector}"
@@ -109,11 +110,12 @@ def test_a_still_and_a_render_load_the_plan_and_tag_it(swapper: str, loads: list
         _fresh(loads)
         out = scene["tmp"] / f"still-{n}.png"
         summary = swap_image(settings, [scene["source"]], scene["target"], out)
-        assert set(loads) == set(plan.models) and summary["models"] == plan.names, what
+        assert plan.judge == "sface"  # the defaults judge identity
+        assert set(loads) == {*plan.models, plan.judge} and summary["models"] == plan.names, what
         assert "models: " + ", ".join(plan.names) in (read_provenance(out) or ""), what
         _fresh(loads)
         result = Render(settings, [scene["source"]], scene["clip"], scene["tmp"] / f"render-{n}.mp4").run()
-        assert set(loads) == set(plan.models), f"{what}: the render loaded {sorted(set(loads))}"
+        assert set(loads) == {*plan.models, plan.judge}, f"{what}: the render loaded {sorted(set(loads))}"
         assert result.models == plan.names, what
 
 
