@@ -19,8 +19,17 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(scope="session")
+def session_uploads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Gradio's upload folder for this test run: /tmp/gradio is shared by every run on the machine, an
+    upload is named by its content and each app deletes its own at exit, so two runs side by side deleted
+    each other's uploads (the same generated clip, the same photo)."""
+    return tmp_path_factory.mktemp("gradio")
+
+
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path: Path, session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+def isolated_dirs(tmp_path: Path, session_cache: Path, session_uploads: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     dirs = {
         "models": tmp_path / "models",
         "data": tmp_path / "data",
@@ -31,6 +40,7 @@ def isolated_dirs(tmp_path: Path, session_cache: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("FACESTATION_DATA", str(dirs["data"]))
     monkeypatch.setenv("FACESTATION_CACHE", str(session_cache))
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(session_uploads))
     for var in ("FACESTATION_PRESETS", "FACESTATION_OUTPUTS", "FACESTATION_FFMPEG"):
         monkeypatch.delenv(var, raising=False)
     dirs["cache"] = session_cache

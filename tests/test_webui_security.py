@@ -120,7 +120,8 @@ def test_a_result_link_serves_its_owner_only_and_dies_with_the_job(studio: tuple
     assert "inline" in alice.get(after).headers["content-disposition"]  # played in the page
     for other in (bob, carol, anon):
         assert other.get(before).status_code in (401, 404) and other.get(after).status_code in (401, 404)
-    assert "/tmp/gradio" not in href and str(app.ctx.outputs) not in href
+    uploads = os.environ.get("GRADIO_TEMP_DIR", "/tmp/gradio")  # Gradio's cache (the run's own: conftest)
+    assert uploads not in href and "/tmp/gradio" not in href and str(app.ctx.outputs) not in href
     assert alice.get(href).content == b"alice's result"
     assert "attachment" in alice.get(href).headers["content-disposition"]
     assert downloads() == [job.id, job.id]  # the two GETs of the download link; the player's are not
