@@ -86,7 +86,7 @@ class ModelPlan:
     @property
     def models(self) -> tuple[str, ...]:
         """Every catalog model the chain loads, once each (a render's and a still's quality report load
-        :attr:`judge` beside them: it makes no pixel, so it is in neither these nor the tag's :attr:`names`)."""
+        :attr:`judge` beside them: it makes no pixel, not here nor in the tag's :attr:`names`)."""
         return self._ordered(False)
 
     @property
