@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.browser.helpers import chromium, dropdown_options, running_app, screenshot, upload
-from tests.photos import grace_hopper_path
-from tests.test_webui_plain_errors_browser import WATCH_ERRORS
+from tests.browser.helpers import chromium, dropdown_options, running_app, screenshot
+from tests.test_webui_plain_errors_browser import watched_page
 from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-VIEWPORT = {"width": 1280, "height": 800}
 PRORES = "ProRes 4444 (.mov, keeps transparency)"
 
 
@@ -34,13 +32,7 @@ def test_an_impossible_container_and_codec_is_said_before_queueing(tmp_path: Pat
         pytest.skip("this ffmpeg has no prores_ks encoder")
     clip = make_clip(tmp_path / "street.mp4", seconds=1.0, size=(320, 180), fps=25, audio=False)
     with running_app(worker=False) as (url, app), chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)
-        context.add_init_script(WATCH_ERRORS)
-        page = context.new_page()
-        page.goto(url)
-        page.wait_for_selector("#sources")
-        upload(page, "sources", grace_hopper_path())
-        upload(page, "target", clip)
+        page = watched_page(browser, url, clip)
         wait_until(lambda: "Preview of frame" in page.inner_text("#preview-status"), 120, what="the preview")
 
         page.click("#advanced > .label-wrap")

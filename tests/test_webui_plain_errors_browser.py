@@ -39,6 +39,19 @@ def _errors(page: Any) -> list[str]:
     return list(page.evaluate("() => window.fsErrors"))
 
 
+def watched_page(browser: Any, url: str, target: Path) -> Any:
+    """A page at 1280×800 whose Gradio errors are recorded from its first load (``window.fsErrors``),
+    with the test photo as the source and ``target`` uploaded."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.add_init_script(WATCH_ERRORS)
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#sources")
+    upload(page, "sources", grace_hopper_path())
+    upload(page, "target", target)
+    return page
+
+
 def _frame(page: Any) -> tuple[str, str]:
     """The scrubber's end and its value, as the page shows them."""
     box = page.locator("#frame input[type=range]").first
@@ -56,13 +69,7 @@ def test_out_of_range_frames_a_narrowed_scrubber_and_a_built_in_delete_raise_no_
     image = tmp_path / "still.png"
     cv2.imwrite(str(image), astronaut())
     with running_app(worker=False) as (url, _app), chromium() as browser:
-        context = browser.new_context(viewport=VIEWPORT)
-        context.add_init_script(WATCH_ERRORS)
-        page = context.new_page()
-        page.goto(url)
-        page.wait_for_selector("#sources")
-        upload(page, "sources", grace_hopper_path())
-        upload(page, "target", clip)
+        page = watched_page(browser, url, clip)
         wait_until(lambda: page.locator("#frame").is_visible() and _frame(page)[0] == "99", 60,
                    what="the scrubber over the clip's 100 frames")
 
