@@ -204,6 +204,13 @@ window.fsLive = (() => {
     if (found.some((d) => d.deviceId === chosen)) select.value = chosen;
     return found.map((d) => d.label);
   }
+  // the camera's frames keep the size asked of it: on a busy machine the browser's encoder would scale them
+  // down by itself (3/4 steps), beside the server's own advice (pipeline/live/adapt.py), which is the one
+  // that changes the camera's size; the browser drops frames instead
+  function sent(track) {
+    if ('contentHint' in track) track.contentHint = 'detail';
+    return track;
+  }
   // a camera, size or rate chosen while live applies to the running stream
   async function rechoose() {
     if (!state.stream || !state.sender) return;
@@ -212,7 +219,7 @@ window.fsLive = (() => {
     try {
       if ($('live-camera').value && track.getSettings().deviceId !== $('live-camera').value) {
         const stream = await navigator.mediaDevices.getUserMedia({video: camera(), audio: false});
-        await state.sender.replaceTrack(stream.getVideoTracks()[0]);
+        await state.sender.replaceTrack(sent(stream.getVideoTracks()[0]));
         track.stop(); state.stream = stream; $('live-local').srcObject = stream;
       } else {
         await track.applyConstraints(constraints());
@@ -271,7 +278,7 @@ window.fsLive = (() => {
     local.srcObject = state.stream;
     if (local.requestVideoFrameCallback) local.requestVideoFrameCallback((t, m) => onLocal(t, m, run));
     const pc = state.pc = new RTCPeerConnection();
-    state.sender = pc.addTrack(state.stream.getVideoTracks()[0], state.stream);
+    state.sender = pc.addTrack(sent(state.stream.getVideoTracks()[0]), state.stream);
     pc.ontrack = (e) => {
       const video = $('live-remote');
       video.srcObject = e.streams[0] || new MediaStream([e.track]);

@@ -111,10 +111,22 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     """Re-render on any change of the Faces tab's inputs (``faces``), the new voice, the overlay or a
     setting."""
 
-    def on_preview(sources: list[str] | None, target: str | None, frame: int, overlay: bool,
-                   audio: str | None, mode: str, *vals: Any) -> tuple[Any, ...]:
+    on_screen: dict[str, str] = {}  # each page (Gradio's session) -> what its preview on screen was asked
+
+    def on_preview(request: gr.Request, sources: list[str] | None, target: str | None, frame: int,
+                   overlay: bool, audio: str | None, mode: str, *vals: Any) -> tuple[Any, ...]:
         """The original and the wipe pair (compared()), render()'s outputs, and the import button shown
-        when models are missing (in the same reply)."""
+        when models are missing (in the same reply). The same request again from the same page (a slider
+        sends its last value twice; two triggers of one change) is on screen already: nothing is redone."""
+        asked = repr((sources, target, frame, overlay, audio, mode, vals))
+        page = getattr(request, "session_hash", None) or ""
+        if page and on_screen.get(page) == asked:
+            return tuple(gr.skip() for _ in outputs)
+        if page:
+            on_screen.pop(page, None)
+            on_screen[page] = asked
+            if len(on_screen) > 256:  # the pages seen lately only
+                on_screen.pop(next(iter(on_screen)))
         try:
             settings = form.read(vals)
         except api.UserError as exc:
@@ -126,9 +138,8 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
 
     # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
     # only render that frame again)
-    # faces["resumed"]: a target a reload brought back, described at the frame shown before the reload
     triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input,
-                faces["resumed"].change, c["overlay"].change, voice.change, c["compare"].change]
+                c["overlay"].change, voice.change, c["compare"].change]
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"],
               *form.inputs]
@@ -138,6 +149,9 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                                      "api_visibility": "private"}
     gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
           **one_at_a_time)
+    # a target a reload brought back, described at the frame shown before the reload
+    faces["resumed"].change(on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
+                            **one_at_a_time)
 
     def on_import(path: str | None) -> str:
         if not path:
