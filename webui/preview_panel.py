@@ -138,8 +138,9 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
 
     # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
     # only render that frame again)
+    # faces["resumed"]: a target a reload brought back, described at the frame shown before the reload
     triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input,
-                c["overlay"].change, voice.change, c["compare"].change]
+                faces["resumed"].change, c["overlay"].change, voice.change, c["compare"].change]
     triggers += [control.change for control in form.inputs]
     inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"],
               *form.inputs]
@@ -149,9 +150,6 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                                      "api_visibility": "private"}
     gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
           **one_at_a_time)
-    # a target a reload brought back, described at the frame shown before the reload
-    faces["resumed"].change(on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
-                            **one_at_a_time)
 
     def on_import(path: str | None) -> str:
         if not path:
