@@ -347,16 +347,15 @@ def output_size_text(value: Any) -> str:
         return "keep"
     match = _SIZE.match(text)
     if match is None:
-        raise ValueError(f"a resolution is keep, a height such as 720p or a factor such as 0.5x "
-                         f"(got {value!r})")
+        raise ValueError("a resolution is keep, a height such as 720p or a factor such as 0.5x")
     if match["height"] is not None:
         height = int(match["height"])
         if not 16 <= height <= 8640:
-            raise ValueError(f"a height is 16p to 8640p (got {value!r})")
+            raise ValueError("a height is 16p to 8640p")
         return f"{height}p"
     factor = float(match["factor"]) if match["factor"] is not None else float(match["percent"]) / 100
     if not 0.1 <= factor <= 4.0:
-        raise ValueError(f"a factor is 0.1x to 4x (got {value!r})")
+        raise ValueError("a factor is 0.1x to 4x")
     return f"{factor:g}x"
 
 
