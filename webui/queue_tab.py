@@ -142,7 +142,7 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
             except api.UserError as exc:  # said beside the button; the page stays where it is
                 return gr.update(), gr.update(), refused(str(exc)), gr.update(), gr.update()
             job = api.move_job(ctx.store, job.id, "top")
-            said = f"job #{job.label} renders next: {Path(job.output).name}"
+            said = f"queued job #{job.label} first, before any other: {Path(job.output).name}"
             return (said, table(ctx, visible_jobs(ctx, request), str(job.id), request), said, str(job.id),
                     gr.Tabs(selected="Queue"))
 
