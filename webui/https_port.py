@@ -127,11 +127,20 @@ class HttpsPort:
         finally:
             listener.close()
 
-    async def take_over(self) -> None:
+    async def take_over(self) -> bool:
         """Close uvicorn's listeners (their sockets live on, duplicated) and accept on them here, until the
-        server is asked to exit."""
+        server is asked to exit. False, with uvicorn's listeners left as they are, where uvicorn's parts are
+        not as this module knows them (a newer uvicorn): plain http is then reset as before."""
+        try:
+            self._protocol()
+            served_all, tls = list(self.server.servers), self.server.config.ssl
+        except (AttributeError, TypeError) as exc:
+            log.warning("plain http to this port will not be told to use https (uvicorn differs: %s)", exc)
+            return False
+        if tls is None:
+            return False
         listeners = []
-        for served in self.server.servers:
+        for served in served_all:
             for sock in served.sockets:
                 dup = socket.socket(fileno=os.dup(sock.fileno()))
                 dup.setblocking(False)
@@ -139,6 +148,7 @@ class HttpsPort:
             served.close()
         accepting = [self.loop.create_task(self._accept(listener)) for listener in listeners]
         self._spawn(self._until_exit(accepting))
+        return True
 
     async def _until_exit(self, accepting: list[asyncio.Task[None]]) -> None:
         while not self.server.should_exit:
@@ -148,10 +158,8 @@ class HttpsPort:
         await asyncio.gather(*accepting, return_exceptions=True)
 
 
-def answer_plain_http(server: Any, timeout: float = 30.0) -> HttpsPort:
+def answer_plain_http(server: Any, timeout: float = 30.0) -> bool:
     """Make the started uvicorn ``server`` (Gradio's ``Blocks.server``, serving TLS) answer plain HTTP on
-    its port; returns once its loop accepts through us."""
+    its port; returns once its loop accepts through us (True), or at once where it cannot (False)."""
     loop = server.servers[0].get_loop()
-    port = HttpsPort(server, loop)
-    asyncio.run_coroutine_threadsafe(port.take_over(), loop).result(timeout)
-    return port
+    return asyncio.run_coroutine_threadsafe(HttpsPort(server, loop).take_over(), loop).result(timeout)
