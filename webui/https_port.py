@@ -25,6 +25,8 @@ TLS_HANDSHAKE = 0x16  # the first byte of every TLS record carrying a ClientHell
 FIRST_BYTE_WAIT = 60.0  # seconds an idle connection may stay open: asyncio's own TLS handshake limit
 REQUEST_WAIT = 10.0  # seconds a plain client has to send its request head
 HEAD_LIMIT = 8192  # bytes of a plain request head read at most
+DRAIN_LIMIT = 1 << 20  # bytes of a plain request's body read (and dropped) at most before closing
+ACCEPT_RETRY = 1.0  # seconds before accepting again after the system refused (out of file descriptors)
 SHUTDOWN_POLL = 0.1  # seconds between looks at the server's exit flag (as uvicorn's own main loop)
 
 # a Host header or request target we are willing to echo into a Location header
@@ -79,6 +81,10 @@ async def _answer(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
     with contextlib.suppress(TimeoutError, OSError):
         async with asyncio.timeout(REQUEST_WAIT):
             await loop.sock_sendall(conn, plain_answer(head, conn.getsockname()[:2]))
+            conn.shutdown(socket.SHUT_WR)  # then read what the client still sends (a POST's body), so that
+            drained = 0  # closing does not reset the connection before the client has read the answer
+            while drained < DRAIN_LIMIT and (chunk := await loop.sock_recv(conn, HEAD_LIMIT)):
+                drained += len(chunk)
 
 
 class HttpsPort:
@@ -121,7 +127,14 @@ class HttpsPort:
     async def _accept(self, listener: socket.socket) -> None:
         try:
             while True:
-                conn, _ = await self.loop.sock_accept(listener)
+                try:
+                    conn, _ = await self.loop.sock_accept(listener)
+                except ConnectionAbortedError:  # the client left before it was accepted
+                    continue
+                except OSError as exc:  # out of file descriptors or memory: wait, as asyncio's own loop does
+                    log.warning("accepting a connection failed, retrying in %s s: %s", ACCEPT_RETRY, exc)
+                    await asyncio.sleep(ACCEPT_RETRY)
+                    continue
                 conn.setblocking(False)
                 self._spawn(self._connection(conn))
         finally:
