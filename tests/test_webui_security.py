@@ -337,8 +337,8 @@ def test_listen_serves_https_with_a_generated_certificate_and_refuses_password_g
                 return False
 
         wait_until(up, 120, "the HTTPS server to come up", every=0.5)
-        with pytest.raises(httpx.TransportError):
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=scaled(5))  # no plain HTTP on the network
+        plain = httpx.get(f"http://127.0.0.1:{port}/", timeout=scaled(5))  # no plain HTTP on the network:
+        assert (plain.status_code, plain.text) == (307, f"This server speaks https: open {url}/\n")  # a hint
         der = ssl.PEM_cert_to_DER_cert(ssl.get_server_certificate(("127.0.0.1", port)))
         served = ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
@@ -359,6 +359,52 @@ def test_listen_serves_https_with_a_generated_certificate_and_refuses_password_g
     assert "alice-pw" not in output and "carol-pw" not in output
     assert "login failed for 'alice'" in output and "locked" in output
     assert (tmp_path / "data" / "tls" / "facestation-key.pem").stat().st_mode & 0o077 == 0
+
+
+def test_plain_http_to_the_https_port_gets_one_line_and_https_works_beside_it(tmp_path: Path) -> None:
+    """A colleague typing http:// (or leaving it off) is told, in one line and a redirect, to use https://;
+    the same port still serves the page, a login, an upload, the queue's event stream, a result and the
+    live page's signalling over HTTPS, from uvicorn's own connections (webui/https_port.py)."""
+    with running_app(users=USERS, self_signed=True, worker=False, data=tmp_path / "data",
+                     outputs=tmp_path / "outputs") as (plain_url, app):
+        url = plain_url.replace("http://", "https://")
+        told = httpx.get(plain_url + "/gradio_api/info?x=1", timeout=scaled(30))
+        assert told.status_code == 307 and told.headers["location"] == url + "/gradio_api/info?x=1"
+        assert told.text == f"This server speaks https: open {url}/gradio_api/info?x=1\n"
+        assert "cache-control" in told.headers  # temporary and not kept: the host may serve http there later
+        assert httpx.get(url + "/", verify=False, timeout=scaled(30)).status_code == 200  # the login page
+        alice = login(url, "alice", "pa")
+        assert alice.get("/config").status_code == 200
+        photo = grace_hopper_path().read_bytes()
+        upload = {"files": ("me.jpg", photo, "image/jpeg")}
+        uploaded = alice.post("/gradio_api/upload", files=upload).json()[0]
+        assert alice.get(f"/gradio_api/file={uploaded}").content == photo
+        job = done_job(app, "alice", tmp_path)
+        shown = select(alice, app, job.id)[2]  # through queue/join and the event stream
+        href = re.search(r'href="([^"]+)"', shown).group(1)  # type: ignore[union-attr]
+        assert alice.get(href).content == b"alice's result"
+        offer = alice.post("/facestation/live/offer", content=b"not json")  # the live page's signalling
+        assert offer.status_code == 400 and "not JSON" in offer.json()["detail"]
+        again = httpx.get(plain_url + "/", timeout=scaled(30))  # plain http once more, after all that
+        assert again.status_code == 307 and again.headers["location"] == url + "/"
+
+
+def test_the_plain_answer_names_the_https_url_and_echoes_nothing_unsafe() -> None:
+    from webui.https_port import plain_answer
+
+    def answer(head: bytes) -> tuple[str, str]:
+        status, _, rest = plain_answer(head, ("192.168.1.23", 7860)).decode().partition("\r\n")
+        headers, _, body = rest.partition("\r\n\r\n")
+        return status + " " + dict(h.split(": ", 1) for h in headers.split("\r\n"))["Location"], body
+
+    assert answer(b"GET /a?b=1 HTTP/1.1\r\nHost: studio.lan:7860\r\n\r\n") == (
+        "HTTP/1.1 307 Temporary Redirect https://studio.lan:7860/a?b=1",
+        "This server speaks https: open https://studio.lan:7860/a?b=1\n")
+    # no Host, a forged one, a strange target: the port's own address and the root
+    for head in (b"GET / HTTP/1.0\r\n\r\n", b"GET / HTTP/1.1\r\nHost: a b<script>\r\n\r\n",
+                 b"GET http://x/ HTTP/1.1\r\n\r\n", b"\x00garbage", b""):
+        assert answer(head)[0].endswith(" https://192.168.1.23:7860/"), head
+    assert answer(b"GET / HTTP/1.1\r\nHost: [::1]:7860\r\n\r\n")[0].endswith(" https://[::1]:7860/")
 
 
 def test_plain_http_on_the_network_only_when_asked(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from webui import (
     controls,
     faces,
     files,
+    https_port,
     kept_inputs,
     live_routes,
     live_tab,
@@ -280,15 +281,18 @@ def serve(config: UiConfig, *, block: bool = True) -> tuple[App, Any]:
         log.warning("render worker %s serves the queue %s", handle.worker.worker_id, app.ctx.store.path)
     app.blocks.queue(default_concurrency_limit=4, max_size=256)
     try:
-        app.blocks.launch(prevent_thread_lock=not block, **launch_kwargs(app))
+        app.blocks.launch(prevent_thread_lock=True, **launch_kwargs(app))
+        if config.tls:  # plain http to the port gets "open https://…", not a reset connection
+            https_port.answer_plain_http(app.blocks.server)
     except BaseException:
         if handle is not None:
             handle.stop()
         raise
     if block:
+        app.blocks.block_thread()
         app.ctx.live.stop_all()  # the server is gone: live recordings finished
-    if block and handle is not None:
-        handle.stop()
+        if handle is not None:
+            handle.stop()
     return app, handle
 
 
