@@ -1,0 +1,45 @@
+"""The Queue tab's quality plot (webui/quality_plot.py) as HTML: a report drawn, a missing one said in a line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pipeline.quality.report import FrameRecord, QualityReport, write_report
+from webui import quality_plot
+
+LIMITS = {"identity_min": 0.3, "jitter_max": 0.1, "identity_every": 1}
+
+
+def _write(output: Path, fps: float | None, n: int, flagged: range) -> None:
+    frames = [FrameRecord(i, found=1, swapped=int(i not in flagged), missed=int(i in flagged),
+                          identity=[] if i in flagged else [0.6], before=[] if i in flagged else [0.1],
+                          flags=["missed"] if i in flagged else []) for i in range(n)]
+    write_report(QualityReport(output.name, fps, True, LIMITS, frames, []), output)
+
+
+def test_a_video_report_is_a_plot_with_its_stretch_shaded_over_its_frames(tmp_path: Path) -> None:
+    out = tmp_path / "clip.mp4"
+    _write(out, 25, 50, range(10, 20))
+    shown = quality_plot.section(out)
+    assert "Quality: 40/50 frames swapped, identity 0.60, 1 flagged stretch" in shown
+    assert 'data-frames="50" data-fps="25"' in shown
+    rects = re.findall(r'<rect class="fs-stretch"[^>]*data-start="(\d+)" data-end="(\d+)" x="([\d.]+)"'
+                       r'[^>]*width="([\d.]+)"', shown)
+    step = quality_plot.PLOT_W / 50
+    assert [(s, e) for s, e, _, _ in rects] == [("10", "19")]
+    assert abs(float(rects[0][2]) - (quality_plot.LEFT + 10 * step)) < 0.1  # columns 10..19 of 50
+    assert abs(float(rects[0][3]) - 10 * step) < 0.1
+    assert shown.count('class="fs-q-after"') == 2  # the identity line breaks where nothing was swapped
+    assert "frames 10–19 (0.40–0.80 s): missed" in shown
+
+
+def test_a_still_shows_its_line_and_a_missing_report_one_plain_line(tmp_path: Path) -> None:
+    still = tmp_path / "photo.png"
+    _write(still, None, 1, range(0))
+    assert quality_plot.section(still) == ('<div class="fs-quality"><p>Quality: 1/1 frames swapped, identity '
+                                           '0.60, 0 flagged stretches</p></div>')
+    said = quality_plot.section(tmp_path / "old.mp4")
+    assert said.startswith('<p class="fs-quality-none">no quality report for old.mp4') and "\n" not in said
+    (tmp_path / "bad.quality.json").write_text("{")
+    assert "is not a quality report" in quality_plot.section(tmp_path / "bad.mp4")

@@ -1,0 +1,152 @@
+"""The Queue tab's picture of a finished job's quality report (issue 35, point 2), under the before / after
+players: identity, faces swapped and found, and jitter over the output's frames, the flagged stretches
+shaded; a click on it seeks both players to the frame under the pointer.
+
+Drawn here as an inline SVG (the report's numbers as lines; nothing is computed but their placing), so the
+click lands in the page's own script: the x of a click is a frame (each frame one column of
+:data:`PLOT_W`), its time (the frame's middle) is set on the result player, and the players' sync
+(``queue_tab.SYNC_PLAYERS_JS``) moves the target with it. Built into the tab by :func:`section` (after the
+players' HTML) and :data:`SEEK_JS` (after their script).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline import api
+
+WIDTH, LEFT, RIGHT = 800, 86, 8  # the viewBox's width; the frames' columns lie between LEFT and WIDTH - RIGHT
+PLOT_W = WIDTH - LEFT - RIGHT
+BANDS = {"identity": (8, 78), "faces": (92, 150), "jitter": (164, 222)}  # each chart's top and bottom (y)
+HEIGHT = 244
+# how each part is drawn (SVG attributes: the plot carries its own look, no page CSS)
+LOOK = {
+    "fs-q-after": 'fill="none" stroke="#2e7d32" stroke-width="1.6"',
+    "fs-q-before": 'fill="none" stroke="#888" stroke-width="1.2" stroke-dasharray="3 3"',
+    "fs-q-found": 'fill="none" stroke="#1f6fb2" stroke-width="1.4"',
+    "fs-q-swapped": 'fill="none" stroke="#e67e22" stroke-width="3"',
+    "fs-q-jitter": 'fill="none" stroke="#7b3fa0" stroke-width="1.4"',
+    "fs-q-limit": 'stroke="#c0392b" stroke-width="0.8" stroke-dasharray="5 3"',
+    "fs-stretch": 'fill="#c0392b" fill-opacity="0.18"',
+    "fs-q-text": 'font-size="11" fill="currentColor" opacity="0.8"',
+}
+
+# a click on the plot: the frame under the pointer (the SVG's own coordinates), the result player sent to its
+# middle; the sync above moves the target player with it
+SEEK_JS = """
+element.addEventListener('click', (e) => {
+  const svg = e.target.closest('.fs-quality svg');
+  const after = element.querySelector('#job-after video');
+  if (!svg || !after) return;
+  const d = svg.dataset;
+  const x = new DOMPoint(e.clientX, e.clientY).matrixTransform(svg.getScreenCTM().inverse()).x;
+  const frame = Math.min(+d.frames - 1, Math.max(0, Math.floor((x - +d.left) / +d.step)));
+  after.currentTime = (frame + 0.5) / +d.fps;
+});
+"""
+
+
+def section(output: str | Path) -> str:
+    """The report of ``output`` as HTML: its summary line and, for a video, the plot; one plain line when
+    there is none (a job rendered before reports, or its file removed)."""
+    try:
+        report = api.read_quality_report(output)
+    except api.UserError as exc:
+        return f'<p class="fs-quality-none">{html.escape(str(exc))}</p>'
+    line = html.escape(_summary(report))
+    frames, fps = report["frames"], report.get("fps")
+    if not fps or len(frames) < 2:  # a still: its one frame says it all
+        return f'<div class="fs-quality"><p>{line}</p></div>'
+    hint = "click the plot to see that moment in both players"
+    return f'<div class="fs-quality"><p>{line} · {hint}</p>{svg(report)}</div>'
+
+
+def _summary(report: dict[str, Any]) -> str:
+    s = report["summary"]
+    said = [f"Quality: {s['frames_swapped']}/{s['frames']} frames swapped"]
+    if s.get("identity_mean") is not None:
+        said.append(f"identity {s['identity_mean']:.2f}")
+    n = s["stretches"]
+    said.append(f"{n} flagged stretch{'es' if n != 1 else ''}")
+    return ", ".join(said)
+
+
+def svg(report: dict[str, Any]) -> str:
+    """The plot: three charts over the frames (identity after / before with its threshold; faces found /
+    swapped; jitter with its threshold), the flagged stretches shaded across all three."""
+    frames, fps, limits = report["frames"], float(report["fps"]), report["thresholds"]
+    step = PLOT_W / len(frames)
+    parts = [_stretch(s, step, fps) for s in report["stretches"]]
+    found = [float(f["found"]) for f in frames]
+    top_faces = max([*found, 1.0])
+    jitter = [f["jitter"] for f in frames]
+    top_jitter = max([limits["jitter_max"] * 2, *(j for j in jitter if j is not None)])
+    charts: list[tuple[str, Sequence[float | None], float, float, str]] = [
+        ("identity", [min(f["identity"]) if f["identity"] else None for f in frames], 0.0, 1.0, "fs-q-after"),
+        ("identity", [min((b for b in f["before"] if b is not None), default=None) for f in frames], 0.0, 1.0,
+         "fs-q-before"),
+        ("faces", [float(f["swapped"]) for f in frames], 0.0, top_faces, "fs-q-swapped"),
+        ("faces", found, 0.0, top_faces, "fs-q-found"),  # over swapped: where they part, both show
+        ("jitter", jitter, 0.0, top_jitter, "fs-q-jitter")]
+    parts += [_line(band, values, low, high, step, css) for band, values, low, high, css in charts]
+    parts += [_rule("identity", limits["identity_min"], 0.0, 1.0), _rule("jitter", limits["jitter_max"], 0.0,
+                                                                         top_jitter)]
+    parts += [_label("identity", "identity"), _label("faces", f"faces (0–{top_faces:g})"),
+              _label("jitter", "jitter")]
+    parts.append(_legend())
+    seconds = len(frames) / fps
+    parts.append(f'<text class="fs-q-axis" {LOOK["fs-q-text"]} x="{LEFT}" y="{HEIGHT - 4}">0 s</text>'
+                 f'<text class="fs-q-axis" {LOOK["fs-q-text"]} x="{WIDTH - RIGHT}" y="{HEIGHT - 4}" text-anchor="end">'
+                 f'{seconds:.1f} s · {len(frames)} frames</text>')
+    return (f'<svg class="fs-quality-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+            f'aria-label="quality over time" style="width: 100%; height: auto; cursor: pointer" data-frames="{len(frames)}" data-fps="{fps:g}" data-left="{LEFT}" '
+            f'data-step="{step!r}">{"".join(parts)}</svg>')
+
+
+def _legend() -> str:
+    """What each colour is, along the bottom between the axis' ends."""
+    said = [("#2e7d32", "identity after"), ("#888", "before"), ("#1f6fb2", "faces found"),
+            ("#e67e22", "swapped"), ("#7b3fa0", "jitter"), ("#c0392b", "thresholds, flagged (shaded)")]
+    spans = "  ".join(f'<tspan fill="{colour}">■ {text}</tspan>' for colour, text in said)
+    return (f'<text class="fs-q-legend" font-size="11" x="{LEFT + PLOT_W / 2}" y="{HEIGHT - 4}" '
+            f'text-anchor="middle">{spans}</text>')
+
+
+def _y(band: str, value: float, low: float, high: float) -> float:
+    top, bottom = BANDS[band]
+    share = (min(max(value, low), high) - low) / ((high - low) or 1.0)
+    return round(bottom - share * (bottom - top), 1)
+
+
+def _line(band: str, values: Sequence[float | None], low: float, high: float, step: float, css: str) -> str:
+    """One polyline per run of frames with a value (a frame without one breaks the line)."""
+    runs: list[list[str]] = [[]]
+    for i, value in enumerate(values):
+        if value is None or math.isnan(value):
+            runs.append([])
+            continue
+        runs[-1].append(f"{LEFT + (i + 0.5) * step:.1f},{_y(band, value, low, high)}")
+    return "".join(f'<polyline class="{css}" {LOOK[css]} points="{" ".join(run)}"/>' for run in runs if run)
+
+
+def _rule(band: str, value: float, low: float, high: float) -> str:
+    y = _y(band, value, low, high)
+    return f'<line class="fs-q-limit" {LOOK["fs-q-limit"]} x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>'
+
+
+def _label(band: str, text: str) -> str:
+    top, bottom = BANDS[band]
+    return f'<text class="fs-q-label" {LOOK["fs-q-text"]} x="{LEFT - 6}" y="{(top + bottom) / 2 + 4}" text-anchor="end">{text}</text>'
+
+
+def _stretch(stretch: dict[str, Any], step: float, fps: float) -> str:
+    start, end = int(stretch["start"]), int(stretch["end"])
+    kinds = ", ".join(stretch["kinds"])
+    title = f"frames {start}–{end} ({start / fps:.2f}–{(end + 1) / fps:.2f} s): {kinds}"
+    return (f'<rect class="fs-stretch" {LOOK["fs-stretch"]} data-start="{start}" data-end="{end}" x="{LEFT + start * step:.1f}" '
+            f'y="{BANDS["identity"][0]}" width="{(end - start + 1) * step:.1f}" '
+            f'height="{BANDS["jitter"][1] - BANDS["identity"][0]}"><title>{html.escape(title)}</title></rect>')
