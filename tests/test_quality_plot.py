@@ -1,4 +1,4 @@
-"""The Queue tab's quality plot (webui/quality_plot.py) as HTML: a report drawn, a missing one said in a line."""
+"""The Queue tab's quality plot (webui/quality_plot.py) as HTML: a report drawn, a missing one in a line."""
 
 from __future__ import annotations
 

@@ -34,12 +34,16 @@ def _report(output: Path) -> None:
                                                         "identity_every": 1}, frames, []), output)
 
 
+def _video(page: Any, which: str) -> Any:
+    return page.locator(f"#job-{which} video").first.element_handle()
+
+
 def _time(page: Any, which: str) -> float:
-    return float(page.evaluate("(v) => v.currentTime", page.locator(f"#job-{which} video").first.element_handle()))
+    return float(page.evaluate("(v) => v.currentTime", _video(page, which)))
 
 
 def _ready(page: Any, which: str) -> bool:
-    return bool(page.evaluate("(v) => v.readyState >= 1", page.locator(f"#job-{which} video").first.element_handle()))
+    return bool(page.evaluate("(v) => v.readyState >= 1", _video(page, which)))
 
 
 def test_a_done_jobs_plot_is_drawn_shaded_and_a_click_seeks_both_players(tmp_path: Path) -> None:

@@ -99,12 +99,14 @@ def svg(report: dict[str, Any]) -> str:
               _label("jitter", "jitter")]
     parts.append(_legend())
     seconds = len(frames) / fps
-    parts.append(f'<text class="fs-q-axis" {LOOK["fs-q-text"]} x="{LEFT}" y="{HEIGHT - 4}">0 s</text>'
-                 f'<text class="fs-q-axis" {LOOK["fs-q-text"]} x="{WIDTH - RIGHT}" y="{HEIGHT - 4}" text-anchor="end">'
+    text, y = LOOK["fs-q-text"], HEIGHT - 4
+    parts.append(f'<text class="fs-q-axis" {text} x="{LEFT}" y="{y}">0 s</text>'
+                 f'<text class="fs-q-axis" {text} x="{WIDTH - RIGHT}" y="{y}" text-anchor="end">'
                  f'{seconds:.1f} s · {len(frames)} frames</text>')
     return (f'<svg class="fs-quality-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-            f'aria-label="quality over time" style="width: 100%; height: auto; cursor: pointer" data-frames="{len(frames)}" data-fps="{fps:g}" data-left="{LEFT}" '
-            f'data-step="{step!r}">{"".join(parts)}</svg>')
+            f'aria-label="quality over time" style="width: 100%; height: auto; cursor: pointer" '
+            f'data-frames="{len(frames)}" data-fps="{fps:g}" data-left="{LEFT}" data-step="{step!r}">'
+            f'{"".join(parts)}</svg>')
 
 
 def _legend() -> str:
@@ -135,18 +137,21 @@ def _line(band: str, values: Sequence[float | None], low: float, high: float, st
 
 def _rule(band: str, value: float, low: float, high: float) -> str:
     y = _y(band, value, low, high)
-    return f'<line class="fs-q-limit" {LOOK["fs-q-limit"]} x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>'
+    look = LOOK["fs-q-limit"]
+    return f'<line class="fs-q-limit" {look} x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>'
 
 
 def _label(band: str, text: str) -> str:
     top, bottom = BANDS[band]
-    return f'<text class="fs-q-label" {LOOK["fs-q-text"]} x="{LEFT - 6}" y="{(top + bottom) / 2 + 4}" text-anchor="end">{text}</text>'
+    return (f'<text class="fs-q-label" {LOOK["fs-q-text"]} x="{LEFT - 6}" y="{(top + bottom) / 2 + 4}" '
+            f'text-anchor="end">{text}</text>')
 
 
 def _stretch(stretch: dict[str, Any], step: float, fps: float) -> str:
     start, end = int(stretch["start"]), int(stretch["end"])
     kinds = ", ".join(stretch["kinds"])
     title = f"frames {start}–{end} ({start / fps:.2f}–{(end + 1) / fps:.2f} s): {kinds}"
-    return (f'<rect class="fs-stretch" {LOOK["fs-stretch"]} data-start="{start}" data-end="{end}" x="{LEFT + start * step:.1f}" '
-            f'y="{BANDS["identity"][0]}" width="{(end - start + 1) * step:.1f}" '
-            f'height="{BANDS["jitter"][1] - BANDS["identity"][0]}"><title>{html.escape(title)}</title></rect>')
+    top, bottom = BANDS["identity"][0], BANDS["jitter"][1]
+    return (f'<rect class="fs-stretch" {LOOK["fs-stretch"]} data-start="{start}" data-end="{end}" '
+            f'x="{LEFT + start * step:.1f}" y="{top}" width="{(end - start + 1) * step:.1f}" '
+            f'height="{bottom - top}"><title>{html.escape(title)}</title></rect>')
