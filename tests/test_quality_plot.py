@@ -43,3 +43,16 @@ def test_a_still_shows_its_line_and_a_missing_report_one_plain_line(tmp_path: Pa
     assert said.startswith('<p class="fs-quality-none">no quality report for old.mp4') and "\n" not in said
     (tmp_path / "bad.quality.json").write_text("{")
     assert "is not a quality report" in quality_plot.section(tmp_path / "bad.mp4")
+
+
+def test_frames_are_placed_by_their_number_a_gap_breaks_the_lines(tmp_path: Path) -> None:
+    """A resumed job's report lacks the frames of its earlier run: they stay empty columns."""
+    out = tmp_path / "resumed.mp4"
+    frames = [FrameRecord(i, found=1, swapped=1, identity=[0.6], before=[0.1])
+              for i in (*range(5), *range(15, 20))]
+    write_report(QualityReport(out.name, 10, True, LIMITS, frames, []), out)
+    shown = quality_plot.section(out)
+    assert 'data-frames="20"' in shown and "2.0 s · 20 frames" in shown
+    lines = re.findall(r'class="fs-q-after"[^>]*points="([^"]+)"', shown)
+    step = quality_plot.PLOT_W / 20
+    assert len(lines) == 2 and float(lines[1].split(",")[0]) == round(quality_plot.LEFT + 15.5 * step, 1)

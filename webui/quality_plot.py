@@ -79,7 +79,9 @@ def svg(report: dict[str, Any]) -> str:
     """The plot: three charts over the frames (identity after / before with its threshold; faces found /
     swapped; jitter with its threshold), the flagged stretches shaded across all three."""
     frames, fps, limits = report["frames"], float(report["fps"]), report["thresholds"]
-    step = PLOT_W / len(frames)
+    total = frames[-1]["frame"] + 1  # frame numbers: a resumed job's report may lack its earlier frames
+    step = PLOT_W / total
+    numbers = [f["frame"] for f in frames]
     parts = [_stretch(s, step, fps) for s in report["stretches"]]
     found = [float(f["found"]) for f in frames]
     top_faces = max([*found, 1.0])
@@ -92,20 +94,20 @@ def svg(report: dict[str, Any]) -> str:
         ("faces", [float(f["swapped"]) for f in frames], 0.0, top_faces, "fs-q-swapped"),
         ("faces", found, 0.0, top_faces, "fs-q-found"),  # over swapped: where they part, both show
         ("jitter", jitter, 0.0, top_jitter, "fs-q-jitter")]
-    parts += [_line(band, values, low, high, step, css) for band, values, low, high, css in charts]
+    parts += [_line(band, numbers, values, low, high, step, css) for band, values, low, high, css in charts]
     parts += [_rule("identity", limits["identity_min"], 0.0, 1.0), _rule("jitter", limits["jitter_max"], 0.0,
                                                                          top_jitter)]
     parts += [_label("identity", "identity"), _label("faces", f"faces (0–{top_faces:g})"),
               _label("jitter", "jitter")]
     parts.append(_legend())
-    seconds = len(frames) / fps
+    seconds = total / fps
     text, y = LOOK["fs-q-text"], HEIGHT - 4
     parts.append(f'<text class="fs-q-axis" {text} x="{LEFT}" y="{y}">0 s</text>'
                  f'<text class="fs-q-axis" {text} x="{WIDTH - RIGHT}" y="{y}" text-anchor="end">'
-                 f'{seconds:.1f} s · {len(frames)} frames</text>')
+                 f'{seconds:.1f} s · {total} frames</text>')
     return (f'<svg class="fs-quality-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
             f'aria-label="quality over time" style="width: 100%; height: auto; cursor: pointer" '
-            f'data-frames="{len(frames)}" data-fps="{fps:g}" data-left="{LEFT}" data-step="{step!r}">'
+            f'data-frames="{total}" data-fps="{fps:g}" data-left="{LEFT}" data-step="{step!r}">'
             f'{"".join(parts)}</svg>')
 
 
@@ -124,14 +126,17 @@ def _y(band: str, value: float, low: float, high: float) -> float:
     return round(bottom - share * (bottom - top), 1)
 
 
-def _line(band: str, values: Sequence[float | None], low: float, high: float, step: float, css: str) -> str:
-    """One polyline per run of frames with a value (a frame without one breaks the line)."""
+def _line(band: str, numbers: Sequence[int], values: Sequence[float | None], low: float, high: float,
+          step: float, css: str) -> str:
+    """One polyline per run of frames with a value (a frame without one, or missing, breaks the line)."""
     runs: list[list[str]] = [[]]
-    for i, value in enumerate(values):
-        if value is None or math.isnan(value):
+    last = None
+    for i, value in zip(numbers, values, strict=True):
+        if value is None or math.isnan(value) or (last is not None and i != last + 1):
             runs.append([])
-            continue
-        runs[-1].append(f"{LEFT + (i + 0.5) * step:.1f},{_y(band, value, low, high)}")
+        last = i
+        if value is not None and not math.isnan(value):
+            runs[-1].append(f"{LEFT + (i + 0.5) * step:.1f},{_y(band, value, low, high)}")
     return "".join(f'<polyline class="{css}" {LOOK[css]} points="{" ".join(run)}"/>' for run in runs if run)
 
 
