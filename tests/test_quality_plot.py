@@ -56,3 +56,15 @@ def test_frames_are_placed_by_their_number_a_gap_breaks_the_lines(tmp_path: Path
     lines = re.findall(r'class="fs-q-after"[^>]*points="([^"]+)"', shown)
     step = quality_plot.PLOT_W / 20
     assert len(lines) == 2 and float(lines[1].split(",")[0]) == round(quality_plot.LEFT + 15.5 * step, 1)
+
+
+def test_identity_judged_every_tenth_frame_is_one_line_broken_only_where_nothing_was_swapped(
+        tmp_path: Path) -> None:
+    out = tmp_path / "every.mp4"
+    frames = [FrameRecord(i, found=1, swapped=int(not 40 <= i < 45), identity=[0.6] if i % 10 == 0 else [],
+                          before=[0.1] if i % 10 == 0 else []) for i in range(0, 80)]
+    frames[40].identity, frames[40].before = [], []  # a judged frame with nothing swapped
+    write_report(QualityReport(out.name, 25, True, {**LIMITS, "identity_every": 10}, frames, []), out)
+    shown = quality_plot.section(out)
+    lines = re.findall(r'<polyline class="fs-q-after"[^>]*points="([^"]+)"', shown)
+    assert [len(points.split()) for points in lines] == [4, 3]  # frames 0-30, then 50-70

@@ -81,20 +81,26 @@ def svg(report: dict[str, Any]) -> str:
     frames, fps, limits = report["frames"], float(report["fps"]), report["thresholds"]
     total = frames[-1]["frame"] + 1  # frame numbers: a resumed job's report may lack its earlier frames
     step = PLOT_W / total
-    numbers = [f["frame"] for f in frames]
     parts = [_stretch(s, step, fps) for s in report["stretches"]]
     found = [float(f["found"]) for f in frames]
     top_faces = max([*found, 1.0])
     jitter = [f["jitter"] for f in frames]
     top_jitter = max([limits["jitter_max"] * 2, *(j for j in jitter if j is not None)])
-    charts: list[tuple[str, Sequence[float | None], float, float, str]] = [
-        ("identity", [min(f["identity"]) if f["identity"] else None for f in frames], 0.0, 1.0, "fs-q-after"),
-        ("identity", [min((b for b in f["before"] if b is not None), default=None) for f in frames], 0.0, 1.0,
-         "fs-q-before"),
-        ("faces", [float(f["swapped"]) for f in frames], 0.0, top_faces, "fs-q-swapped"),
-        ("faces", found, 0.0, top_faces, "fs-q-found"),  # over swapped: where they part, both show
-        ("jitter", jitter, 0.0, top_jitter, "fs-q-jitter")]
-    parts += [_line(band, numbers, values, low, high, step, css) for band, values, low, high, css in charts]
+    # identity is judged every ``identity_every``-th frame: its line joins the judged frames, broken only
+    # where a frame had no face swapped
+    judged = [f for f in frames if f["identity"] or not f["swapped"]]
+    every = int(limits.get("identity_every", 1))
+    charts: list[tuple[str, list[dict[str, Any]], Sequence[float | None], float, float, str]] = [
+        ("identity", judged, [min(f["identity"]) if f["identity"] else None for f in judged], 0.0, 1.0,
+         "fs-q-after"),
+        ("identity", judged, [min((b for b in f["before"] if b is not None), default=None) for f in judged],
+         0.0, 1.0, "fs-q-before"),
+        ("faces", frames, [float(f["swapped"]) for f in frames], 0.0, top_faces, "fs-q-swapped"),
+        ("faces", frames, found, 0.0, top_faces, "fs-q-found"),  # over swapped: where they part, both show
+        ("jitter", frames, jitter, 0.0, top_jitter, "fs-q-jitter")]
+    parts += [_line(band, [f["frame"] for f in those], values, (low, high), step, css,
+                    every if band == "identity" else 1)
+              for band, those, values, low, high, css in charts]
     parts += [_rule("identity", limits["identity_min"], 0.0, 1.0), _rule("jitter", limits["jitter_max"], 0.0,
                                                                          top_jitter)]
     parts += [_label("identity", "identity"), _label("faces", f"faces (0–{top_faces:g})"),
@@ -126,18 +132,26 @@ def _y(band: str, value: float, low: float, high: float) -> float:
     return round(bottom - share * (bottom - top), 1)
 
 
-def _line(band: str, numbers: Sequence[int], values: Sequence[float | None], low: float, high: float,
-          step: float, css: str) -> str:
-    """One polyline per run of frames with a value (a frame without one, or missing, breaks the line)."""
+def _line(band: str, numbers: Sequence[int], values: Sequence[float | None], span: tuple[float, float],
+          step: float, css: str, reach: int = 1) -> str:
+    """One polyline per run of frames with a value, frames at most ``reach`` apart (a frame without a
+    value, or a longer gap, breaks the line); a run of one point is a dot."""
     runs: list[list[str]] = [[]]
     last = None
     for i, value in zip(numbers, values, strict=True):
-        if value is None or math.isnan(value) or (last is not None and i != last + 1):
+        if value is None or math.isnan(value) or (last is not None and i - last > reach):
             runs.append([])
         last = i
         if value is not None and not math.isnan(value):
-            runs[-1].append(f"{LEFT + (i + 0.5) * step:.1f},{_y(band, value, low, high)}")
-    return "".join(f'<polyline class="{css}" {LOOK[css]} points="{" ".join(run)}"/>' for run in runs if run)
+            runs[-1].append(f"{LEFT + (i + 0.5) * step:.1f},{_y(band, value, *span)}")
+    return "".join(f'<polyline class="{css}" {LOOK[css]} points="{" ".join(run)}"/>' if len(run) > 1 else
+                   _dot(css, run[0]) for run in runs if run)
+
+
+def _dot(css: str, point: str) -> str:
+    x, y = point.split(",")
+    colour = LOOK[css].split('stroke="')[1].split('"')[0]
+    return f'<circle class="{css}" cx="{x}" cy="{y}" r="2.5" fill="{colour}"/>'
 
 
 def _rule(band: str, value: float, low: float, high: float) -> str:
