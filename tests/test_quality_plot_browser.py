@@ -1,5 +1,6 @@
 """Issue 35, point 2, in chromium at 1280×800: a finished job's quality report is drawn under the before /
-after players, its flagged stretch shaded, and a click on the plot seeks both players to that frame.
+after players, its flagged stretch shaded, and a click on the plot seeks both players to that frame (the
+playhead follows).
 
 The job is held at a known point: queued, claimed and finished by the test (no worker), its output a
 generated clip with a report written beside it (frames 12–17 flagged), as a render leaves them."""
@@ -32,6 +33,11 @@ def _report(output: Path) -> None:
               for i in range(FRAMES)]
     write_report(QualityReport(output.name, FPS, True, {"identity_min": 0.3, "jitter_max": 0.1,
                                                         "identity_every": 1}, frames, []), output)
+
+
+def _head(page: Any) -> float:
+    """The playhead's x on the plot (SVG units)."""
+    return float(page.locator("#job-player .fs-q-head").first.get_attribute("x1") or 0)
 
 
 def _video(page: Any, which: str) -> Any:
@@ -92,5 +98,8 @@ def test_a_done_jobs_plot_is_drawn_shaded_and_a_click_seeks_both_players(tmp_pat
             wait_until(lambda at=at: abs(_time(page, "after") - at) <= 1 / FPS
                        and abs(_time(page, "before") - at) <= 1 / FPS, 30,
                        what=f"both players at frame {frame}'s time")
+            middle = data["left"] + (frame + 0.5) * data["step"]
+            wait_until(lambda middle=middle: abs(_head(page) - middle) <= data["step"], 30,
+                       what=f"the playhead on frame {frame}")
         screenshot(page, "quality-plot-clicked")
 

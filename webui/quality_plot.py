@@ -1,6 +1,7 @@
 """The Queue tab's picture of a finished job's quality report (issue 35, point 2), under the before / after
 players: identity, faces swapped and found, and jitter over the output's frames, the flagged stretches
-shaded; a click on it seeks both players to the frame under the pointer.
+shaded, a playhead where the result player is; a click on it seeks both players to the frame under the
+pointer.
 
 Drawn here as an inline SVG (the report's numbers as lines; nothing is computed but their placing), so the
 click lands in the page's own script: the x of a click is a frame (each frame one column of
@@ -47,6 +48,16 @@ element.addEventListener('click', (e) => {
   const frame = Math.min(+d.frames - 1, Math.max(0, Math.floor((x - +d.left) / +d.step)));
   after.currentTime = (frame + 0.5) / +d.fps;
 });
+// the playhead: where the result player is, on the plot (moved as it plays or is sought)
+const head = (e) => {
+  const svg = element.querySelector('.fs-quality svg'), line = svg && svg.querySelector('.fs-q-head');
+  if (!line || e.target !== element.querySelector('#job-after video')) return;
+  const x = +svg.dataset.left + e.target.currentTime * +svg.dataset.fps * +svg.dataset.step;
+  line.setAttribute('x1', x.toFixed(1));
+  line.setAttribute('x2', x.toFixed(1));
+};
+element.addEventListener('timeupdate', head, true);
+element.addEventListener('seeked', head, true);
 """
 
 
@@ -106,6 +117,9 @@ def svg(report: dict[str, Any]) -> str:
     parts += [_label("identity", "identity"), _label("faces", f"faces (0–{top_faces:g})"),
               _label("jitter", "jitter")]
     parts.append(_legend())
+    top, bottom = BANDS["identity"][0], BANDS["jitter"][1]
+    parts.append(f'<line class="fs-q-head" stroke="currentColor" stroke-width="1" x1="{LEFT}" x2="{LEFT}" '
+                 f'y1="{top}" y2="{bottom}"/>')
     seconds = total / fps
     text, y = LOOK["fs-q-text"], HEIGHT - 4
     parts.append(f'<text class="fs-q-axis" {text} x="{LEFT}" y="{y}">0 s</text>'
