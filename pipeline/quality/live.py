@@ -1,9 +1,10 @@
-"""The quality report of a live recording (``facestation live --output FILE``): ``NAME.quality.json`` beside
-it, as a render writes one.
+"""The quality report of a live recording (``facestation live --output FILE``, the Live tab's recording):
+``NAME.quality.json`` beside it, as a render writes one.
 
 The live chain step (:class:`pipeline.live.step.ChainStep`) hands each frame it finished to :meth:`add`;
 the recording (:class:`pipeline.live.outputs.Recording`) says where that frame went in the file
-(:meth:`placed`: the live loop writes each processed frame once, in order, right after processing it), and
+(:meth:`placed`: both live loops, the CLI's and the browser's, write each processed frame once, in order,
+right after processing it), and
 writes the report when it closes. Frames the recording repeats in place of dropped ones are the frame before
 them again (what a viewer saw), recorded as such.
 
