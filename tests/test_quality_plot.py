@@ -68,3 +68,16 @@ def test_identity_judged_every_tenth_frame_is_one_line_broken_only_where_nothing
     shown = quality_plot.section(out)
     lines = re.findall(r'<polyline class="fs-q-after"[^>]*points="([^"]+)"', shown)
     assert [len(points.split()) for points in lines] == [4, 3]  # frames 0-30, then 50-70
+
+
+def test_a_long_video_is_drawn_in_groups_its_worst_frames_kept(tmp_path: Path) -> None:
+    """20 minutes (36,000 frames): at most COLUMNS points a line, a one-frame dip of identity still seen."""
+    out = tmp_path / "long.mp4"
+    frames = [FrameRecord(i, found=1, swapped=1, identity=[0.1 if i == 20_000 else 0.6], before=[0.1])
+              for i in range(36_000)]
+    write_report(QualityReport(out.name, 30, True, LIMITS, frames, []), out)
+    shown = quality_plot.section(out)
+    points = re.findall(r'class="fs-q-after"[^>]*points="([^"]+)"', shown)[0].split()
+    assert len(points) <= quality_plot.COLUMNS and len(shown) < 200_000
+    ys = [float(p.split(",")[1]) for p in points]
+    assert len(set(ys)) == 2  # 0.6 everywhere, and the dip

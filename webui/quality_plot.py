@@ -24,6 +24,7 @@ WIDTH, LEFT, RIGHT = 800, 86, 8  # the viewBox's width; the frames' columns lie 
 PLOT_W = WIDTH - LEFT - RIGHT
 BANDS = {"identity": (8, 78), "faces": (92, 150), "jitter": (164, 222)}  # each chart's top and bottom (y)
 HEIGHT = 244
+COLUMNS = 1200  # at most this many points a line: a long video's frames are drawn in groups
 # how each part is drawn (SVG attributes: the plot carries its own look, no page CSS)
 LOOK = {
     "fs-q-after": 'fill="none" stroke="#2e7d32" stroke-width="1.6"',
@@ -89,9 +90,10 @@ def _summary(report: dict[str, Any]) -> str:
 def svg(report: dict[str, Any]) -> str:
     """The plot: three charts over the frames (identity after / before with its threshold; faces found /
     swapped; jitter with its threshold), the flagged stretches shaded across all three."""
-    frames, fps, limits = report["frames"], float(report["fps"]), report["thresholds"]
-    total = frames[-1]["frame"] + 1  # frame numbers: a resumed job's report may lack its earlier frames
+    fps, limits = float(report["fps"]), report["thresholds"]
+    total = report["frames"][-1]["frame"] + 1  # numbers: a resumed job's report may lack its earlier frames
     step = PLOT_W / total
+    frames, size = _grouped(report["frames"], total)
     parts = [_stretch(s, step, fps) for s in report["stretches"]]
     found = [float(f["found"]) for f in frames]
     top_faces = max([*found, 1.0])
@@ -100,7 +102,7 @@ def svg(report: dict[str, Any]) -> str:
     # identity is judged every ``identity_every``-th frame: its line joins the judged frames, broken only
     # where a frame had no face swapped
     judged = [f for f in frames if f["identity"] or not f["swapped"]]
-    every = int(limits.get("identity_every", 1))
+    every = size * math.ceil(int(limits.get("identity_every", 1)) / size)
     charts: list[tuple[str, list[dict[str, Any]], Sequence[float | None], float, float, str]] = [
         ("identity", judged, [min(f["identity"]) if f["identity"] else None for f in judged], 0.0, 1.0,
          "fs-q-after"),
@@ -110,7 +112,7 @@ def svg(report: dict[str, Any]) -> str:
         ("faces", frames, found, 0.0, top_faces, "fs-q-found"),  # over swapped: where they part, both show
         ("jitter", frames, jitter, 0.0, top_jitter, "fs-q-jitter")]
     parts += [_line(band, [f["frame"] for f in those], values, (low, high), step, css,
-                    every if band == "identity" else 1)
+                    every if band == "identity" else size)
               for band, those, values, low, high, css in charts]
     parts += [_rule("identity", limits["identity_min"], 0.0, 1.0), _rule("jitter", limits["jitter_max"], 0.0,
                                                                          top_jitter)]
@@ -129,6 +131,27 @@ def svg(report: dict[str, Any]) -> str:
             f'aria-label="quality over time" style="width: 100%; height: auto; cursor: pointer" '
             f'data-frames="{total}" data-fps="{fps:g}" data-left="{LEFT}" data-step="{step!r}">'
             f'{"".join(parts)}</svg>')
+
+
+def _grouped(frames: list[dict[str, Any]], total: int) -> tuple[list[dict[str, Any]], int]:
+    """A long video's frames in groups of ``size`` (at most :data:`COLUMNS` groups), each the worst of its
+    frames placed at its middle (lowest identity, fewest swapped, most found, most jitter); (frames, 1) for
+    a short one."""
+    size = math.ceil(total / COLUMNS)
+    if size <= 1:
+        return frames, 1
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for f in frames:
+        groups.setdefault(f["frame"] // size, []).append(f)
+    out = []
+    for g, fs in sorted(groups.items()):
+        ids = [min(f["identity"]) for f in fs if f["identity"]]
+        before = [b for f in fs for b in f["before"] if b is not None]
+        jitter = [f["jitter"] for f in fs if f["jitter"] is not None]
+        out.append({"frame": min(g * size + size // 2, total - 1), "identity": [min(ids)] if ids else [],
+                    "before": [min(before)] if before else [], "found": max(f["found"] for f in fs),
+                    "swapped": min(f["swapped"] for f in fs), "jitter": max(jitter) if jitter else None})
+    return out, size
 
 
 def _legend() -> str:
