@@ -16,10 +16,12 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui import quality_plot, timeline, workers
+from webui import timeline, workers
 from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 from webui.files import Link
+from webui.quality_plot import SEEK_JS as PLOT_SEEK_JS
+from webui.quality_plot import section as quality_section
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
@@ -92,7 +94,7 @@ def create(ctx: Ctx) -> dict[str, Any]:
     c["message"] = gr.Markdown("", elem_id="queue-message")
     # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
     # the two in step; under them the job's quality report, a click on it seeks both (webui/quality_plot.py)
-    c["player"] = gr.HTML("", elem_id="job-player", js_on_load=SYNC_PLAYERS_JS + quality_plot.SEEK_JS)
+    c["player"] = gr.HTML("", elem_id="job-player", js_on_load=SYNC_PLAYERS_JS + PLOT_SEEK_JS)
     c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
                           visible=False, height=240, buttons=["fullscreen"])  # no share button
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
@@ -280,7 +282,7 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
     took = f" in {_eta(job.render_s)}" if job.render_s is not None else ""
     fps = f" ({job.progress.fps:.1f} fps on average)" if job.progress.fps else ""
     return [f"**Job #{job.label}** ({name}): done{took}{fps}, saved in `{where}`",
-            player(before, after, trim_start(job)) + quality_plot.section(job.output), download_html(link)]
+            player(before, after, trim_start(job)) + quality_section(job.output), download_html(link)]
 
 
 def player(before: str, after: str, start: float = 0.0) -> str:
