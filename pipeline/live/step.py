@@ -52,6 +52,7 @@ class ChainStep:
                  report: LiveReport | None = None) -> None:
         self.settings, self.notices = live_settings(settings)
         self.report = report  # a recording's quality report: each finished frame goes to it
+        self._fresh = True  # faces are followed afresh from the next frame (a new step, a new size)
         self.processor = FaceProcessor(self.settings, list(sources))
         for stage in self.processor.stage_sessions().values():
             for model in stage:
@@ -76,10 +77,12 @@ class ChainStep:
         if frame.shape != self.shape:
             if self.shape is not None:
                 self.finder = self.chain.finder(self.fps)
+                self._fresh = True
             self.shape = frame.shape
         works = self.chain.through(self.finder.push([frame]))
         if works and self.report is not None:
-            self.report.add(self.settings, works[0])
+            self.report.add(self.settings, works[0], restart=self._fresh)
+            self._fresh = False
         out = works[0].out if works else None
         return frame if out is None else out
 

@@ -35,12 +35,15 @@ class LiveReport:
         self._lock = threading.Lock()
         self.written: QualityReport | None = None  # the report as written (once the recording closed)
 
-    def add(self, settings: Settings, work: Work) -> None:
-        """A frame the chain finished (``settings``: the step's; the first step's thresholds are kept)."""
+    def add(self, settings: Settings, work: Work, restart: bool = False) -> None:
+        """A frame the chain finished (``settings``: the step's; the first step's thresholds are kept);
+        ``restart``: its faces are followed afresh (a new step, or the camera's size changed): as after a
+        scene cut, the faces of the frames before are not looked for in it."""
         with self._lock:
             if self._recorder is None:
                 self._recorder = Recorder(settings, None, lambda face: 0, MIN_FACE_PX, self.fps)
-            self._recorder.add([replace(work, index=len(self._recorder.frames))])
+            n = len(self._recorder.frames)
+            self._recorder.add([replace(work, index=n, cut=work.cut or (restart and n > 0))])
 
     def placed(self, at: int) -> None:
         """The frame processed last went into the recording as its frame ``at``."""
