@@ -55,8 +55,10 @@ def positive(text: str) -> float:
 def cmd_live(args: argparse.Namespace) -> int:
     from pipeline.live.camera import open_camera
     from pipeline.live.engine import LiveEngine
-    from pipeline.live.outputs import open_output
+    from pipeline.live.outputs import Recording, open_output
     from pipeline.live.step import chain_builder, live_settings
+    from pipeline.quality.record import quality_summary
+    from pipeline.quality.report import summary_line
 
     settings = presets.settings_from(args.preset, args.set)
     # the one check of a swap request, as `swap` and the queue run it (a camera in place of a target)
@@ -68,7 +70,8 @@ def cmd_live(args: argparse.Namespace) -> int:
     if size is not None:  # a frame enhancer's frames the encoder would refuse minutes in, refused now
         checks.check_frame_size(checked.request.settings, camera.name, size, "video", checked.plan)
     sink = open_output(args.output, camera.fps, checked.plan.names, sources, args.camera)
-    engine = LiveEngine(settings, chain_builder(sources, camera.fps))
+    report = sink.report if isinstance(sink, Recording) else None  # a recording's quality report
+    engine = LiveEngine(settings, chain_builder(sources, camera.fps, report))
     step = engine.step
     limit = None if args.seconds is None else max(1, round(args.seconds * camera.fps))
     with writer.stop_on_signals():  # SIGTERM/SIGHUP end the run as Ctrl-C does: the recording kept
@@ -76,6 +79,8 @@ def cmd_live(args: argparse.Namespace) -> int:
     for notice in getattr(step, "notices", []):
         print(f"facestation: note: {notice}", file=sys.stderr)
     summary = {"camera": camera.name, "output": args.output, **stats.summary()}
+    if report is not None and isinstance(sink, Recording):  # beside the recording, as a render's
+        summary["quality"] = quality_summary(report.written, sink.report_path)
     if limit is not None and summary["frames_captured"] < limit:  # a file camera ran out first
         ran = summary["frames_captured"] / camera.fps
         print(f"facestation: note: {camera.name} ended after {ran:.1f} s, before the {args.seconds:g} s "
@@ -87,4 +92,6 @@ def cmd_live(args: argparse.Namespace) -> int:
               f"p50 {summary['latency_p50_ms']} ms p95 {summary['latency_p95_ms']} ms (p50 "
               f"{summary['latency_start_p50_ms']} ms at the start, {summary['latency_end_p50_ms']} ms at the "
               f"end), {summary['frames_dropped']} dropped of {summary['frames_captured']}")
+        if summary.get("quality"):
+            print(summary_line(summary["quality"], summary["quality"]["path"]))
     return 0

@@ -58,6 +58,7 @@ from pipeline.presets import load as load_preset
 from pipeline.presets import save as save_preset
 from pipeline.preview import faces_in, preview, read_frame, save_reference
 from pipeline.processors import PROCESSORS
+from pipeline.quality import read_report as read_quality_report
 from pipeline.render import STAGES
 from pipeline.request import Checked, SwapRequest
 from pipeline.request import check as check_request
@@ -121,6 +122,8 @@ __all__ = [
     # the render workers serving the queue (JobStore.workers.live()): id, host, pid, the job each renders
     "WorkerInfo",
     "latest_frame",
+    # a render's quality report (pipeline/quality/report.py), as written beside its output; UserError if none
+    "read_quality_report",
     # presets (PresetExists: saving without overwrite under a name the shelf has, in any case)
     "PresetExists", "list_presets", "load_preset", "save_preset", "delete_preset", "import_preset",
     "export_preset",

@@ -258,3 +258,46 @@ def test_a_farm_job_reports_the_notices_of_its_segments_once_each(tmp_path: Path
     resumed = farm.FarmVideoJob(the_farm, store.get(job.id), ctx)  # a driver that died and came back
     assert [s.start for s in resumed.record.segments] == [0, 10]
     assert resumed.run()["notices"] == [CLASSIC_NOTICE, odd, damaged]
+
+
+def test_a_farm_job_joins_its_segments_quality_reports_beside_its_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each segment's quality report comes back with it (its frames numbered in the output); the driver
+    joins them, in frame order whatever order they finished in, into the one ``NAME.quality.json`` beside
+    the output that a local job writes, and says it in the job's summary."""
+    from pipeline.jobs import runner
+    from pipeline.quality import read_report
+    from pipeline.quality.report import FrameRecord, QualityReport, TrackRecord
+
+    store = open_store()
+    clip = make_clip(tmp_path / "clip.mp4", seconds=2.0, size=(64, 48), fps=10)
+    store.add([photos.grace_hopper_path()], clip, tmp_path / "o.mp4", FAST)
+    lease = store.claim_next("box/ray")
+    assert lease is not None
+    ctx = runner.JobContext(control=_Control(),  # type: ignore[arg-type]
+                            save_resume=lambda data: None, log=lambda text: None)
+    the_farm = farm.Farm(None, 1, {}, segment_seconds=1.0)
+    the_farm._status_at = time.time() + 3600  # no status file (it asks Ray for the nodes)
+    driver = farm.FarmVideoJob(the_farm, lease.job, ctx)
+    driver.work.mkdir(parents=True, exist_ok=True)
+    limits = {"identity_min": 0.3, "jitter_max": 0.1, "identity_every": 1}
+
+    def report(start: int, missed: range) -> QualityReport:
+        frames = [FrameRecord(i, found=1, swapped=int(i not in missed), missed=int(i in missed),
+                              identity=[] if i in missed else [0.6], before=[] if i in missed else [0.2],
+                              flags=["missed"] if i in missed else []) for i in range(start, start + 10)]
+        return QualityReport("segment", 10.0, True, limits, frames, [TrackRecord(0, start, start + 9, 10)])
+
+    for start, missed in ((10, range(8, 14)), (0, range(8, 14))):  # the second segment finishes first
+        (driver.work / segments.segment_name(start)).write_bytes(b"segment")
+        driver._finished((start, 10 if start == 0 else None),
+                         SegmentDone(segments.segment_name(start), start, 10, "box", "n1", 7, 1.0,
+                                     quality=report(start, missed)))
+    monkeypatch.setattr(segments, "join_segments", lambda *args, **kwargs: None)
+    summary = driver.run()
+    written = read_report(tmp_path / "o.mp4")
+    assert summary["quality"]["path"] == str(tmp_path / "o.quality.json")
+    assert [f["frame"] for f in written["frames"]] == list(range(20))
+    assert written["stretches"] == [{"start": 8, "end": 13, "kinds": ["missed"]}]  # across the segments' edge
+    assert [t["track"] for t in written["tracks"]] == [0, 1] and written["output"] == "o.mp4"
+    assert written["summary"]["frames_swapped"] == 14 and summary["quality"]["frames"] == 20

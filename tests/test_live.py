@@ -183,6 +183,25 @@ def test_a_second_without_deliveries_is_a_gap_in_the_series() -> None:
     assert stats.per_second() == [100.0, None, 100.0]
 
 
+def test_a_recordings_report_has_a_record_per_frame_of_the_file_a_drop_repeating_the_one_before(
+        tmp_path: Path) -> None:
+    """The live step records each processed frame; the recording places it where it went in the file."""
+    from pipeline.chain import Work
+    from pipeline.quality.live import LiveReport
+
+    report = LiveReport(10.0)
+    recording = Recording(tmp_path / "live.mp4", 10.0, [], report)
+    frame = np.zeros((48, 64, 3), np.uint8)
+    for index in (0, 3, 4, 9):  # captured 10, four of them processed
+        report.add(Settings(), Work(frame, [], out=frame))
+        recording.write(frame, index)
+    recording.close()
+    assert count_frames(recording.path) == 10 and recording.report_path == tmp_path / "live.quality.json"
+    written = json.loads(recording.report_path.read_text())
+    assert [f["frame"] for f in written["frames"]] == list(range(10))
+    assert written["summary"]["frames"] == 10 and written["identity"] is False
+
+
 def test_a_recording_with_drops_plays_at_the_cameras_pace(tmp_path: Path) -> None:
     camera, clock = PacedCamera(10, size=(64, 48), step=20), Clock()
     recording = Recording(tmp_path / "live.mp4", camera.fps, ["yunet", "classic"])
@@ -381,6 +400,13 @@ def test_live_from_a_file_camera_to_a_recording_keeps_the_frames_in_order(
     # one frame per captured frame from the first delivered on: a dropped one's place repeats the one before
     assert indices == [max(d for d in delivered if d <= k) for k in range(delivered[0], 45)]
     assert probe(out).width == 320
+    # its quality report beside it: one record per frame of the file, a repeat recorded as the frame before
+    report = json.loads((tmp_path / "live.quality.json").read_text())
+    assert summary["quality"]["path"] == str(tmp_path / "live.quality.json")
+    assert [f["frame"] for f in report["frames"]] == list(range(len(indices)))
+    assert report["identity"] is False and summary["quality"]["identity_mean"] is None  # no judge live
+    swapped = [f["swapped"] for f in report["frames"]]
+    assert swapped == [1] * len(indices), swapped  # the one face, swapped in every frame
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from pipeline.video.decode import read_frames
 from pipeline.video.probe import probe
 from tests import photos
 from tests.timing import scaled, wait_until
+from tests.videos import count_frames
 from webui.audit import AuditLog
 from webui.auth import Gate, Guard
 
@@ -38,7 +39,7 @@ from webui import live_routes  # noqa: E402
 OFFER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n"
 
 
-def marking(sources: Any, fps: float) -> Any:
+def marking(sources: Any, fps: float, report: Any = None) -> Any:
     """A build whose step inverts the frame (processing seen) without any model."""
     return lambda settings: (lambda frame: 255 - frame)
 
@@ -256,10 +257,30 @@ def test_the_run_processes_the_newest_frame_and_counts_the_ones_replaced(tmp_pat
     assert len(runs) == 0 and run.process_next() is None  # stopped: the camera's handoff is closed
 
 
+def test_a_live_tab_recording_writes_its_quality_report_beside_it(tmp_path: Path) -> None:
+    """The real chain: each processed frame recorded, one record per frame of the file (a replaced frame's
+    place repeating the one before)."""
+    from tests.videos import _face_frames
+
+    runs = LiveRuns()
+    run = start(runs, record_to=tmp_path / "tab.mp4")
+    faces = _face_frames(photos.astronaut(), 6, 320, 240)
+    for i, face in enumerate(faces):
+        run.offer(face)
+        if i != 2:  # frame 2 replaced by frame 3 before it is processed
+            item, _ = run.process_next()  # type: ignore[misc]
+            run.engine.delivered(item)
+    stats, recording = runs.stop(run.token, "alice", "alice-session")
+    report = json.loads((tmp_path / "tab.quality.json").read_text())
+    assert recording == tmp_path / "tab.mp4" and count_frames(recording) == 6
+    assert [f["frame"] for f in report["frames"]] == list(range(6)) and report["identity"] is False
+    assert [f["swapped"] for f in report["frames"]] == [1] * 6
+
+
 def test_an_update_applies_new_settings_to_the_running_stream() -> None:
     built: list[Settings] = []
 
-    def build(sources: Any, fps: float) -> Any:
+    def build(sources: Any, fps: float, report: Any = None) -> Any:
         def step_for(settings: Settings) -> Any:
             built.append(settings)
             return lambda f: f + len(built)
@@ -418,7 +439,7 @@ def test_the_apps_end_stops_its_live_runs_and_finishes_their_recordings(tmp_path
 def failing(at: int, error: BaseException) -> Any:
     """A build whose step inverts frames and raises ``error`` at frame ``at``."""
 
-    def build(sources: Any, fps: float) -> Any:
+    def build(sources: Any, fps: float, report: Any = None) -> Any:
         seen = [0]
 
         def step(frame: np.ndarray) -> np.ndarray:

@@ -224,3 +224,24 @@ def test_flagged_frames_join_into_stretches_across_the_judges_step() -> None:
         (10, 20, ["identity"]), (41, 50, ["missed", "jitter"])]
     each = QualityReport("o.mp4", 30.0, True, {**every, "identity_every": 1}, frames, [])
     assert [(s.start, s.end) for s in each.stretches] == [(10, 10), (20, 20), (41, 43), (50, 50)]
+
+
+@pytest.mark.slow
+def test_a_farm_job_writes_one_report_of_all_its_segments(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered on Ray's local runtime in two segments (each a Render from its own start): one report beside
+    the output, every output frame once, in order, as a local job's."""
+    from pipeline.jobs.service import open_store
+    from tests.farmkit import local_farm, render_on_farm
+    from tests.videos import make_clip
+
+    local_farm(monkeypatch, segment_seconds=0.5)
+    clip = make_clip(tmp_path / "clip.mp4", seconds=1.0, size=(256, 192), fps=10,
+                     face_image=photos.astronaut(), audio=False)
+    out = tmp_path / "farmed.mp4"
+    store = open_store()
+    job = render_on_farm(store, store.add([photos.grace_hopper_path()], clip, out, Settings()))
+    report = json.loads((tmp_path / "farmed.quality.json").read_text())
+    assert [f["frame"] for f in report["frames"]] == list(range(10)), report["frames"]
+    assert report["summary"]["frames_swapped"] == 10 and report["summary"]["identity_mean"] > 0.3
+    assert "quality: 10/10 frames swapped" in job.log and str(tmp_path / "farmed.quality.json") in job.log

@@ -20,6 +20,8 @@ from webui import timeline, workers
 from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 from webui.files import Link
+from webui.quality_plot import SEEK_JS as PLOT_SEEK_JS
+from webui.quality_plot import section as quality_section
 
 ACTIONS = ("cancel", "retry", "up", "down", "delete")
 
@@ -91,7 +93,8 @@ def create(ctx: Ctx) -> dict[str, Any]:
                                   min_width=80)
     c["message"] = gr.Markdown("", elem_id="queue-message")
     # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
-    c["player"] = gr.HTML("", elem_id="job-player", js_on_load=SYNC_PLAYERS_JS)  # the two in step
+    # the two in step; under them the job's quality report, a click on it seeks both (webui/quality_plot.py)
+    c["player"] = gr.HTML("", elem_id="job-player", js_on_load=SYNC_PLAYERS_JS + PLOT_SEEK_JS)
     c["thumb"] = gr.Image(label="Rendering: latest finished frame", interactive=False, elem_id="job-thumb",
                           visible=False, height=240, buttons=["fullscreen"])  # no share button
     c["file"] = gr.HTML("", elem_id="job-file")  # a private link: webui/files.py serves it to you only
@@ -256,8 +259,8 @@ def thumbnail(jobs: Sequence[api.Job], job_id: int | None, shown: str) -> tuple[
 
 
 def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[Any]:
-    """The selected job: its state; a done job plays beside its target (before / after) and is offered
-    for download, all by private links; a failed job says why."""
+    """The selected job: its state; a done job plays beside its target (before / after), its quality
+    report under them, and is offered for download, all by private links; a failed job says why."""
     if job_id is None:
         return ["No job selected.", "", ""]
     job = _own_job(ctx, job_id, request)
@@ -279,7 +282,7 @@ def show_job(ctx: Ctx, job_id: int | None, request: gr.Request | None) -> list[A
     took = f" in {_eta(job.render_s)}" if job.render_s is not None else ""
     fps = f" ({job.progress.fps:.1f} fps on average)" if job.progress.fps else ""
     return [f"**Job #{job.label}** ({name}): done{took}{fps}, saved in `{where}`",
-            player(before, after, trim_start(job)), download_html(link)]
+            player(before, after, trim_start(job)) + quality_section(job.output), download_html(link)]
 
 
 def player(before: str, after: str, start: float = 0.0) -> str:

@@ -16,7 +16,8 @@ a local worker does: the recorded segments are kept, only the others are rendere
 The driver resolves the swapper once (``auto`` becomes the installed swapper it would use), gives every task
 the settings with that name, and ships the models those settings need to nodes that lack them: every segment
 is rendered by the same models. The notices of every segment (the classic swapper, a damaged input, an odd
-size) come back with it and are reported once each.
+size) come back with it and are reported once each; so do their quality reports (frames numbered in the
+output), joined into the job's one report beside its output (``NAME.quality.json``) as a local job writes it.
 
 Ray retries a task whose worker process or node died (``MAX_RETRIES`` times); a segment that fails for
 the job's own reason (no face in the source, bad media) fails the job with that reason.
@@ -44,6 +45,8 @@ from pipeline.jobs.hold import FolderGate
 from pipeline.jobs.model import Job
 from pipeline.jobs.resume import ResumeRecord, fingerprint
 from pipeline.progress import Progress
+from pipeline.quality import QualityReport
+from pipeline.quality.report import joined
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -239,6 +242,7 @@ class FarmVideoJob(runner.SegmentedJob):
         super().__init__(job, ctx, settings)
         self.notice(notices)
         self.plan = plan(self.total, self.segment_frames)
+        self.reports: list[QualityReport] = []  # the quality reports of the segments this run rendered
 
     def fixed_segment_frames(self) -> int:
         self.segment_frames = segments.segment_frames_for(self.info.fps, self.farm.segment_seconds)
@@ -258,6 +262,7 @@ class FarmVideoJob(runner.SegmentedJob):
         pending = [(s, n) for s, n in self.plan if s not in done]
         if pending:
             self._render(pending)
+        self.quality = joined(self.reports, Path(self.job.output).name)  # written beside it after the join
         workers = {(s.node_id, s.pid) for s in self.record.segments}
         return {"resumed_at": 0, "farm_workers": len(workers)}
 
@@ -320,6 +325,8 @@ class FarmVideoJob(runner.SegmentedJob):
         self.rendered += done.frames
         self.models = self.models or list(done.models)
         self.notice(done.notices)
+        if done.quality is not None:
+            self.reports.append(done.quality)
         self.add_segment(done.segment(), models=tuple(self.models), notices=tuple(self.notices))
         log.info("job %d: segment %d done on %s pid %d in %.1f s", self.job.id, start, done.node, done.pid,
                  done.seconds)

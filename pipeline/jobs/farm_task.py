@@ -34,6 +34,7 @@ from pipeline.settings import Settings, apply_overrides, validate
 
 if TYPE_CHECKING:
     from pipeline.process import FaceProcessor
+    from pipeline.quality import QualityReport
     from pipeline.video.probe import VideoInfo
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class SegmentDone:
     data: bytes | None = None  # the encoded segment, when the node could not write into the work folder
     gpu_free_mb: float | None = None  # free memory of the task's GPU when it ended (None on CPU)
     notices: tuple[str, ...] = ()  # what the user should know (the processor's, as a local render reports)
+    quality: QualityReport | None = None  # the segment's quality report, its frames numbered in the output
 
     def segment(self) -> segments.Segment:
         """What the job's resume record keeps about this segment (not the bytes, models, GPU memory,
@@ -201,6 +203,7 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
     """The Ray task: render one segment (see the module text)."""
     import ray
 
+    from pipeline.quality.report import shifted
     from pipeline.render import Render
     from pipeline.video.probe import probe
 
@@ -229,8 +232,9 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
                                           on_segment=written.append, container=task.container)
 
         seeked, frames = seek_range(settings, info, task.start, task.frames, voice is not None)
-        Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames,
-               audio=voice).run()
+        result = Render(seeked, sources, target, sink=sink, processor=processor, info=info, frames=frames,
+                        audio=voice).run()
+        quality = None if result.quality is None else shifted(result.quality, task.start - frames[0])
         segment = written[0]
         data = None if direct else (folder / segment.file).read_bytes()
     finally:
@@ -239,7 +243,7 @@ def render_segment(task: SegmentTask, server: Any) -> SegmentDone:
     return SegmentDone(segment.file, segment.start, segment.frames, socket.gethostname(),
                        context.get_node_id()[:12], os.getpid(), round(time.perf_counter() - started, 3),
                        tuple(processor.models), data, gpu_free_mb([str(g) for g in ray.get_gpu_ids()]),
-                       tuple(dict.fromkeys(processor.notices)))
+                       tuple(dict.fromkeys(processor.notices)), quality)
 
 
 def gpu_free_mb(gpus: list[str]) -> float | None:

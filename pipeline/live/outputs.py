@@ -18,6 +18,7 @@ from pipeline import writer
 from pipeline.errors import UserError
 from pipeline.live.engine import Sink
 from pipeline.media import check_video_output
+from pipeline.quality.live import LiveReport
 from pipeline.types import Frame
 from pipeline.video import builders, ffmpeg
 from pipeline.video.encode import Encoder
@@ -39,7 +40,10 @@ class Recording:
     path: Path
     fps: float
     models: list[str] = field(default_factory=list)
+    report: LiveReport | None = None  # its quality report, written beside it when it closes
     repeated: int = 0  # frames written again in place of dropped ones
+    frames: int = 0  # frames in the file so far
+    report_path: Path | None = None  # where the report went (once closed)
     _encoder: Encoder | None = None
     _last: tuple[int, Frame] | None = None  # the last frame written with its capture number
 
@@ -54,13 +58,19 @@ class Recording:
             for _ in range(index - self._last[0] - 1):
                 self._encoder.write(self._last[1])
             self.repeated += index - self._last[0] - 1
+            self.frames += index - self._last[0] - 1
+        if self.report is not None:
+            self.report.placed(self.frames)
         self._encoder.write(frame)
+        self.frames += 1
         if index is not None:
             self._last = (index, frame)
 
     def close(self) -> None:
         if self._encoder is not None:
             self._encoder.close()
+            if self.report is not None:
+                self.report_path = self.report.write(self.path)
 
     def abort(self) -> None:
         if self._encoder is not None:
@@ -259,4 +269,4 @@ def open_output(target: str, fps: float, models: list[str], sources: list[Path],
     path = Path(target)
     writer.claim(path, sources, camera if Path(camera).exists() else None)
     check_video_output(path)
-    return Recording(path, fps, models)
+    return Recording(path, fps, models, LiveReport(fps))

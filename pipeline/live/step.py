@@ -15,6 +15,7 @@ from pipeline.errors import UserError
 from pipeline.live.engine import Build, Step
 from pipeline.process import FaceProcessor
 from pipeline.processors import PROCESSORS, Media
+from pipeline.quality.live import LiveReport
 from pipeline.settings import Settings
 from pipeline.types import Frame
 
@@ -47,8 +48,11 @@ class ChainStep:
     The chain's models run with onnxruntime's idle threads asleep rather than spinning: a live frame is
     small work on cores that the camera's decoder, the encoder (and a browser) share."""
 
-    def __init__(self, settings: Settings, sources: Sequence[Path | str], fps: float) -> None:
+    def __init__(self, settings: Settings, sources: Sequence[Path | str], fps: float,
+                 report: LiveReport | None = None) -> None:
         self.settings, self.notices = live_settings(settings)
+        self.report = report  # a recording's quality report: each finished frame goes to it
+        self._fresh = True  # faces are followed afresh from the next frame (a new step, a new size)
         self.processor = FaceProcessor(self.settings, list(sources))
         for stage in self.processor.stage_sessions().values():
             for model in stage:
@@ -73,17 +77,22 @@ class ChainStep:
         if frame.shape != self.shape:
             if self.shape is not None:
                 self.finder = self.chain.finder(self.fps)
+                self._fresh = True
             self.shape = frame.shape
         works = self.chain.through(self.finder.push([frame]))
+        if works and self.report is not None:
+            self.report.add(self.settings, works[0], restart=self._fresh)
+            self._fresh = False
         out = works[0].out if works else None
         return frame if out is None else out
 
 
-def chain_builder(sources: Sequence[Path | str], fps: float) -> Build:
-    """A :data:`~pipeline.live.engine.Build` of chain steps for ``sources`` at the camera's ``fps``."""
+def chain_builder(sources: Sequence[Path | str], fps: float, report: LiveReport | None = None) -> Build:
+    """A :data:`~pipeline.live.engine.Build` of chain steps for ``sources`` at the camera's ``fps``, each
+    recording its frames in ``report`` (a recording's: every step of the run, one report)."""
 
     def build(settings: Settings) -> Step:
-        step = ChainStep(settings, sources, fps)
+        step = ChainStep(settings, sources, fps, report)
         for notice in step.notices:
             log.info("%s", notice)
         return step

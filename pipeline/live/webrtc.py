@@ -30,6 +30,7 @@ from pipeline.live.browser_run import BadOffer, LiveRun, check_offer
 from pipeline.live.engine import Build, LiveEngine, Sink
 from pipeline.live.outputs import Recording, open_stream
 from pipeline.live.step import chain_builder, live_settings
+from pipeline.quality.live import LiveReport
 from pipeline.request import Checked, SwapRequest, check
 from pipeline.settings import Settings
 
@@ -72,10 +73,14 @@ class Ended:
     recording: Path | None
 
 
+# a run's steps for its source photos at its camera rate, filling its recording's quality report (if any)
+Builder = Callable[[Sequence[Path | str], float, LiveReport | None], Build]
+
+
 class LiveRuns:
     """The live runs of one app, by token; each answers only the user and session that started it."""
 
-    def __init__(self, build: Callable[[Sequence[Path | str], float], Build] = chain_builder) -> None:
+    def __init__(self, build: Builder = chain_builder) -> None:
         self._build = build
         self._runs: dict[str, LiveRun] = {}
         self._closing: dict[str, LiveRun] = {}  # runs being stopped: gone once their recording is finished
@@ -90,12 +95,14 @@ class LiveRuns:
         checked = check_live(settings, sources)
         live = checked.request.settings
         streams: list[Sink] = [open_stream(stream_to, BROWSER_FPS)] if stream_to else []
-        engine = LiveEngine(live, self._build([Path(s) for s in sources], BROWSER_FPS))
         recording = None
         if record_to is not None:
             writer.claim(record_to, sources)  # the one writer's rules: nor a queued job's file
             media.check_video_output(record_to)
-            recording = Recording(record_to, BROWSER_FPS, checked.plan.names)
+            # with its quality report, which the run's steps fill
+            recording = Recording(record_to, BROWSER_FPS, checked.plan.names, LiveReport(BROWSER_FPS))
+        report = None if recording is None else recording.report
+        engine = LiveEngine(live, self._build([Path(s) for s in sources], BROWSER_FPS, report))
         run = LiveRun(secrets.token_urlsafe(18), user, session, engine, mirror, recording, streams)
         run.applied = _applied(live, sources)
         with self._lock:
@@ -129,7 +136,8 @@ class LiveRuns:
         live = check_live(settings, sources).request.settings
         if _applied(live, sources) == run.applied:
             return False
-        run.engine.update(live, self._build([Path(s) for s in sources or ()], BROWSER_FPS))
+        report = None if run.recording is None else run.recording.report
+        run.engine.update(live, self._build([Path(s) for s in sources or ()], BROWSER_FPS, report))
         run.applied = _applied(live, sources)
         return True
 

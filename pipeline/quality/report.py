@@ -10,7 +10,7 @@ too_small, not_chosen, refilled, missed, identity, before, points, jitter, flags
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +170,28 @@ def summary_line(summary: dict[str, Any], path: str | None) -> str:
                     + ("" if gain is None else f" (gain {gain:+.2f})"))
     said.append(f"{summary['stretches']} flagged stretch{'es' if summary['stretches'] != 1 else ''}")
     return ", ".join(said) + ("" if path is None else f" -> {path}")
+
+
+def shifted(report: QualityReport, by: int) -> QualityReport:
+    """``report`` with its frame numbers moved ``by`` frames (a farm segment's, rendered from its own start,
+    as frames of the whole output)."""
+    if by == 0:
+        return report
+    return replace(report, frames=[replace(f, frame=f.frame + by) for f in report.frames],
+                   tracks=[replace(t, first=t.first + by, last=t.last + by) for t in report.tracks])
+
+
+def joined(parts: list[QualityReport], output: str) -> QualityReport | None:
+    """The reports of one output's parts (a farm job's segments, in any order) as one: their frames in
+    order, their tracks numbered apart (each part's tracker counts from its own start); None without parts.
+    A face followed across a part's edge is two tracks, its jitter restarted there."""
+    if not parts:
+        return None
+    parts = sorted(parts, key=lambda p: p.frames[0].frame if p.frames else 0)
+    tracks: list[TrackRecord] = []
+    for part in parts:
+        base = max((t.track for t in tracks), default=-1) + 1
+        tracks += [replace(t, track=t.track + base) for t in part.tracks]
+    first = parts[0]
+    return QualityReport(output, first.fps, first.identity, first.thresholds,
+                         [f for p in parts for f in p.frames], tracks)
