@@ -87,6 +87,10 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     target, output = Path(job.target), Path(job.output)
     if is_image_path(target) or is_image_path(output):  # a still, or an animated GIF's first frame
         return _image(settings, sources, target, output, ctx)
+    if settings.markers:  # settings that change at frames: a render a stretch (pipeline/jobs/markers.py)
+        from pipeline.jobs.markers import MarkedVideoJob
+
+        return MarkedVideoJob(job, ctx).run()
     return VideoJob(job, ctx).run()
 
 
