@@ -239,3 +239,59 @@ def joined_result(results: Sequence[RenderResult], output: Path,
                    faces_left_alone=sum(r.faces_left_alone for r in results),
                    quality=quality,
                    quality_path=None if quality is None or write is None else write(quality, output))
+
+
+# --- the Swap tab's timeline (webui/markers_area.py): markers made from the settings as they are now -------
+def changes_between(before: Settings, now: Settings) -> dict[str, Any]:
+    """The ``section.key`` values of ``now`` that differ from ``before``, outside the sections a marker may
+    not change (what a marker added with the settings ``now`` stores)."""
+    from pipeline.settings import MARKER_FIXED
+
+    a, b = before.model_dump(mode="json"), now.model_dump(mode="json")
+    return {f"{section}.{key}": value for section, values in b.items()
+            if isinstance(values, dict) and section not in MARKER_FIXED
+            for key, value in values.items() if a[section][key] != value}
+
+
+def in_effect(start: Settings, frame: int, fps: Rate) -> Settings:
+    """The settings ``start`` (with its markers) renders frame ``frame`` of the clip with."""
+    now = start.model_copy(update={"markers": ()})
+    for marker in sorted(start.markers, key=lambda m: frame_of(m, fps)):
+        if frame_of(marker, fps) <= frame:
+            now = apply_overrides(now, marker.changes)
+    return now
+
+
+def add_here(start: Settings, now: Settings, frame: int, fps: Rate) -> Settings:
+    """``start`` with a marker at ``frame`` holding what ``now`` changes against the settings in effect just
+    before it; UserError in one line when it changes nothing or a marker is there already."""
+    from pipeline.settings import validate
+
+    if any(frame_of(m, fps) == frame for m in start.markers):
+        raise UserError(f"there is a marker at frame {frame} already: remove it first")
+    changes = changes_between(in_effect(start, frame - 1, fps), now)
+    if not changes:
+        raise UserError(f"a marker at frame {frame} would change nothing: change the settings this frame on "
+                        "should have, then add it")
+    data = start.model_dump()
+    data["markers"] = [*data["markers"], {"frame": frame, "changes": changes}]
+    return validate(data)
+
+
+def without(start: Settings, index: int) -> Settings:
+    """``start`` less its marker number ``index`` (as :func:`listed` lists them)."""
+    kept = tuple(m for i, m in enumerate(start.markers) if i != index)
+    return start.model_copy(update={"markers": kept})
+
+
+def listed(start: Settings) -> list[str]:
+    """Each marker in one line: "frame 120: color.method=mkl, face_swapper.model=…"."""
+    return [f"{m.label}: " + ", ".join(f"{k}={v}" for k, v in m.changes.items()) for m in start.markers]
+
+
+def for_job(start: Settings, now: Settings) -> Settings:
+    """The settings a job with the timeline's markers is queued with: ``start`` and its markers, and the
+    settings a marker may not change (trim, output, machine, report) as they are ``now``."""
+    from pipeline.settings import MARKER_FIXED
+
+    return start.model_copy(update={s: getattr(now, s) for s in MARKER_FIXED})

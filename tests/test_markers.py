@@ -28,7 +28,7 @@ from tests.videos import count_frames, make_clip
 
 # the classic swapper (no model file); colour matching visibly changes its output at the defaults
 FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1", "detector.size=320"])
-NEW = apply_overrides(FAST, ["color.method=none"])
+NEW = apply_overrides(FAST, ["color.method=mkl"])  # another colour matching: a visible change
 N = 20  # the marker's frame
 SOURCE = photos.grace_hopper_path
 
@@ -69,8 +69,8 @@ def test_a_marker_changes_the_output_from_its_frame_on(tmp_path: Path, clip: Pat
     stretch is a render of its own: its detector and tracker start at the marker, as a resumed job's do, so
     the reference is the new settings' render with the same stretches: a marker at N that changes nothing
     visible). Same frame count, the audio's packets unchanged."""
-    marked = markers.with_markers(FAST, [f"{N}=color.method=none"])
-    assert marked.markers[0].frame == N and marked.markers[0].changes == {"color.method": "none"}
+    marked = markers.with_markers(FAST, [f"{N}=color.method=mkl"])
+    assert marked.markers[0].frame == N and marked.markers[0].changes == {"color.method": "mkl"}
     out = _run_job(tmp_path, clip, marked, "marked.mp4")
     before = _frames(_run_job(tmp_path, clip, FAST, "before.mp4"))
     after = _frames(_run_job(tmp_path, clip, markers.with_markers(NEW, [f"{N}=tracker.scene_cut=0.36"]),
@@ -93,7 +93,7 @@ class _Killed(Exception):
 def test_segments_split_at_markers_and_a_resume_keeps_them(tmp_path: Path, clip: Path) -> None:
     """No segment spans a marker; a job stopped after its second segment resumes there (in its second
     stretch) and ends with every frame."""
-    marked = markers.with_markers(FAST, ["0.6s=color.method=none", "37=color.strength=0.5"])
+    marked = markers.with_markers(FAST, ["0.6s=color.method=mkl", "37=color.strength=0.5"])
     assert [m.label for m in marked.markers] == ["frame 37", "0.6 s"]  # frames first, then times
     store = JobStore(tmp_path / "q.sqlite3")
     out = tmp_path / "m.mkv"
@@ -123,7 +123,7 @@ def test_swap_renders_markers_too(tmp_path: Path, clip: Path) -> None:
     from pipeline.markers import render_file
     from pipeline.video.probe import probe
 
-    marked = markers.with_markers(FAST, [f"{N}=color.method=none"])
+    marked = markers.with_markers(FAST, [f"{N}=color.method=mkl"])
     out = tmp_path / "swap.mp4"
     result = render_file(marked, [SOURCE()], clip, out, info=probe(clip), control=RunControl())
     assert result.frames == count_frames(out) == 50
@@ -139,12 +139,12 @@ def test_markers_are_checked_against_the_clip_and_trim(clip: Path, tmp_path: Pat
             check(SwapRequest.of([SOURCE()], clip, marked, tmp_path / "o.mp4"))
         return str(caught.value)
 
-    assert "outside what is rendered" in refused("60=color.method=none")
+    assert "outside what is rendered" in refused("60=color.method=mkl")
     trimmed = apply_overrides(FAST, ["video.start=1"])
-    assert "frame 10" in refused("10=color.method=none", base=trimmed)
-    assert "both at frame 25" in refused("25=color.method=none", "1s=color.strength=0.5")
+    assert "frame 10" in refused("10=color.method=mkl", base=trimmed)
+    assert "both at frame 25" in refused("25=color.method=mkl", "1s=color.strength=0.5")
     assert "not one" in refused_image(tmp_path)
-    ok = check(SwapRequest.of([SOURCE()], clip, markers.with_markers(trimmed, ["1.2s=color.method=none"]),
+    ok = check(SwapRequest.of([SOURCE()], clip, markers.with_markers(trimmed, ["1.2s=color.method=mkl"]),
                               tmp_path / "o.mp4"))
     assert ok.frames is not None
 
@@ -152,7 +152,7 @@ def test_markers_are_checked_against_the_clip_and_trim(clip: Path, tmp_path: Pat
 def refused_image(tmp_path: Path) -> str:
     with pytest.raises(UserError) as caught:
         check(SwapRequest.of([SOURCE()], photos.astronaut_path(tmp_path),
-                             markers.with_markers(FAST, ["3=color.method=none"]), tmp_path / "o.png"))
+                             markers.with_markers(FAST, ["3=color.method=mkl"]), tmp_path / "o.png"))
     return str(caught.value)
 
 
@@ -160,7 +160,7 @@ def refused_image(tmp_path: Path) -> str:
     ("80s=color.method=bogus", "marker at 80 s: color.method: Input should be"),
     ("80s=colr.method=none", "unknown settings key 'colr.method'"),
     ("00:01:20=video.start=3", "cannot change video.start"),
-    ("soon=color.method=none", "'soon' is not a marker's place"),
+    ("soon=color.method=mkl", "'soon' is not a marker's place"),
     ("12", "--marker expects PLACE=section.key=value"),
 ])
 def test_a_bad_marker_is_one_line_naming_it(text: str, said: str) -> None:
@@ -185,7 +185,7 @@ def test_cli_queue_add_keeps_the_marker_in_the_job(tmp_path: Path, clip: Path) -
     from pipeline.jobs import service
 
     code = main(["queue", "add", "--source", str(SOURCE()), "--target", str(clip), "--output",
-                 str(tmp_path / "q.mp4"), "--marker", "1s=color.method=none"])
+                 str(tmp_path / "q.mp4"), "--marker", "1s=color.method=mkl"])
     assert code == 0
     (job,) = service.open_store().list()
-    assert [(m.time, m.changes) for m in job.settings.markers] == [(1.0, {"color.method": "none"})]
+    assert [(m.time, m.changes) for m in job.settings.markers] == [(1.0, {"color.method": "mkl"})]
