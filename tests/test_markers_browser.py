@@ -42,6 +42,7 @@ def test_a_marker_added_on_the_timeline_is_in_the_queued_job(tmp_path: Path) -> 
         page.click("#add-marker")
         wait_until(lambda: page.locator("#markers").is_visible(), 60, what="the markers list")
         assert dropdown_options(page, "markers") == ["frame 20: color.method=mkl"]
+        assert "frame 20: color.method=mkl" in page.inner_text("#markers-help")  # listed under the scrubber
         screenshot(page, "markers-1-added")
 
         page.click("#add-job")
@@ -49,4 +50,9 @@ def test_a_marker_added_on_the_timeline_is_in_the_queued_job(tmp_path: Path) -> 
         (job,) = app.ctx.store.list()
         assert [(m.frame, m.changes) for m in job.settings.markers] == [(20, {"color.method": "mkl"})]
         assert job.settings.color.method == "reinhard"  # before the marker: the settings it had
+
+        _choose(page, "markers", "frame 20: color.method=mkl")  # and removed again
+        page.click("#remove-marker")
+        wait_until(lambda: not page.locator("#markers").is_visible(), 60, what="the marker removed")
+        assert "frame 20" not in page.inner_text("#markers-help")
         assert page.evaluate("() => window.fsErrors") == []

@@ -26,7 +26,7 @@ def create() -> dict[str, Any]:
     c: dict[str, Any] = {}
     with gr.Row(elem_id="markers-row"):
         c["add"] = gr.Button("Add a marker here", size="sm", elem_id="add-marker", visible=False)
-        c["list"] = gr.Dropdown([], value=None, type="index", label="Markers", elem_id="markers",
+        c["list"] = gr.Dropdown([], value=None, type="index", label="Marker to remove", elem_id="markers",
                                 interactive=True, visible=False)
         c["remove"] = gr.Button("Remove marker", size="sm", elem_id="remove-marker", visible=False)
     c["help"] = gr.Markdown(HELP, elem_id="markers-help", visible=False)
@@ -36,22 +36,26 @@ def create() -> dict[str, Any]:
 
 
 def _shown(start: str, visible: bool = True) -> list[Any]:
-    """The list, and the remove button, for the markers of ``start``."""
+    """The list to remove one from, the remove button and the help line listing them, for the markers of
+    ``start``."""
     lines = api.marker_lines(api.Settings.model_validate_json(start)) if start else []
+    listed = "".join(f"\n- {line}" for line in lines)
     return [gr.update(choices=[(line, i) for i, line in enumerate(lines)], value=None,
                       visible=visible and bool(lines)),
-            gr.update(visible=visible and bool(lines))]
+            gr.update(visible=visible and bool(lines)),
+            gr.update(value=HELP + ("\n\n**Markers of this job:**" + listed if lines else ""),
+                      visible=visible)]
 
 
 def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
     """The markers follow the target (cleared by a new one) and the scrubber (where "here" is)."""
-    outputs = [c["start"], c["list"], c["remove"]]
+    outputs = [c["start"], c["list"], c["remove"], c["help"]]
 
     def on_target(path: str | None) -> list[Any]:
         video = bool(path) and str(path).lower().endswith(tuple(api.VIDEO_SUFFIXES))
-        return ["", *_shown("", video), gr.update(visible=video), gr.update(visible=video)]
+        return ["", *_shown("", video), gr.update(visible=video)]
 
-    target.change(on_target, target, [*outputs, c["add"], c["help"]], api_visibility="private",
+    target.change(on_target, target, [*outputs, c["add"]], api_visibility="private",
                   show_progress="hidden")
 
     def on_scrub(start: str, *vals: Any) -> Any:
@@ -75,7 +79,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
             marked = api.add_marker_here(api.Settings.model_validate_json(first), now, int(at or 0), fps)
         except api.UserError as exc:
             gr.Warning(browser_message(str(exc)))
-            return [gr.skip()] * 3
+            return [gr.skip()] * 4
         start = marked.model_dump_json()
         return [start, *_shown(start)]
 
@@ -84,7 +88,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
 
     def on_remove(start: str, index: int | None) -> list[Any]:
         if not start or index is None:
-            return [gr.skip()] * 3
+            return [gr.skip()] * 4
         left = api.without_marker(api.Settings.model_validate_json(start), int(index))
         start = left.model_dump_json() if left.markers else ""
         return [start, *_shown(start)]
