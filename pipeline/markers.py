@@ -6,7 +6,8 @@ STRETCHES of the render (:func:`stretches`: frame ranges counted as a render cou
 the trim keeps, each with its own whole settings), checked against the clip (:func:`check`: inside the trim,
 no two on one frame, the same transparency everywhere), and rendered one after the other (:func:`render`),
 each stretch by its own :class:`~pipeline.render.Render` into its own segments, so that no segment spans a
-marker: a job's segments (:mod:`pipeline.jobs.markers`) resume at any of them, and ``facestation swap``
+marker (the faces found and tracked go on from one stretch's render to the next unless the marker changes how
+they are found: :data:`FINDING`): a job's segments (:mod:`pipeline.jobs.markers`) resume at any of them, and ``facestation swap``
 (:func:`render_file`) joins one segment a stretch as a job joins its own. Models are loaded once: each
 stretch's processors take their sessions from the one session cache (``models/sessions.py``), so a model
 plan already loaded by an earlier stretch is not loaded again. The stretches' quality reports make one
@@ -164,6 +165,7 @@ def render(parts: Sequence[Stretch], sources: Sequence[Path | str], target: Path
 
     results: list[RenderResult] = []
     size: list[tuple[int, int]] = []
+    finder, before = None, None  # the faces found so far, and the settings that found them
     for part in parts:
         if part.stop <= start:
             continue
@@ -181,10 +183,23 @@ def render(parts: Sequence[Stretch], sources: Sequence[Path | str], target: Path
 
         log.info("stretch %d..%d (%s)", first, part.stop, part.marker.label if part.marker else "start")
         processor = FaceProcessor(part.settings, list(sources))
-        results.append(Render(part.settings, sources, target, sink=sink, processor=processor,
-                              control=control_for(first), info=info, frames=(first, part.stop),
-                              audio=audio).run())
+        going_on = before is not None and _finding(before) == _finding(part.settings)
+        run = Render(part.settings, sources, target, sink=sink, processor=processor,
+                     control=control_for(first), info=info, frames=(first, part.stop), audio=audio,
+                     finder=finder if going_on else None)
+        results.append(run.run())
+        finder, before = run.finder, part.settings
     return results
+
+
+FINDING = ("detector", "selector", "tracker", "landmarks")  # the settings that find and follow the faces
+
+
+def _finding(settings: Settings) -> tuple[Any, ...]:
+    """What finds the faces: a stretch whose are the same goes on with the faces found and tracked by the
+    stretch before it (its render continues theirs); other changes start finding faces again at the
+    marker, as a resumed job does."""
+    return tuple(getattr(settings, s) for s in FINDING)
 
 
 def render_file(settings: Settings, sources: Sequence[Path | str], target: Path, output: Path, *,

@@ -65,17 +65,14 @@ def _audio_packets(path: Path) -> str:
 
 
 def test_a_marker_changes_the_output_from_its_frame_on(tmp_path: Path, clip: Path) -> None:
-    """Before N: the unmarked render's frames. From N: the new setting's render of that stretch, exactly (a
-    stretch is a render of its own: its detector and tracker start at the marker, as a resumed job's do, so
-    the reference is the new settings' render with the same stretches: a marker at N that changes nothing
-    visible). Same frame count, the audio's packets unchanged."""
+    """Before N: the unmarked render's frames; from N: those of a render with the new setting throughout
+    (the faces found and tracked go on across the marker), decoded; same frame count, the audio's packets
+    unchanged."""
     marked = markers.with_markers(FAST, [f"{N}=color.method=mkl"])
     assert marked.markers[0].frame == N and marked.markers[0].changes == {"color.method": "mkl"}
-    out = _run_job(tmp_path, clip, marked, "marked.mp4")
+    got = _frames(out := _run_job(tmp_path, clip, marked, "marked.mp4"))
     before = _frames(_run_job(tmp_path, clip, FAST, "before.mp4"))
-    after = _frames(_run_job(tmp_path, clip, markers.with_markers(NEW, [f"{N}=tracker.scene_cut=0.36"]),
-                             "after.mp4"))
-    got = _frames(out)
+    after = _frames(_run_job(tmp_path, clip, NEW, "after.mp4"))
     assert len(got) == len(before) == len(after) == count_frames(clip) == 50
     changed = [float(np.abs(before[i].astype(int) - after[i].astype(int)).mean()) for i in range(N, 50)]
     assert min(changed) > 0.05, "the setting has no visible effect: the test proves nothing"
@@ -84,6 +81,19 @@ def test_a_marker_changes_the_output_from_its_frame_on(tmp_path: Path, clip: Pat
     for i in range(N, 50):
         assert np.array_equal(got[i], after[i]), f"frame {i} from the marker on is not the new setting's"
     assert _audio_packets(out) == _audio_packets(tmp_path / "before.mp4") != ""
+
+
+def test_a_marker_that_changes_how_faces_are_found_starts_finding_again_there(tmp_path: Path,
+                                                                              clip: Path) -> None:
+    """A marker changing the detector, selector, tracker or landmarks: its stretch finds the faces anew from
+    its first frame, exactly as a render of that stretch alone (a resumed job's start)."""
+    marked = markers.with_markers(FAST, [f"{N}=color.method=mkl,detector.score=0.45"])
+    got = _frames(_run_job(tmp_path, clip, marked, "marked.mp4"))
+    # the new settings, finding faces anew at N too (one face: no overlapping boxes to merge)
+    alone = markers.with_markers(apply_overrides(NEW, ["detector.score=0.45"]), [f"{N}=detector.nms=0.41"])
+    ref = _frames(_run_job(tmp_path, clip, alone, "alone.mp4"))
+    for i in range(N, len(got)):
+        assert np.array_equal(got[i], ref[i]), f"frame {i}"
 
 
 class _Killed(Exception):
