@@ -7,11 +7,11 @@ the trim keeps, each with its own whole settings), checked against the clip (:fu
 no two on one frame, the same transparency everywhere), and rendered one after the other (:func:`render`),
 each stretch by its own :class:`~pipeline.render.Render` into its own segments, so that no segment spans a
 marker (the faces found and tracked go on from one stretch's render to the next unless the marker changes how
-they are found: :data:`FINDING`): a job's segments (:mod:`pipeline.jobs.markers`) resume at any of them, and ``facestation swap``
-(:func:`render_file`) joins one segment a stretch as a job joins its own. Models are loaded once: each
-stretch's processors take their sessions from the one session cache (``models/sessions.py``), so a model
-plan already loaded by an earlier stretch is not loaded again. The stretches' quality reports make one
-(:func:`merged_report`: frame numbers are the output's already).
+they are found: :data:`FINDING`): a job's segments (:mod:`pipeline.jobs.markers`) resume at any of them,
+and ``facestation swap`` (:func:`render_file`) joins one segment a stretch as a job joins its own. Models are
+loaded once: each stretch's processors take their sessions from the one session cache
+(``models/sessions.py``), so a model plan already loaded by an earlier stretch is not loaded again. The
+stretches' quality reports make one (:func:`merged_report`: frame numbers are the output's already).
 """
 
 from __future__ import annotations
