@@ -199,3 +199,22 @@ def test_cli_queue_add_keeps_the_marker_in_the_job(tmp_path: Path, clip: Path) -
     assert code == 0
     (job,) = service.open_store().list()
     assert [(m.time, m.changes) for m in job.settings.markers] == [(1.0, {"color.method": "mkl"})]
+
+
+def test_a_timeline_marker_keeps_what_changed_against_the_settings_before_it() -> None:
+    """The Swap tab's "Add a marker here" (pipeline/markers.py, through the api): the changes against the
+    settings in effect just before the frame; nothing changed or a frame taken is one line; the job keeps the
+    start's settings with the markers, and the trim and output as the controls have them now."""
+    first = markers.add_here(FAST, apply_overrides(FAST, ["color.method=mkl"]), 10, 25)
+    assert [(m.frame, m.changes) for m in first.markers] == [(10, {"color.method": "mkl"})]
+    now = apply_overrides(FAST, ["color.method=mkl", "color.strength=0.5"])
+    both = markers.add_here(first, now, 30, 25)
+    assert both.markers[1].changes == {"color.strength": 0.5}  # the method was mkl there already
+    with pytest.raises(UserError, match="would change nothing"):
+        markers.add_here(both, now, 40, 25)
+    with pytest.raises(UserError, match="a marker at frame 10 already"):
+        markers.add_here(both, FAST, 10, 25)
+    job = markers.for_job(both, apply_overrides(now, ["video.start=0.2", "output.quality=70"]))
+    assert (job.video.start, job.output.quality, job.color.method) == (0.2, 70, "reinhard")
+    assert job.markers == both.markers and markers.without(both, 0).markers == (both.markers[1],)
+    assert markers.listed(both) == ["frame 10: color.method=mkl", "frame 30: color.strength=0.5"]
