@@ -218,3 +218,18 @@ def test_a_timeline_marker_keeps_what_changed_against_the_settings_before_it() -
     assert (job.video.start, job.output.quality, job.color.method) == (0.2, 70, "reinhard")
     assert job.markers == both.markers and markers.without(both, 0).markers == (both.markers[1],)
     assert markers.listed(both) == ["frame 10: color.method=mkl", "frame 30: color.strength=0.5"]
+
+
+def test_cli_swap_with_a_marker_writes_the_whole_video(tmp_path: Path, clip: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.main import main
+
+    out = tmp_path / "swapped.mp4"
+    code = main(["swap", "--source", str(SOURCE()), "--target", str(clip), "--output", str(out), "--marker",
+                 "1s=color.method=mkl", "--json"])
+    assert code == 0, capsys.readouterr().err
+    assert count_frames(out) == 50 and _audio_packets(out) != ""
+    assert out.with_name("swapped.quality.json").is_file()
+    assert main(["swap", "--source", str(SOURCE()), "--target", str(clip), "--output", str(out), "--marker",
+                 "3s=color.method=mkl"]) == 2  # past the clip's 2 s: one line, no traceback
+    assert "outside what is rendered" in capsys.readouterr().err
