@@ -29,6 +29,7 @@ from pipeline.errors import UserError
 from pipeline.jobs import batch, service
 from pipeline.jobs.model import Job
 from pipeline.jobs.store import JobStore
+from pipeline.markers import with_markers
 from pipeline.request import SwapRequest
 from pipeline.video.formats import suffix_for
 from pipeline.workspace import shown_name
@@ -36,6 +37,7 @@ from pipeline.workspace import shown_name
 
 def cmd_add(args: argparse.Namespace) -> int:
     settings = presets.settings_from(args.preset, args.set)  # SettingsError (a UserError) names a bad key
+    settings = with_markers(settings, args.marker)
     store = service.open_store()
 
     def add(target: str | Path, output: str | Path) -> Job:
@@ -224,6 +226,9 @@ def register(sub: Any) -> None:
                           "the target)")
     add.add_argument("--preset", metavar="NAME|FILE")
     add.add_argument("--set", action="append", metavar="section.key=value")
+    add.add_argument("--marker", action="append", metavar="PLACE=section.key=value[,...]",
+                     help="settings that change from a frame (120) or a time (80s, 00:01:20) of the video on "
+                     "(repeatable; README \"Markers\")")
     add.add_argument("--owner", help="user name the job belongs to (web UI accounts)")
     add.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
                      "sound, and the lip syncer's mouth follows it")

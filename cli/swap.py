@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline import presets, writer
+from pipeline.markers import with_markers
 from pipeline.request import SwapRequest, check
 from pipeline.settings import Settings
 
@@ -24,6 +25,9 @@ def register(sub: Any) -> None:
     swap.add_argument("--output", required=True, metavar="PATH")
     swap.add_argument("--preset", metavar="NAME|FILE")
     swap.add_argument("--set", action="append", metavar="section.key=value", help="override one setting")
+    swap.add_argument("--marker", action="append", metavar="PLACE=section.key=value[,...]",
+                      help="settings that change from a frame (120) or a time (80s, 00:01:20) of the video "
+                      "on (repeatable; README \"Markers\")")
     swap.add_argument("--json", action="store_true", help="print a machine-readable summary")
     swap.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
                       "sound, and the lip syncer's mouth follows it")
@@ -31,7 +35,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
-    settings = presets.settings_from(args.preset, args.set)
+    settings = with_markers(presets.settings_from(args.preset, args.set), args.marker)
     request = SwapRequest.of(args.source, args.target, settings, args.output, args.audio)
     checked = check(request)  # the one check: what the queue and the web UI refuse, refused here alike
     for notice in checked.output_notices:  # said before the work, as the queue and the web UI say it
@@ -70,8 +74,13 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
 
     info = probe(target)
     show = show_progress and sys.stderr.isatty()
-    result = render(settings, sources, target, output, info=info, audio=audio,
-                    control=RunControl(progress_bar if show else None))
+    control = RunControl(progress_bar if show else None)
+    if settings.markers:  # a render a stretch, joined as a job joins its segments
+        from pipeline.markers import render_file
+
+        result = render_file(settings, sources, target, output, info=info, control=control, audio=audio)
+    else:
+        result = render(settings, sources, target, output, info=info, audio=audio, control=control)
     if show:
         print(file=sys.stderr)
     notice = no_face_notice(target, settings) if result.faces_swapped == 0 else None

@@ -35,6 +35,10 @@ from pipeline.jobs.worker import start_in_thread as start_worker
 from pipeline.live.browser_run import BadOffer
 from pipeline.live.webrtc import LiveRuns, rtc_missing
 from pipeline.machine import encoder_failures, usable_encoders, usable_providers
+from pipeline.markers import add_here as add_marker_here
+from pipeline.markers import for_job as settings_with_markers
+from pipeline.markers import listed as marker_lines
+from pipeline.markers import without as without_marker
 from pipeline.media import IMAGE_INPUTS as IMAGE_SUFFIXES
 from pipeline.media import VIDEO_INPUTS as VIDEO_SUFFIXES
 from pipeline.media import check_media
@@ -91,6 +95,9 @@ from pipeline.workspace import (
 __all__ = [
     # settings: the validated model; settings_keys() gives every "section.key" with its pydantic field
     "Settings", "apply_overrides", "settings_keys",
+    # markers (the Swap tab's timeline): a marker made from the settings as they are now, listed, removed;
+    # the settings a job with them is queued with (pipeline/markers.py)
+    "add_marker_here", "marker_lines", "without_marker", "settings_with_markers",
     # processors: what the UI shows of each (its settings section, title, whether it follows a sound)
     "ProcessorInfo", "processors",
     # environment: every FACESTATION_* variable read once, UserError naming the first bad one (start-up)

@@ -26,7 +26,7 @@ from typing import Any
 import psutil
 
 from pipeline.alpha import transparent, with_alpha
-from pipeline.chain import Chain, Stage, Work
+from pipeline.chain import Chain, Finder, Stage, Work
 from pipeline.chain import no_face_notice as chain_no_face_notice
 from pipeline.errors import Cancelled, UserError
 from pipeline.process import FaceProcessor
@@ -114,16 +114,20 @@ class Render:
                  output: Path | str | None = None, *, sink: SinkFactory | None = None,
                  processor: FaceProcessor | None = None, control: RunControl | None = None,
                  info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None,
-                 audio: Path | None = None) -> None:
+                 audio: Path | None = None, finder: Finder | None = None) -> None:
         """Frames go to ``output`` (a video file) or to ``sink(width, height)`` (a resumable job's segments),
         never both. ``frames=(a, b)``: render only frames a..b-1 of the (trimmed) clip, picked by index
         (b None: to the end); progress counts from a. ``control``: cancel, and where progress goes. ``audio``:
-        a new voice for the output (the processors hear it: a lip syncer follows it)."""
+        a new voice for the output (the processors hear it: a lip syncer follows it). ``finder``: the faces
+        found and tracked so far by the render of the frames just before ``frames`` (a marker's stretch goes
+        on finding faces where the stretch before it stopped: pipeline/markers.py); ``self.finder`` is this
+        render's afterwards."""
         if (output is None) == (sink is None):
             raise ValueError("a render writes to an output file or to a sink: give exactly one")
         self.settings = settings
         self.frames = frames
         self.audio = audio
+        self.finder = finder
         self.target = Path(target)
         self.output = None if output is None else Path(output)
         self.info = info or probe(self.target)
@@ -230,7 +234,8 @@ class Render:
     def _detect(self) -> None:
         """Detect and select the faces of B frames at once (on keyframes only: ``detector.interval``, faces
         followed in between); the tracker fills short gaps (it holds frames back for that)."""
-        finder = self.chain.finder(float(self.info.fps), self.frames[0] if self.frames else 0)
+        finder = self.finder or self.chain.finder(float(self.info.fps), self.frames[0] if self.frames else 0)
+        self.finder = finder
         out = self.stages.after("detect")
         for batch in self.stages.inbox["detect"].batches(self.batch):
             with self.stages.turn("detect"), self.stages.timing("detect"):

@@ -113,9 +113,28 @@ def check(request: SwapRequest) -> Checked:
         if target.kind == "video":
             frames = request.trim.keep(target.frames, target.fps, target.path.name)
         checks.check_lip_sync_sound(settings, target.path, request.voice, plan)
+    planned = _marked(request, target, plan)
     said = output_notices(request, target)
-    return Checked(request, plan, target, frames, (*plan.planned, *checks.unused_settings(settings), *said),
-                   said)
+    return Checked(request, plan, target, frames, (*plan.planned, *planned, *checks.unused_settings(settings),
+                                                   *said), said)
+
+
+def _marked(request: SwapRequest, target: media.MediaInfo | None, plan: ModelPlan) -> tuple[str, ...]:
+    """The markers (settings that change at frames: :mod:`pipeline.markers`) checked against the target, and
+    the models of each stretch's plan (every missing one named, as for the request's own); their plans'
+    notices that the request's own plan did not say."""
+    from pipeline import markers
+
+    settings = request.settings
+    if not settings.markers:
+        return ()
+    if target is None:
+        raise UserError("markers change settings along a video; live has none: remove the markers")
+    parts = markers.check(settings, target.kind, target.frames, target.fps, target.path.name)
+    plans = [ModelPlan.from_settings(p.settings) for p in parts if p.marker is not None]
+    for marked in plans:
+        checks.require_models(marked)
+    return tuple(n for marked in plans for n in marked.planned if n not in plan.planned)
 
 
 def output_notices(request: SwapRequest, target: media.MediaInfo | None) -> tuple[str, ...]:

@@ -12,7 +12,16 @@ import re
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from pipeline.errors import SettingsError
 from pipeline.types import (
@@ -570,6 +579,75 @@ class ProcessorSettings(_Section):
         return value
 
 
+# --- markers: settings that change at a frame of the clip (pipeline/markers.py runs them) -----------------
+# what a marker may not change: the trim, the output file's stream, the machine, the report's thresholds (one
+# output, one encoder, one report for the whole clip)
+MARKER_FIXED = ("video", "output", "execution", "report")
+_TIME = re.compile(r"^(?:(?:(\d+):)?(\d+):)?(\d+(?:\.\d*)?)$")
+
+
+def marker_place(text: str) -> dict[str, Any]:
+    """Where a marker is, as typed: ``120`` (a frame of the clip), ``80s`` / ``80.5s`` or ``1:20`` /
+    ``00:01:20.5`` (a time in the clip) -> ``{"frame": 120}`` or ``{"time": 80.0}``; ValueError in words."""
+    value = text.strip().lower()
+    if value.isdigit():
+        return {"frame": int(value)}
+    timed = value[:-1].strip() if value.endswith("s") else value
+    match = _TIME.match(timed)
+    if match and (value.endswith("s") or ":" in value):
+        hours, minutes, seconds = match.groups()
+        return {"time": int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds)}
+    raise ValueError(f"'{text}' is not a marker's place: give a frame (120) or a time (80s, 1:20, "
+                     "00:01:20.5)")
+
+
+class Marker(_Section):
+    """Settings that take effect from a frame of the clip on: ``frame`` (the clip's frame number, 0 = its
+    first) or ``time`` (seconds into the clip; the frame shown then, as the trim counts), and ``changes``
+    (``section.key`` -> value, the keys ``--set`` takes) applied on top of the settings before it. Given as
+    ``at`` ("00:01:20", "80s", "120") it is stored as a frame or a time."""
+
+    frame: int | None = Field(None, ge=0)
+    time: float | None = Field(None, ge=0.0)
+    changes: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _at(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "at" in data:
+            rest = {k: v for k, v in data.items() if k != "at"}
+            try:
+                return {**rest, **marker_place(str(data["at"]))}
+            except ValueError as exc:
+                raise PydanticCustomError("marker", str(exc)) from None
+        return data
+
+    @model_validator(mode="after")
+    def _one_place(self) -> Marker:
+        if (self.frame is None) == (self.time is None):
+            raise PydanticCustomError("marker", "a marker is at a frame or at a time: give one of them")
+        if not self.changes:
+            raise PydanticCustomError("marker", f"the marker at {self.label} changes nothing: give "
+                                      "section.key=value")
+        changes = {current_key(k): v for k, v in self.changes.items()}
+        for key in changes:
+            if key.partition(".")[0] in MARKER_FIXED:
+                raise PydanticCustomError("marker", f"the marker at {self.label} cannot change {key}: the "
+                                 f"{', '.join(MARKER_FIXED)} settings hold for the whole render")
+        object.__setattr__(self, "changes", changes)
+        return self
+
+    @property
+    def label(self) -> str:
+        """Where it is, in words: "frame 120" or "80 s"."""
+        return f"frame {self.frame}" if self.frame is not None else f"{self.time:g} s"
+
+    @property
+    def order(self) -> float:
+        """A key that sorts markers of one kind (frames or times) by place."""
+        return float(self.frame if self.frame is not None else self.time or 0.0)
+
+
 class Settings(_Section):
     version: int = SCHEMA_VERSION
     processors: ProcessorSettings = ProcessorSettings()
@@ -594,6 +672,30 @@ class Settings(_Section):
     age_modifier: AgeModifierSettings = AgeModifierSettings()
     background_remover: BackgroundRemoverSettings = BackgroundRemoverSettings()
     frame_sharpener: FrameSharpenerSettings = FrameSharpenerSettings()
+    # settings that change at a frame (README "Markers"); sorted by place, each at its own place
+    markers: tuple[Marker, ...] = ()
+
+    @field_validator("markers")
+    @classmethod
+    def _markers_valid(cls, value: tuple[Marker, ...], info: ValidationInfo) -> tuple[Marker, ...]:
+        """Each marker's changes validated on top of the settings before it (the one validator: a bad
+        value is said as ``--set`` says it, naming the marker); sorted by place, no two at one place."""
+        frames = sorted((m for m in value if m.frame is not None), key=lambda m: m.order)
+        times = sorted((m for m in value if m.time is not None), key=lambda m: m.order)
+        for same in (frames, times):
+            for a, b in zip(same, same[1:], strict=False):
+                if a.order == b.order:
+                    raise PydanticCustomError("marker", "two markers at {at}: keep one", {"at": a.label})
+        if not value or len(info.data) < len(Settings.model_fields) - 1:  # a section failed already
+            return tuple(frames + times)
+        current = Settings.model_construct(**info.data)
+        for marker in [*frames, *times]:  # a frame's and a time's order are known once the clip's rate is
+            try:
+                current = apply_overrides(current, marker.changes)
+            except SettingsError as exc:
+                raise PydanticCustomError("marker", "marker at {at}: {why}",
+                                          {"at": marker.label, "why": str(exc)}) from None
+        return tuple(frames + times)
 
 
 def _describe(error: ValidationError) -> str:
@@ -614,7 +716,7 @@ def _describe(error: ValidationError) -> str:
         if literals and others is not literals:
             message += ", or " + " or ".join(i["ctx"]["expected"] for i in literals)
         value = items[0].get("input")
-        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        shown = "" if isinstance(value, dict) or items[0]["type"] == "marker" else f" (got {value!r})"
         parts.append(f"{key}: {message}{shown}")
     return "; ".join(parts)
 

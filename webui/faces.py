@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui import controls, timeline
+from webui import controls, markers_area, timeline
 from webui.clamped import ClampedSlider
 from webui.common import browser_message, user_errors
 
@@ -52,6 +52,7 @@ def create(settings: api.Settings) -> dict[str, Any]:
                               container=False)  # set when a target is described at that frame: previewed
     c["frame"] = ClampedSlider(0, 1, value=0, step=1, label=timeline.FRAME_LABEL, elem_id="frame",
                                interactive=False, visible=False)  # a frame typed past an end: that end
+    c["markers"] = markers_area.create()  # settings that change from a frame on (a video's)
     c["faces"] = gr.Gallery(label="Faces on this frame (click one to swap only that person)", columns=6,
                             preview=False, object_fit="contain", height=180, allow_preview=False,
                             elem_id="faces", interactive=False)
@@ -97,6 +98,7 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
                        api_visibility="private")
     timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
                   c["frame"], form["video.start"], form["video.end"])
+    markers_area.wire(c["markers"], c["target"], c["frame"], form)
 
     def on_frame(target: str | None, frame: int, *vals: Any) -> Any:
         return gallery(target, frame, form.read(vals))

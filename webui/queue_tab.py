@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui import timeline, workers
+from webui import markers_area, timeline, workers
 from webui.common import Ctx, browser_message, user_errors
 from webui.controls import SettingsForm
 from webui.files import Link
@@ -118,10 +118,13 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
     store; the buttons act on the selected row's job. ``render_now`` (its button, the page's tabs) queues
     the same job first in the queue and opens the Queue tab on it."""
 
+    marked = faces["markers"]["start"] if "markers" in faces else gr.State("")  # the timeline's markers
+
     def on_add(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
-               where: str | None, *vals: Any) -> tuple[str, str, Any]:
+               where: str | None, start: str, *vals: Any) -> tuple[str, str, Any]:
         try:
-            job = submit(ctx, form.read(vals), sources, target, request, audio, where or "")
+            settings = markers_area.job_settings(start, form.read(vals))
+            job = submit(ctx, settings, sources, target, request, audio, where or "")
         except api.UserError as exc:  # shown once, beside the button; no job is created
             return gr.update(), render_jobs(visible_jobs(ctx, request)), refused(str(exc))
         gr.Info(f"queued job #{job.label}")
@@ -131,7 +134,7 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
 
     # every click queues a job (Gradio's default "once" would drop a click made while the last is pending)
     chosen = folder if folder is not None else gr.State("")
-    add_job.click(on_add, [faces["sources"], faces["target"], voice, chosen, *form.inputs],
+    add_job.click(on_add, [faces["sources"], faces["target"], voice, chosen, marked, *form.inputs],
                   [c["message"], c["table"], status if status is not None else c["message"]],
                   api_visibility="private", trigger_mode="multiple")
 
@@ -139,9 +142,10 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
         now, tabs = render_now
 
         def on_now(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
-                   where: str | None, *vals: Any) -> tuple[Any, ...]:
+                   where: str | None, start: str, *vals: Any) -> tuple[Any, ...]:
             try:
-                job = submit(ctx, form.read(vals), sources, target, request, audio, where or "")
+                settings = markers_area.job_settings(start, form.read(vals))
+                job = submit(ctx, settings, sources, target, request, audio, where or "")
             except api.UserError as exc:  # said beside the button; the page stays where it is
                 return gr.update(), gr.update(), refused(str(exc)), gr.update(), gr.update()
             job = api.move_job(ctx.store, job.id, "top")
@@ -149,7 +153,7 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
             return (said, table(ctx, visible_jobs(ctx, request), str(job.id), request), said, str(job.id),
                     gr.Tabs(selected="Queue"))
 
-        now.click(on_now, [faces["sources"], faces["target"], voice, chosen, *form.inputs],
+        now.click(on_now, [faces["sources"], faces["target"], voice, chosen, marked, *form.inputs],
                   [c["message"], c["table"], status if status is not None else c["message"], c["job_id"],
                    tabs], api_visibility="private", trigger_mode="multiple")
 

@@ -165,8 +165,8 @@ class Farm:
 
     def execute(self, job: Job, ctx: runner.JobContext) -> dict[str, Any]:
         """The worker's hook: a video job goes to the farm, an image job renders here."""
-        if is_image_path(Path(job.target)):
-            return runner.execute(job, ctx)
+        if is_image_path(Path(job.target)) or job.settings.markers:  # the farm's segments are of one length:
+            return runner.execute(job, ctx)  # a job with markers (a segment a stretch) renders here
         return FarmVideoJob(self, job, ctx).run()
 
     def nodes(self) -> list[dict[str, Any]]:

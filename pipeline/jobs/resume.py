@@ -40,7 +40,9 @@ def fingerprint(path: Path) -> dict[str, int]:
 
 
 def settings_digest(settings: Settings) -> str:
-    return hashlib.sha1(settings.model_dump_json().encode()).hexdigest()
+    # no markers: digested as before markers existed (a job queued then still resumes after an upgrade)
+    dropped = None if settings.markers else {"markers"}
+    return hashlib.sha1(settings.model_dump_json(exclude=dropped).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline import env, paths
 from pipeline.errors import BadMedia, Cancelled
 from pipeline.image import is_image_path
-from pipeline.jobs import segments
+from pipeline.jobs import markers, segments
 from pipeline.jobs.hold import SegmentHold
 from pipeline.jobs.model import Job
 from pipeline.jobs.resume import ResumeRecord
@@ -206,6 +206,8 @@ class VideoJob(SegmentedJob):
 
     def render_rest(self) -> dict[str, Any]:
         """Render from the end of the kept segments to the end; the render's details."""
+        if self.settings.markers:  # settings that change at frames: a render a stretch (jobs/markers.py)
+            return markers.render_rest(self)
         from pipeline.process import FaceProcessor
         from pipeline.render import Render, no_face_notice
 
