@@ -87,6 +87,10 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     target, output = Path(job.target), Path(job.output)
     if is_image_path(target) or is_image_path(output):  # a still, or an animated GIF's first frame
         return _image(settings, sources, target, output, ctx)
+    if "rerender" in job.resume:  # a stretch of a finished job again (pipeline/jobs/rerender.py)
+        from pipeline.jobs.rerender import RerenderJob
+
+        return RerenderJob(job, ctx).run()
     return VideoJob(job, ctx).run()
 
 
@@ -254,4 +258,10 @@ class VideoJob(SegmentedJob):
 def discard(job_id: int, output: Path | str) -> None:
     """Remove everything a job left behind: its work folder and a half-joined output."""
     segments.clear_work(work_dir(job_id))
+    segments.remove_temp_outputs(Path(output), job_id)
+
+
+def finished(job_id: int, output: Path | str) -> None:
+    """A done job: its half-joined temp files go; its segments stay, to re-render a stretch from
+    (:mod:`pipeline.jobs.rerender`), until the job is deleted."""
     segments.remove_temp_outputs(Path(output), job_id)

@@ -257,7 +257,7 @@ class Worker:
         except ClaimLost as exc:
             log.warning("job %d finished but was reclaimed meanwhile: %s", job.id, exc)
             return None
-        runner.discard(job.id, job.output)
+        runner.finished(job.id, job.output)  # its segments stay for a re-render of a stretch
         return final
 
     def _store_progress(self, lease: Lease, control: RunControl, progress: Progress) -> None:
