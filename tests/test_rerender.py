@@ -105,7 +105,8 @@ def test_a_stretch_changes_only_its_segments_and_keeps_the_audio(tmp_path: Path,
         assert after_job.settings == FAST  # the job's own settings stay; the stretch's are in its log
         files = sorted(s["file"] for s in after_job.resume["segments"])
         assert [f for f in files if f.startswith("r1/")] == ["r1/seg-00000020.mkv", "r1/seg-00000030.mkv"]
-        on_disk = sorted(str(p.relative_to(runner.work_dir(job.id))) for p in runner.work_dir(job.id).rglob("*.mkv"))
+        work = runner.work_dir(job.id)
+        on_disk = sorted(str(p.relative_to(work)) for p in work.rglob("*.mkv"))
         assert on_disk == files  # the replaced segments are gone
 
         kept = out.read_bytes()
@@ -215,7 +216,8 @@ def test_bad_requests_exit_2_with_one_line(tmp_path: Path, argv: list[str], said
     assert store.get(job.id).state == "done" and "rerender" not in store.get(job.id).resume
 
 
-def test_only_a_done_video_job_with_its_segments_can(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_only_a_done_video_job_with_its_segments_can(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     store = JobStore()
     done = _done_job(store, tmp_path)
     queued = store.add([photos.grace_hopper_path()], tmp_path / "t.mp4", tmp_path / "q.mp4", FAST)
@@ -237,3 +239,25 @@ def test_the_stretch_covers_exactly_the_segments_holding_its_frames(tmp_path: Pa
     queued = rerender.submit(store, job.id, "0-0", ["mask.blur=0.5"], beside=True)
     assert queued.state == "queued" and rerender.pending(queued)
     assert queued.resume["rerender"]["output"] == str(tmp_path / "out.rerender-1.mp4")
+
+
+def test_the_queue_tabs_control_queues_the_selected_jobs_stretch(tmp_path: Path) -> None:
+    """The Queue tab's "Re-render stretch": the owner's done job, frames A-B and one override a line; another
+    user's job is not theirs to re-render."""
+    from webui import queue_tab
+    from webui.common import Ctx, UiConfig
+
+    store = JobStore()
+    ctx = Ctx(UiConfig(), tmp_path / "outputs", store)
+    job = _done_job(store, tmp_path)
+
+    class Req:
+        username = "eve"
+
+    said = queue_tab.rerender(ctx, job.id, "12-14", "mask.blur=0.5\nface_swapper.poisson=true", True, None)
+    assert said == f"job #{job.label}: frames 12-14 queued to re-render into out.rerender-1.mp4"
+    request = store.get(job.id).resume["rerender"]
+    assert request["covered"] == [10] and request["overrides"] == ["mask.blur=0.5", "face_swapper.poisson=true"]
+    shared = Ctx(UiConfig(users=(("ann", "a"), ("eve", "e"))), tmp_path / "outputs", store)
+    with pytest.raises(Exception, match="no job"):
+        queue_tab.rerender(shared, job.id, "1-2", "", False, Req())  # type: ignore[arg-type]

@@ -6,7 +6,7 @@
       │  ▲              │  (its worker died, or the job raised an error it may retry: back to queued,
       │  └──────────────┘   keeping its place and its finished segments)
       └──cancel──► cancelled          failed | cancelled ──retry──► queued (at the end)
-                                      done ──rerender──► queued (at the end: a stretch again, jobs/rerender.py)
+                                      done ──rerender──► queued (at the end: a stretch again)
 
 Errors the job itself raised count against it (``failures``, up to the store's ``max_attempts``), and so do
 worker deaths in a row without a new segment recorded (``deaths``, up to the same number): the rules are

@@ -32,6 +32,7 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,30 +213,39 @@ class RerenderJob:
 
     def _render(self, seg: Segment) -> Segment:
         """Frames of ``seg`` rendered with the stretch's settings into one new segment of the same length."""
+        from pipeline.errors import Cancelled
         from pipeline.process import FaceProcessor
         from pipeline.render import Render
 
-        folder = self.work / self.sub
         made: list[Segment] = []
-
-        def sink(width: int, height: int) -> segments.SegmentWriter:
-            return segments.SegmentWriter(folder, first_frame=seg.start, source=self.info,
-                                          settings=self.settings, size=(width, height),
-                                          on_segment=made.append, segment_frames=seg.frames,
-                                          cancel=self.ctx.control.cancel, container=Path(self.job.output).suffix)
-
         processor = FaceProcessor(self.settings, list(self.job.sources))
         self.models = processor.models
         voice = None if self.job.audio is None else Path(self.job.audio)
-        result = Render(self.settings, self.job.sources, Path(self.job.target), sink=sink, processor=processor,
-                        control=self.ctx.control, info=self.info, frames=(seg.start, seg.start + seg.frames),
-                        audio=voice).run()
+        result = Render(self.settings, self.job.sources, Path(self.job.target), sink=self._sink(seg, made),
+                        processor=processor, control=self.ctx.control, info=self.info,
+                        frames=(seg.start, seg.start + seg.frames), audio=voice).run()
         self.rendered += result.frames
         if len(made) != 1 or made[0].frames != seg.frames:
-            from pipeline.errors import Cancelled
-
             raise Cancelled("re-render stopped before its segment was whole")
         return Segment(f"{self.sub}/{made[0].file}", seg.start, seg.frames)
+
+    def _sink(self, seg: Segment, made: list[Segment]) -> Callable[[int, int], segments.SegmentWriter]:
+        """The render's sink: one segment as long as ``seg``, of the size of the segments it joins."""
+        from pipeline.video.probe import probe
+
+        def sink(width: int, height: int) -> segments.SegmentWriter:
+            old = probe(self.work / seg.file)
+            if (width, height) != (old.width, old.height):
+                raise UserError(f"the stretch's frames would be {width}x{height}, the output's are "
+                                f"{old.width}x{old.height}: a stretch keeps the output's size (render the "
+                                "whole job again for that)")
+            return segments.SegmentWriter(self.work / self.sub, first_frame=seg.start, source=self.info,
+                                          settings=self.settings, size=(width, height),
+                                          on_segment=made.append, segment_frames=seg.frames,
+                                          cancel=self.ctx.control.cancel,
+                                          container=Path(self.job.output).suffix)
+
+        return sink
 
     def _record(self, new: dict[int, Segment]) -> None:
         """Save the new segments in the record; a test's hold may keep the run here (before the join)."""
@@ -245,7 +255,7 @@ class RerenderJob:
             self.ctx.hold.segment_recorded(len(new), self.ctx.control.cancel)
 
     def _settle(self, joined: list[Segment]) -> None:
-        """After the join: the record lists the segments of the job's output; the files no longer listed go."""
+        """After the join: the record lists the segments of the job's output; files no longer listed go."""
         resume = {k: v for k, v in self.job.resume.items() if k != KEY}
         resume["generation"] = int(self.request["generation"])
         if not self.request["beside"]:
