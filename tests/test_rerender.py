@@ -30,7 +30,8 @@ from tests.timing import scaled
 from tests.videos import count_frames, make_clip
 
 FAST = apply_overrides(Settings(), ["selector.mode=one", "execution.batch_size=1", "detector.size=320"])
-CHANGE = ["face_swapper.poisson=true", "mask.blur=0.9"]  # visibly other pixels on the swapped face
+# visibly other pixels on the swapped face; every swapped face judged unlike the source (the report shows it)
+CHANGE = ["face_swapper.poisson=true", "mask.blur=0.9", "report.identity_min=0.999"]
 REPO = Path(__file__).resolve().parent.parent
 FPS = 30
 
@@ -92,6 +93,9 @@ def test_a_stretch_changes_only_its_segments_and_keeps_the_audio(tmp_path: Path,
         assert starts == [0, 10, 20, 30, 40, 50]
         assert all((runner.work_dir(job.id) / s["file"]).is_file() for s in done.resume["segments"])
         before, audio = by_segment(out, starts), packets(out)["audio"]
+        first = json.loads((tmp_path / "out.quality.json").read_text())
+        first_flagged = [f["frame"] for f in first["frames"] if "identity" in f["flags"]]
+        assert 30 not in first_flagged and first["frames"][30]["identity"], first["frames"][30]
 
         assert main(["queue", "rerender", str(job.id), "--frames", "25-34",
                      *(a for c in CHANGE for a in ("--set", c))]) == 0
@@ -102,6 +106,10 @@ def test_a_stretch_changes_only_its_segments_and_keeps_the_audio(tmp_path: Path,
         assert packets(out)["audio"] == audio
         assert count_frames(out) == 60
         assert "re-rendered frames 25-34 (2 segment(s))" in after_job.log
+        report = json.loads((tmp_path / "out.quality.json").read_text())  # the new frames' records spliced in
+        assert [f["frame"] for f in report["frames"]] == list(range(60)) and report["summary"]["frames"] == 60
+        flagged = [f["frame"] for f in report["frames"] if "identity" in f["flags"]]
+        assert 30 in flagged and set(flagged) - set(first_flagged) <= set(range(20, 40)), flagged
         assert after_job.settings == FAST  # the job's own settings stay; the stretch's are in its log
         files = sorted(s["file"] for s in after_job.resume["segments"])
         assert [f for f in files if f.startswith("r1/")] == ["r1/seg-00000020.mkv", "r1/seg-00000030.mkv"]
@@ -257,7 +265,8 @@ def test_the_queue_tabs_control_queues_the_selected_jobs_stretch(tmp_path: Path)
     said = queue_tab.rerender(ctx, job.id, "12-14", "mask.blur=0.5\nface_swapper.poisson=true", True, None)
     assert said == f"job #{job.label}: frames 12-14 queued to re-render into out.rerender-1.mp4"
     request = store.get(job.id).resume["rerender"]
-    assert request["covered"] == [10] and request["overrides"] == ["mask.blur=0.5", "face_swapper.poisson=true"]
+    assert request["covered"] == [10]
+    assert request["overrides"] == ["mask.blur=0.5", "face_swapper.poisson=true"]
     shared = Ctx(UiConfig(users=(("ann", "a"), ("eve", "e"))), tmp_path / "outputs", store)
     with pytest.raises(Exception, match="no job"):
         queue_tab.rerender(shared, job.id, "1-2", "", False, Req())  # type: ignore[arg-type]

@@ -197,6 +197,7 @@ class RerenderJob:
                                settings=self.job.settings, models=self.models or self._old_models(),
                                cancel=self.ctx.control.cancel, guard=self.ctx.guard,
                                voice=None if self.job.audio is None else Path(self.job.audio))
+        self._splice_report(output, [new[start] for start in sorted(new)])
         self._settle(joined)
         said = ", ".join(self.request.get("overrides", [])) or "the job's own settings"
         self.ctx.log(f"re-rendered frames {a}-{b} ({len(self.request['covered'])} segment(s)) with {said} "
@@ -227,7 +228,12 @@ class RerenderJob:
         self.rendered += result.frames
         if len(made) != 1 or made[0].frames != seg.frames:
             raise Cancelled("re-render stopped before its segment was whole")
-        return Segment(f"{self.sub}/{made[0].file}", seg.start, seg.frames)
+        new = Segment(f"{self.sub}/{made[0].file}", seg.start, seg.frames)
+        if result.quality is not None:  # its frames' report, beside it: a resumed run splices it in too
+            from pipeline.quality import write_report
+
+            write_report(result.quality, self.work / new.file)
+        return new
 
     def _sink(self, seg: Segment, made: list[Segment]) -> Callable[[int, int], segments.SegmentWriter]:
         """The render's sink: one segment as long as ``seg``, of the size of the segments it joins."""
@@ -268,6 +274,27 @@ class RerenderJob:
         for folder in self.work.iterdir():
             if folder.is_dir() and not any(f.startswith(f"{folder.name}/") for f in listed):
                 shutil.rmtree(folder, ignore_errors=True)
+
+    def _splice_report(self, output: Path, new: list[Segment]) -> None:
+        """The output's quality report with the re-rendered frames' records in place of the old ones (the
+        other frames' as they were; no report before, none now)."""
+        from pipeline.quality import read_report, write_report
+        from pipeline.quality.report import FrameRecord, QualityReport, TrackRecord, sidecar_of
+
+        old = sidecar_of(self.job.output)
+        parts = [self.work / s.file for s in new]
+        if not old.is_file() or not all(sidecar_of(p).is_file() for p in parts):
+            return
+        data = read_report(old)
+        spans = [range(s.start, s.start + s.frames) for s in new]
+        frames = [FrameRecord(**f) for f in data["frames"] if not any(f["frame"] in r for r in spans)]
+        tracks = [TrackRecord(**t) for t in data["tracks"]]
+        for part in map(read_report, parts):
+            frames += [FrameRecord(**f) for f in part["frames"]]
+            tracks += [TrackRecord(**t) for t in part["tracks"]]
+        report = QualityReport(str(output), data["fps"], data["identity"], data["thresholds"],
+                               sorted(frames, key=lambda f: f.frame), tracks)
+        write_report(report, output)
 
     def _old_models(self) -> list[str]:
         return [str(m) for m in self.job.resume.get("models", [])]
