@@ -165,7 +165,7 @@ class Farm:
 
     def execute(self, job: Job, ctx: runner.JobContext) -> dict[str, Any]:
         """The worker's hook: a video job goes to the farm, an image job renders here."""
-        if is_image_path(Path(job.target)) or "rerender" in job.resume:  # a stretch: rendered here
+        if is_image_path(Path(job.target)):
             return runner.execute(job, ctx)
         return FarmVideoJob(self, job, ctx).run()
 

@@ -11,7 +11,7 @@ copy of the output's video stream on disk; deleting the job removes them). To me
                     "output": "/.../out.mp4", "beside": false, "covered": [120, 150],
                     "segments": [{"file": "r2/seg-00000120.mkv", "start": 120, "frames": 30}]}
 
-2. A worker runs it (:class:`RerenderJob`, chosen by :func:`pipeline.jobs.runner.execute`): only the
+2. A worker runs it (:func:`execute`, which the worker picks for such a job, with or without a farm): only the
    segments covering frames A..B (``covered``: their starts) are rendered again, each exactly as long as
    the one it replaces, into ``work/job-N/rG/`` (G: the generation), each recorded as soon as it is
    complete; a run killed meanwhile is resumed by the queue from what it recorded. Then every segment
@@ -27,12 +27,14 @@ The settings of the stretch are in the job's log; the job's own settings stay th
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from pipeline.jobs.model import Job
 from pipeline.jobs.runner import JobContext, work_dir
 from pipeline.jobs.segments import Segment
 from pipeline.jobs.store import JobStore
+from pipeline.progress import Progress
 from pipeline.settings import Settings, apply_overrides, validate
 
 log = logging.getLogger(__name__)
@@ -161,6 +164,11 @@ def submit(store: JobStore, job_id: int, frames: tuple[int, int] | str | None = 
     return store.rerender(job_id, request)
 
 
+def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
+    """The worker's executor for a job with a pending re-render."""
+    return RerenderJob(job, ctx).run()
+
+
 class RerenderJob:
     """The worker's side of a queued re-render (see the module text)."""
 
@@ -222,8 +230,9 @@ class RerenderJob:
         processor = FaceProcessor(self.settings, list(self.job.sources))
         self.models = processor.models
         voice = None if self.job.audio is None else Path(self.job.audio)
+        control = self.ctx.control.relay(functools.partial(self._progress, seg))
         result = Render(self.settings, self.job.sources, Path(self.job.target), sink=self._sink(seg, made),
-                        processor=processor, control=self.ctx.control, info=self.info,
+                        processor=processor, control=control, info=self.info,
                         frames=(seg.start, seg.start + seg.frames), audio=voice).run()
         self.rendered += result.frames
         if len(made) != 1 or made[0].frames != seg.frames:
@@ -234,6 +243,13 @@ class RerenderJob:
 
             write_report(result.quality, self.work / new.file)
         return new
+
+    def _progress(self, seg: Segment, p: Progress) -> Progress:
+        """A segment's render progress as the re-render's: frames of the covered segments done, of all."""
+        covered = [s for s in self.segments if s.start in self.request["covered"]]
+        before = sum(s.frames for s in covered if s.start < seg.start)
+        return replace(p, frames_done=before + p.frames_done, frames_total=sum(s.frames for s in covered),
+                       stage={**p.stage, "step": "re-rendering frames {}-{}".format(*self.request["frames"])})
 
     def _sink(self, seg: Segment, made: list[Segment]) -> Callable[[int, int], segments.SegmentWriter]:
         """The render's sink: one segment as long as ``seg``, of the size of the segments it joins."""

@@ -87,10 +87,6 @@ def execute(job: Job, ctx: JobContext) -> dict[str, Any]:
     target, output = Path(job.target), Path(job.output)
     if is_image_path(target) or is_image_path(output):  # a still, or an animated GIF's first frame
         return _image(settings, sources, target, output, ctx)
-    if "rerender" in job.resume:  # a stretch of a finished job again (pipeline/jobs/rerender.py)
-        from pipeline.jobs.rerender import RerenderJob
-
-        return RerenderJob(job, ctx).run()
     return VideoJob(job, ctx).run()
 
 

@@ -36,7 +36,7 @@ from typing import IO, Any, TypeVar
 
 from pipeline import env
 from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
-from pipeline.jobs import runner
+from pipeline.jobs import rerender, runner
 from pipeline.jobs.hold import SegmentHold, hold_from_env
 from pipeline.jobs.lease import ClaimLost, Lease
 from pipeline.jobs.model import Job
@@ -226,7 +226,8 @@ class Worker:
             runner.check_start(job)  # the output may have become unwritable since it was queued
             self.store.check_files(job)  # or another job's file (a symlink made since)
             started = time.monotonic()
-            summary = self.execute(job, ctx)
+            # a stretch of a done job again runs here, whatever the executor (pipeline/jobs/rerender.py)
+            summary = (rerender.execute if rerender.pending(job) else self.execute)(job, ctx)
             render_s = time.monotonic() - started
         except Cancelled:
             return self._stopped(lease, control.reason or "cancel")
