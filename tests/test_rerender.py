@@ -19,7 +19,7 @@ import pytest
 
 from cli.main import main
 from pipeline.jobs import rerender, runner, segments
-from pipeline.jobs.hold import FolderGate
+from pipeline.jobs.hold import FolderGate, Gate
 from pipeline.jobs.model import Job
 from pipeline.jobs.store import JobStore
 from pipeline.jobs.worker import start_in_thread
@@ -130,6 +130,45 @@ def test_a_stretch_changes_only_its_segments_and_keeps_the_audio(tmp_path: Path,
 
     service.delete(store, job.id)
     assert not runner.work_dir(job.id).exists()  # deleting the job takes its kept segments
+
+
+def test_a_cancelled_rerender_keeps_the_output_and_its_segments_and_a_retry_finishes_it(
+        tmp_path: Path, clip: Path) -> None:
+    """Cancelled while held after its first new segment: the output and the job's segments are as they were;
+    a retry goes on from the recorded segment."""
+    store = JobStore()
+    out = tmp_path / "out.mkv"
+    job = store.add([photos.grace_hopper_path()], clip, out, FAST)
+    handle = start_in_thread(store, "w", pace=segments.Pace.frames(20))
+    try:
+        done = _wait_done(store, job.id)
+    finally:
+        handle.stop()
+    previous = out.read_bytes()
+    assert _starts(done) == [0, 20, 40]
+    rerender.submit(store, job.id, "5-45", CHANGE)  # all three segments
+    gate = Gate(after=1)  # never opened: held after the first new segment
+    handle = start_in_thread(store, "w", pace=segments.Pace.frames(20), hold=gate)
+    try:
+        assert gate.reached.wait(scaled(120)), store.get(job.id).log
+        store.request_cancel(job.id)
+        deadline = time.monotonic() + scaled(30)
+        while store.get(job.id).state != "cancelled":
+            assert time.monotonic() < deadline, store.get(job.id).log
+            time.sleep(0.05)
+    finally:
+        handle.stop()
+    assert out.read_bytes() == previous
+    work = runner.work_dir(job.id)
+    assert all((work / s["file"]).is_file() for s in done.resume["segments"])
+    store.retry(job.id)
+    handle = start_in_thread(store, "w", pace=segments.Pace.frames(20))
+    try:
+        final = _wait_done(store, job.id)
+    finally:
+        handle.stop()
+    assert "resuming the re-render of frames 5-45 (1 new segment(s) kept)" in final.log, final.log
+    assert out.read_bytes() != previous and count_frames(out) == 60
 
 
 def _worker(env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:

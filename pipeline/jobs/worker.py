@@ -279,7 +279,10 @@ class Worker:
                 back = lease.release(f"worker {self.worker_id} stopped")
                 log.info("job %d put back (worker stopping); it resumes later", job.id)
                 return back
-            runner.discard(job.id, job.output)
+            if rerender.pending(job):  # the output and its segments are as they were: a retry goes on
+                runner.finished(job.id, job.output)
+            else:
+                runner.discard(job.id, job.output)
             self._log(job.id, "cancelled by request")
             return lease.finish("cancelled")
         except ClaimLost:
