@@ -309,3 +309,18 @@ def test_the_queue_tabs_control_queues_the_selected_jobs_stretch(tmp_path: Path)
     shared = Ctx(UiConfig(users=(("ann", "a"), ("eve", "e"))), tmp_path / "outputs", store)
     with pytest.raises(Exception, match="no job"):
         queue_tab.rerender(shared, job.id, "1-2", "", False, Req())  # type: ignore[arg-type]
+
+
+def test_a_flagged_stretch_of_the_quality_report_names_the_frames(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    store = JobStore()
+    job = _done_job(store, tmp_path)
+    report = {"version": 1, "frames": [], "stretches": [{"start": 3, "end": 4, "kinds": ["missed"]},
+                                                        {"start": 21, "end": 27, "kinds": ["identity"]}]}
+    (tmp_path / "out.quality.json").write_text(json.dumps(report), encoding="utf-8")
+    assert main(["queue", "rerender", str(job.id), "--stretch", "3"]) == 2
+    assert "has 2 flagged stretch(es); there is no stretch 3" in capsys.readouterr().err
+    assert main(["queue", "rerender", str(job.id), "--stretch", "2", "--beside"]) == 0
+    said = capsys.readouterr().out
+    assert "queued to re-render frames 21-27 (1 segment(s)) beside it, into" in said, said
+    assert store.get(job.id).resume["rerender"]["covered"] == [20]

@@ -169,7 +169,8 @@ class JobStore:
         with self.db.write() as con:
             job = self.db.fetch(con, job_id)
             check("rerender", job_id, job.state)
-            self._check_files_free(con, job.sources, job.target, job.output, job_id, job.audio)
+            for output in dict.fromkeys([job.output, str(request.get("output", job.output))]):  # + beside
+                self._check_files_free(con, job.sources, job.target, output, job_id, job.audio)
             con.execute("UPDATE jobs SET resume = ? WHERE id = ?",
                         (json.dumps({**job.resume, "rerender": request}), job_id))
             self.db.requeue_at_end(con, job, "rerender")
