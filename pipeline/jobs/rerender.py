@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import UserError
 from pipeline.image import is_image_path
@@ -46,6 +46,9 @@ from pipeline.jobs.runner import JobContext, work_dir
 from pipeline.jobs.segments import Segment
 from pipeline.jobs.store import JobStore
 from pipeline.progress import Progress
+
+if TYPE_CHECKING:
+    from pipeline.quality import QualityReport
 from pipeline.settings import Settings, apply_overrides, validate
 
 log = logging.getLogger(__name__)
@@ -293,24 +296,28 @@ class RerenderJob:
 
     def _splice_report(self, output: Path, new: list[Segment]) -> None:
         """The output's quality report with the re-rendered frames' records in place of the old ones (the
-        other frames' as they were; no report before, none now)."""
+        other frames' as they were; no report before, none now), joined as a farm's parts are
+        (:func:`pipeline.quality.report.joined`: tracks numbered apart, cut at each new part's edges)."""
         from pipeline.quality import read_report, write_report
-        from pipeline.quality.report import FrameRecord, QualityReport, TrackRecord, sidecar_of
+        from pipeline.quality.report import joined, sidecar_of
 
         old = sidecar_of(self.job.output)
-        parts = [self.work / s.file for s in new]
-        if not old.is_file() or not all(sidecar_of(p).is_file() for p in parts):
+        files = [self.work / s.file for s in new]
+        if not old.is_file() or not all(sidecar_of(p).is_file() for p in files):
             return
-        data = read_report(old)
+        first = _as_report(read_report(old))
         spans = [range(s.start, s.start + s.frames) for s in new]
-        frames = [FrameRecord(**f) for f in data["frames"] if not any(f["frame"] in r for r in spans)]
-        tracks = [TrackRecord(**t) for t in data["tracks"]]
-        for part in map(read_report, parts):
-            frames += [FrameRecord(**f) for f in part["frames"]]
-            tracks += [TrackRecord(**t) for t in part["tracks"]]
-        report = QualityReport(str(output), data["fps"], data["identity"], data["thresholds"],
-                               sorted(frames, key=lambda f: f.frame), tracks)
-        write_report(report, output)
+        runs: list[list[Any]] = [[]]  # the old frames between the new parts, each run a part of its own
+        for rec in first.frames:
+            if not any(rec.frame in r for r in spans):
+                runs[-1].append(rec)
+            elif runs[-1]:
+                runs.append([])
+        old_parts = [replace(first, frames=run, tracks=first.tracks if i == 0 else []) for i, run in
+                     enumerate(r for r in runs if r)]
+        report = joined([*old_parts, *(_as_report(read_report(p)) for p in files)], str(output))
+        if report is not None:
+            write_report(report, output)
 
     def _old_models(self) -> list[str]:
         return [str(m) for m in self.job.resume.get("models", [])]
@@ -320,3 +327,12 @@ def kept_segments_of(job: Job) -> list[Segment]:
     """The job's segments as its record lists them (a running re-render's: the job is not done meanwhile)."""
     found = [Segment.parse(raw) for raw in job.resume.get("segments", [])]
     return sorted((s for s in found if s is not None), key=lambda s: s.start)
+
+
+def _as_report(data: dict[str, Any]) -> QualityReport:
+    """A report as :func:`pipeline.quality.read_report` read it, as the object it was written from."""
+    from pipeline.quality.report import FrameRecord, QualityReport, TrackRecord
+
+    return QualityReport(data["output"], data["fps"], data["identity"], data["thresholds"],
+                         [FrameRecord(**f) for f in data["frames"]],
+                         [TrackRecord(**t) for t in data["tracks"]])
