@@ -324,3 +324,16 @@ def test_a_flagged_stretch_of_the_quality_report_names_the_frames(tmp_path: Path
     said = capsys.readouterr().out
     assert "queued to re-render frames 21-27 (1 segment(s)) beside it, into" in said, said
     assert store.get(job.id).resume["rerender"]["covered"] == [20]
+
+
+def test_cancelling_a_rerender_whose_worker_is_gone_keeps_the_segments(tmp_path: Path) -> None:
+    from pipeline.jobs import service
+
+    store = JobStore()
+    job = _done_job(store, tmp_path)
+    rerender.submit(store, job.id, "0-5", [])
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          check=True)
+    assert store.claim_next("w", pid=int(gone.stdout)) is not None  # its worker has ended since
+    assert service.cancel(store, job.id).state == "cancelled"
+    assert all((runner.work_dir(job.id) / s["file"]).is_file() for s in job.resume["segments"])
