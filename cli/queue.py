@@ -7,6 +7,7 @@
     facestation queue cancel ID | retry ID | delete ID | move ID up|down|top|bottom
     facestation queue run [--once] [--worker-id NAME] [--ray local|auto|HOST:PORT [--slots N]]
     facestation queue show ID [--json]
+    facestation queue rerender ID --frames A-B|--stretch K [--set k=v ...] [--beside]
 
 Inputs and settings are checked before a job is queued (a bad one exits 2 with one line), so the
 queue only holds jobs that can start; a second job writing the same output is refused.
@@ -144,6 +145,19 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rerender(args: argparse.Namespace) -> int:
+    from pipeline.jobs import rerender
+
+    job = rerender.submit(service.open_store(), args.id, args.frames, args.set or [], stretch=args.stretch,
+                          beside=args.beside)
+    req = job.resume[rerender.KEY]
+    a, b = req["frames"]
+    where = f"beside it, into {req['output']}" if req["beside"] else f"into {job.output}"
+    print(f"job {job.id}: queued to re-render frames {a}-{b} ({len(req['covered'])} segment(s)) {where}; "
+          "the output stays as it is until the new one is whole")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.jobs.worker import Worker, default_worker_id  # loads the render engine
 
@@ -270,5 +284,18 @@ def register(sub: Any) -> None:
     show.add_argument("id", type=_job_id)
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=cmd_show)
+
+    rr = qsub.add_parser("rerender", help="re-render a stretch of a finished video job with other settings "
+                         "(only the segments covering it; the rest of the output is kept as it is)")
+    rr.add_argument("id", type=_job_id)
+    which = rr.add_mutually_exclusive_group(required=True)
+    which.add_argument("--frames", metavar="A-B", help="the output's frames A to B (from 0, both included)")
+    which.add_argument("--stretch", type=int, metavar="K",
+                       help="flagged stretch K (from 1) of the output's quality report")
+    rr.add_argument("--set", action="append", metavar="section.key=value",
+                    help="the stretch's settings (the keys --set takes; not video.* or output.*)")
+    rr.add_argument("--beside", action="store_true",
+                    help="write NAME.rerender-N.EXT beside the output instead of replacing it")
+    rr.set_defaults(handler=cmd_rerender)
 
     require_subcommand(queue, qsub)

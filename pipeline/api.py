@@ -23,6 +23,7 @@ from pipeline.jobs.batch import BatchItem, add_batch, check_pattern
 from pipeline.jobs.farm import read_status as farm_status
 from pipeline.jobs.model import Job
 from pipeline.jobs.registry import WorkerInfo
+from pipeline.jobs.rerender import submit as rerender_job
 from pipeline.jobs.service import add as add_job
 from pipeline.jobs.service import cancel as cancel_job
 from pipeline.jobs.service import delete as delete_job
@@ -122,7 +123,7 @@ __all__ = [
     # output's extension as the settings choose it (video/formats.py)
     "transparent", "video_suffix",
     # jobs (pipeline.jobs.service): the queue opened as the CLI opens it, add (checked), delete, a worker
-    "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job",
+    "Job", "JobStore", "QUEUE_FILE", "open_store", "add_job", "cancel_job", "retry_job", "rerender_job",
     "move_job", "delete_job", "start_worker",
     # batch (pipeline.jobs.batch): one job per target, outputs named by a pattern of BATCH_FIELDS
     "BatchItem", "add_batch", "check_pattern", "BATCH_NAME", "BATCH_FIELDS",

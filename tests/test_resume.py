@@ -229,7 +229,8 @@ def test_stopped_worker_resumes_from_its_segments(tmp_path: Path, face_clip: Pat
     assert "(resumed at frame 90)" in done.log  # the second run rendered only the rest
     assert count_frames(out) == count_frames(face_clip) == 180
     assert {s["codec_type"] for s in stream_info(out)["streams"]} == {"video", "audio"}
-    assert not runner.work_dir(job.id).exists()
+    kept = sorted(p.name for p in runner.work_dir(job.id).glob("seg-*"))  # kept for a re-render of a stretch
+    assert kept == sorted(s["file"] for s in done.resume["segments"]), kept
 
 
 # ---------------------------------------------------------------- twenty kill -9
@@ -273,7 +274,8 @@ def _check_done(store: JobStore, job_id: int, out: Path, clip: Path) -> None:
     assert "synthetic" in stream_info(out)["format"]["tags"].get("comment", "")
     leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
     assert leftovers == [], leftovers
-    assert not runner.work_dir(job_id).exists()
+    kept = sorted(p.name for p in runner.work_dir(job_id).glob("seg-*"))  # kept for a re-render of a stretch
+    assert kept == sorted(s["file"] for s in final.resume["segments"]), kept
 
 
 @pytest.mark.slow

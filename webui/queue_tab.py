@@ -1,5 +1,5 @@
 """Queue tab: every job's state and live progress, polled from the job store; cancel, retry, reorder,
-delete, download.
+delete, download; re-render a stretch of a finished video job (frames A-B, with other settings).
 
 Renders never run here: "Add to queue" stores a job and a worker (another thread or process) runs it.
 A user sees their own jobs; an admin (or everyone, when no login is configured) sees all.
@@ -91,6 +91,15 @@ def create(ctx: Ctx) -> dict[str, Any]:
         for action in ACTIONS:
             c[action] = gr.Button(action.capitalize(), size="sm", elem_id=f"job-{action}", scale=0,
                                   min_width=80)
+    with gr.Row(elem_id="rerender"):  # a stretch of the selected (done) job again: pipeline/jobs/rerender.py
+        c["rr_frames"] = gr.Textbox(label="Re-render frames", placeholder="A-B, e.g. 120-180",
+                                    elem_id="rerender-frames", scale=1)
+        c["rr_set"] = gr.Textbox(label="with settings", placeholder="section.key=value, one per line",
+                                 elem_id="rerender-set", lines=1, scale=2)
+        c["rr_beside"] = gr.Checkbox(label="beside the output (keep it)", value=False,
+                                     elem_id="rerender-beside", scale=0)
+        c["rerender"] = gr.Button("Re-render stretch", size="sm", elem_id="job-rerender", scale=0,
+                                  min_width=140)
     c["message"] = gr.Markdown("", elem_id="queue-message")
     # before / after, played in the page from private links (webui/files.py), never from Gradio's cache
     # the two in step; under them the job's quality report, a click on it seeks both (webui/quality_plot.py)
@@ -175,6 +184,13 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
             return job_action(ctx, action, _number(job_id), request), refresh(job_id, request)
 
         c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
+
+    def on_rerender(job_id: str, frames: str, overrides: str, beside: bool,
+                    request: gr.Request) -> tuple[str, str]:
+        return rerender(ctx, _number(job_id), frames, overrides, beside, request), refresh(job_id, request)
+
+    c["rerender"].click(user_errors(on_rerender), [c["job_id"], c["rr_frames"], c["rr_set"], c["rr_beside"]],
+                        [c["message"], c["table"]], api_visibility="private")
 
     def on_select(job_id: str, request: gr.Request) -> list[Any]:
         shown = show_job(ctx, _number(job_id), request)
@@ -453,6 +469,19 @@ def job_action(ctx: Ctx, action: str, job_id: float | None, request: gr.Request 
         api.delete_job(ctx.store, job.id)
     ctx.audit.record(ctx.owner(request), action, job=job.id, owner=job.owner)
     return f"job #{job.label}: {action} done"
+
+
+def rerender(ctx: Ctx, job_id: float | None, frames: str, overrides: str, beside: bool,
+             request: gr.Request | None) -> str:
+    """Queue the selected done job again to re-render ``frames`` (A-B) with ``overrides`` (one
+    ``section.key=value`` a line, or comma-free items separated by ';')."""
+    job = _own_job(ctx, job_id, request)
+    items = [i.strip() for line in (overrides or "").splitlines() for i in line.split(";") if i.strip()]
+    queued = api.rerender_job(ctx.store, job.id, frames or "", items, beside=bool(beside))
+    ctx.audit.record(ctx.owner(request), "rerender", job=job.id, owner=job.owner)
+    a, b = queued.resume["rerender"]["frames"]
+    where = Path(queued.resume["rerender"]["output"]).name
+    return f"job #{job.label}: frames {a}-{b} queued to re-render into {where}"
 
 
 def _bar(state: str, fraction: float) -> str:

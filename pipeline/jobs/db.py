@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline import env
 from pipeline.errors import OutputFault, UserError, os_fault
-from pipeline.jobs.model import Job, JobNotFound, JobState, check
+from pipeline.jobs.model import Action, Job, JobNotFound, JobState, check
 from pipeline.jobs.policy import Decision
 
 log = logging.getLogger(__name__)
@@ -270,9 +270,10 @@ class QueueDB:
                     f"{_NO_WORKER} WHERE id = ?", (now, job.id))
 
     @staticmethod
-    def requeue_at_end(con: sqlite3.Connection, job: Job) -> None:
-        """A failed or cancelled job queued again at the end, its counters reset (its resume data kept)."""
-        check("retry", job.id, job.state, "queued")
+    def requeue_at_end(con: sqlite3.Connection, job: Job, action: Action = "retry") -> None:
+        """A failed or cancelled job (``rerender``: a done one) queued again at the end, its counters reset
+        (its resume data kept)."""
+        check(action, job.id, job.state, "queued")
         con.execute(
             "UPDATE jobs SET state = 'queued', position = (SELECT MAX(position) + 1 FROM jobs), "
             "error = NULL, finished_at = NULL, cancel_requested = 0, attempts = 0, failures = 0, "

@@ -6,6 +6,7 @@
       │  ▲              │  (its worker died, or the job raised an error it may retry: back to queued,
       │  └──────────────┘   keeping its place and its finished segments)
       └──cancel──► cancelled          failed | cancelled ──retry──► queued (at the end)
+                                      done ──rerender──► queued (at the end: a stretch again)
 
 Errors the job itself raised count against it (``failures``, up to the store's ``max_attempts``), and so do
 worker deaths in a row without a new segment recorded (``deaths``, up to the same number): the rules are
@@ -28,7 +29,7 @@ JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 STATES: tuple[JobState, ...] = get_args(JobState)
 FINAL_STATES: frozenset[JobState] = frozenset({"done", "failed", "cancelled"})
 
-Action = Literal["claim", "cancel", "finish", "requeue", "retry", "move", "delete"]
+Action = Literal["claim", "cancel", "finish", "requeue", "retry", "move", "delete", "rerender"]
 
 # Which states each action may start from, and the states it may lead to (empty: no state change, or the row
 # goes). Every state change of the store goes through :func:`check`.
@@ -40,6 +41,7 @@ ACTIONS: dict[Action, tuple[frozenset[JobState], frozenset[JobState]]] = {
     "retry": (frozenset({"failed", "cancelled"}), frozenset({"queued"})),
     "move": (frozenset({"queued"}), frozenset()),
     "delete": (frozenset({"queued", "done", "failed", "cancelled"}), frozenset()),
+    "rerender": (frozenset({"done"}), frozenset({"queued"})),  # a stretch of it again (jobs/rerender.py)
 }
 # What a running job whose worker is gone (see :mod:`pipeline.liveness`) allows as well.
 ORPHAN_ACTIONS: frozenset[Action] = frozenset({"cancel", "delete"})
@@ -50,6 +52,7 @@ _HINTS: dict[Action, str] = {
     "retry": "only failed or cancelled jobs can be retried",
     "move": "only queued jobs can move",
     "delete": "cancel it first; a job whose worker is gone can be deleted at once",
+    "rerender": "only a finished (done) job can re-render a stretch",
 }
 
 

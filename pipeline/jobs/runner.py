@@ -257,3 +257,9 @@ def discard(job_id: int, output: Path | str) -> None:
     """Remove everything a job left behind: its work folder and a half-joined output."""
     segments.clear_work(work_dir(job_id))
     segments.remove_temp_outputs(Path(output), job_id)
+
+
+def finished(job_id: int, output: Path | str) -> None:
+    """A done job: its half-joined temp files go; its segments stay, to re-render a stretch from
+    (:mod:`pipeline.jobs.rerender`), until the job is deleted."""
+    segments.remove_temp_outputs(Path(output), job_id)

@@ -71,7 +71,10 @@ def cancel(store: JobStore, job_id: int) -> Job:
     was = store.get(job_id).state
     job = store.request_cancel(job_id)
     if was == "running" and job.state == "cancelled":  # its worker is gone: nobody else cleans up
-        discard(job.id, job.output)
+        from pipeline.jobs import rerender, runner
+
+        # a re-render's output and segments are as they were before it (a retry goes on)
+        (runner.finished if rerender.pending(job) else discard)(job.id, job.output)
     return job
 
 

@@ -163,6 +163,19 @@ class JobStore:
             self.db.requeue_at_end(con, job)
             return self.db.fetch(con, job_id)
 
+    def rerender(self, job_id: int, request: dict) -> Job:
+        """Queue a done job again at the end to re-render a stretch: ``request`` goes in its resume record
+        (:mod:`pipeline.jobs.rerender` makes it and runs it)."""
+        with self.db.write() as con:
+            job = self.db.fetch(con, job_id)
+            check("rerender", job_id, job.state)
+            for output in dict.fromkeys([job.output, str(request.get("output", job.output))]):  # + beside
+                self._check_files_free(con, job.sources, job.target, output, job_id, job.audio)
+            con.execute("UPDATE jobs SET resume = ? WHERE id = ?",
+                        (json.dumps({**job.resume, "rerender": request}), job_id))
+            self.db.requeue_at_end(con, job, "rerender")
+            return self.db.fetch(con, job_id)
+
     def move(self, job_id: int, to: Move | int) -> Job:
         """Reorder a queued job: ``up``/``down`` one place, ``top``/``bottom``, or to an index (0 = next to
         run)."""

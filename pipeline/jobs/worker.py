@@ -36,7 +36,7 @@ from typing import IO, Any, TypeVar
 
 from pipeline import env
 from pipeline.errors import Cancelled, UserError, memory_fault, os_fault
-from pipeline.jobs import runner
+from pipeline.jobs import rerender, runner
 from pipeline.jobs.hold import SegmentHold, hold_from_env
 from pipeline.jobs.lease import ClaimLost, Lease
 from pipeline.jobs.model import Job
@@ -226,7 +226,8 @@ class Worker:
             runner.check_start(job)  # the output may have become unwritable since it was queued
             self.store.check_files(job)  # or another job's file (a symlink made since)
             started = time.monotonic()
-            summary = self.execute(job, ctx)
+            # a stretch of a done job again runs here, whatever the executor (pipeline/jobs/rerender.py)
+            summary = (rerender.execute if rerender.pending(job) else self.execute)(job, ctx)
             render_s = time.monotonic() - started
         except Cancelled:
             return self._stopped(lease, control.reason or "cancel")
@@ -257,7 +258,7 @@ class Worker:
         except ClaimLost as exc:
             log.warning("job %d finished but was reclaimed meanwhile: %s", job.id, exc)
             return None
-        runner.discard(job.id, job.output)
+        runner.finished(job.id, job.output)  # its segments stay for a re-render of a stretch
         return final
 
     def _store_progress(self, lease: Lease, control: RunControl, progress: Progress) -> None:
@@ -278,7 +279,10 @@ class Worker:
                 back = lease.release(f"worker {self.worker_id} stopped")
                 log.info("job %d put back (worker stopping); it resumes later", job.id)
                 return back
-            runner.discard(job.id, job.output)
+            if rerender.pending(job):  # the output and its segments are as they were: a retry goes on
+                runner.finished(job.id, job.output)
+            else:
+                runner.discard(job.id, job.output)
             self._log(job.id, "cancelled by request")
             return lease.finish("cancelled")
         except ClaimLost:
