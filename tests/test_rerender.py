@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -130,6 +131,38 @@ def test_a_stretch_changes_only_its_segments_and_keeps_the_audio(tmp_path: Path,
 
     service.delete(store, job.id)
     assert not runner.work_dir(job.id).exists()  # deleting the job takes its kept segments
+
+
+def test_a_stretch_past_a_marker_keeps_the_markers_settings(tmp_path: Path, clip: Path) -> None:
+    """A job with a marker at frame 30 (another colour matching from there) and a job with that colour
+    matching throughout; frames 35-44 of each again with an override that leaves the pixels alone: the new
+    segments (frames 30-49) of the marked job are those of the other, pixel for pixel: rendered with the
+    marker's settings, not the settings before it."""
+    from pipeline import markers
+    from pipeline.video.decode import read_frames
+
+    store = JobStore()
+    marked, throughout = tmp_path / "marked.mp4", tmp_path / "throughout.mp4"
+    jobs = [store.add([photos.grace_hopper_path()], clip, marked,
+                      markers.with_markers(FAST, ["30=color.method=mkl"])),
+            store.add([photos.grace_hopper_path()], clip, throughout,
+                      apply_overrides(FAST, ["color.method=mkl"]))]
+    handle = start_in_thread(store, "w", pace=segments.Pace.frames(10))
+    try:
+        for job in jobs:
+            _wait_done(store, job.id)
+        first = [f.astype(int) for f in read_frames(marked)]
+        for job in jobs:
+            assert main(["queue", "rerender", str(job.id), "--frames", "35-44",
+                         "--set", "report.jitter_max=0.2"]) == 0
+            _wait_done(store, job.id)
+    finally:
+        handle.stop()
+    got, other = list(read_frames(marked)), list(read_frames(throughout))
+    assert len(got) == len(other) == 60
+    assert all(np.array_equal(got[i], first[i]) for i in range(30)), "a frame before the stretch changed"
+    for i in range(30, 50):
+        assert np.array_equal(got[i], other[i]), f"frame {i} is not rendered with the marker's settings"
 
 
 def test_a_cancelled_rerender_keeps_the_output_and_its_segments_and_a_retry_finishes_it(

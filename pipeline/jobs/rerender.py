@@ -230,11 +230,12 @@ class RerenderJob:
         from pipeline.render import Render
 
         made: list[Segment] = []
-        processor = FaceProcessor(self.settings, list(self.job.sources))
+        settings = self._settings_at(seg)
+        processor = FaceProcessor(settings, list(self.job.sources))
         self.models = processor.models
         voice = None if self.job.audio is None else Path(self.job.audio)
         control = self.ctx.control.relay(functools.partial(self._progress, seg))
-        result = Render(self.settings, self.job.sources, Path(self.job.target), sink=self._sink(seg, made),
+        result = Render(settings, self.job.sources, Path(self.job.target), sink=self._sink(seg, made),
                         processor=processor, control=control, info=self.info,
                         frames=(seg.start, seg.start + seg.frames), audio=voice).run()
         self.rendered += result.frames
@@ -246,6 +247,18 @@ class RerenderJob:
 
             write_report(result.quality, self.work / new.file)
         return new
+
+    def _settings_at(self, seg: Segment) -> Settings:
+        """The settings ``seg`` is rendered with again: those its job's markers have in effect there (a
+        segment never spans a marker), with the re-render's overrides on top."""
+        if not self.job.settings.markers:
+            return self.settings
+        from pipeline import markers
+
+        info = self.info
+        parts = markers.stretches(self.job.settings, info.frame_count, info.fps, info.path.name)
+        part = next(p for p in parts if p.start <= seg.start < p.stop)
+        return apply_overrides(part.settings, list(self.request.get("overrides", [])))
 
     def _progress(self, seg: Segment, p: Progress) -> Progress:
         """A segment's render progress as the re-render's: frames of the covered segments done, of all."""
