@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +31,11 @@ from pipeline.video.trim import TOLERANCE_S, Rate, Trim
 
 if TYPE_CHECKING:
     from pipeline.jobs.segments import SegmentWriter
+    from pipeline.process import FaceProcessor
     from pipeline.progress import RunControl
     from pipeline.quality import QualityReport
     from pipeline.render import RenderResult
+    from pipeline.renderplan import RenderPlan
     from pipeline.video.probe import VideoInfo
 
 log = logging.getLogger(__name__)
@@ -166,9 +168,12 @@ def render(parts: Sequence[Stretch], sources: Sequence[Path | str], target: Path
     results: list[RenderResult] = []
     size: list[tuple[int, int]] = []
     finder, before = None, None  # the faces found so far, and the settings that found them
-    for part in parts:
-        if part.stop <= start:
-            continue
+    plans: dict[Hashable, RenderPlan] = {}  # the plan of each model plan rendered (none planned again)
+    todo = [part for part in parts if part.stop > start]
+    # every stretch's processor made first: what they read of the sources loads its models once, before
+    # the first render's plan gives the models their threads (a session made again at another count)
+    processors = [FaceProcessor(part.settings, list(sources)) for part in todo]
+    for part, processor in zip(todo, processors, strict=True):
         first = max(part.start, start)
         opened = sink_for(first)
 
@@ -182,14 +187,21 @@ def render(parts: Sequence[Stretch], sources: Sequence[Path | str], target: Path
             return opened(width, height)
 
         log.info("stretch %d..%d (%s)", first, part.stop, part.marker.label if part.marker else "start")
-        processor = FaceProcessor(part.settings, list(sources))
         going_on = before is not None and _finding(before) == _finding(part.settings)
+        models = _model_plan(processor)
         run = Render(part.settings, sources, target, sink=sink, processor=processor,
                      control=control_for(first), info=info, frames=(first, part.stop), audio=audio,
-                     finder=finder if going_on else None)
+                     finder=finder if going_on else None, plan=plans.get(models))
         results.append(run.run())
-        finder, before = run.finder, part.settings
+        finder, before, plans[models] = run.finder, part.settings, run.plan
     return results
+
+
+def _model_plan(processor: FaceProcessor) -> Hashable:
+    """The models each stage of ``processor`` runs, where and on how many threads if fixed: two stretches
+    alike in these render with one plan (and the same sessions)."""
+    return tuple((stage, tuple((m.name, m.providers, m.threads if not m.planned else None) for m in found))
+                 for stage, found in sorted(processor.stage_sessions().items()))
 
 
 FINDING = ("detector", "selector", "tracker", "landmarks")  # the settings that find and follow the faces

@@ -114,14 +114,16 @@ class Render:
                  output: Path | str | None = None, *, sink: SinkFactory | None = None,
                  processor: FaceProcessor | None = None, control: RunControl | None = None,
                  info: VideoInfo | None = None, frames: tuple[int, int | None] | None = None,
-                 audio: Path | None = None, finder: Finder | None = None) -> None:
+                 audio: Path | None = None, finder: Finder | None = None,
+                 plan: RenderPlan | None = None) -> None:
         """Frames go to ``output`` (a video file) or to ``sink(width, height)`` (a resumable job's segments),
         never both. ``frames=(a, b)``: render only frames a..b-1 of the (trimmed) clip, picked by index
         (b None: to the end); progress counts from a. ``control``: cancel, and where progress goes. ``audio``:
         a new voice for the output (the processors hear it: a lip syncer follows it). ``finder``: the faces
         found and tracked so far by the render of the frames just before ``frames`` (a marker's stretch goes
         on finding faces where the stretch before it stopped: pipeline/markers.py); ``self.finder`` is this
-        render's afterwards."""
+        render's afterwards. ``plan``: the plan of an earlier render of the same models on frames of this
+        size, taken instead of planning again (:func:`pipeline.renderplan.plan_render`'s ``known``)."""
         if (output is None) == (sink is None):
             raise ValueError("a render writes to an output file or to a sink: give exactly one")
         self.settings = settings
@@ -137,6 +139,7 @@ class Render:
         self.open_sink: SinkFactory = sink or self._output_encoder
         self.batch = 1
         self.plan = RenderPlan()
+        self._known = plan
         names = ["decode", "detect", *(s.name for s in self.chain.stages), "quality", "encode"]
         self.stages = Stages(names, settings.execution.queue_size)
         self._total = self._done = self._faces = 0
@@ -165,7 +168,7 @@ class Render:
         start = self.frames[0] if self.frames else 0
         self.processor.prepare(Media(info.path, float(info.fps), begins, self.audio))
         self.plan = plan_render(self.processor, first, self._total, float(info.fps), chain=self.chain,
-                                start=start)
+                                start=start, known=self._known)
         self.batch = self.plan.batch
         self.stages.take_turns(self.plan.groups)
         log.info("batch size %d (%s)", self.batch, s.execution.batch_size)

@@ -280,17 +280,24 @@ def measure(models: dict[str, list[CatalogSession]], reruns: dict[str, Rerun], t
 
 
 def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: float = 30.0,
-                chain: Chain | None = None, start: int = 0) -> RenderPlan:
+                chain: Chain | None = None, start: int = 0, known: RenderPlan | None = None) -> RenderPlan:
     """Load the models, run the first frame through every stage, place the stages on the cores and pick the
     batch.
 
     ``frames``/``fps``: the clip, for the time boxes (measuring, :func:`choose_batch_size`); ``chain``: the
     render's (a fresh one of ``processor`` by default); ``start``: the first frame's number in the output.
+    ``known``: the plan of a render of the same models on frames of this size (a marker's earlier stretch,
+    pipeline/markers.py): its threads, placement and batch are taken as they are, the models loaded at
+    those threads from the start (the sessions that render left in the cache: none made again) and only
+    the first frame is run.
     """
     chain = chain or Chain(processor)
     models, n_cores, plan = stage_models(processor), cores(), RenderPlan()
     ours = planned(models)
     unload_unused(processor)
+    if known is not None:
+        set_threads(ours, known.threads, n_cores, known.spin)
+        return _known(plan, known, chain, frame, start, _load(models))
     set_threads(ours, dict.fromkeys(ours, n_cores), n_cores)  # the first frame: every core, as loaded
     plan.load_s = _load(models)
     started = time.perf_counter()
@@ -323,6 +330,25 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     log.info("render plan: %s; threads %s (%.1f cores free), batch %d, first frame %s ms, load %.1f s, "
              "measuring %.1f s, probe %.1f s", plan.placement, plan.threads, plan.free_cores, plan.batch,
              plan.cost_ms, plan.load_s, plan.measure_s, plan.probe_s)
+    return plan
+
+
+def _known(plan: RenderPlan, known: RenderPlan, chain: Chain, frame: Frame, start: int,
+           load_s: float) -> RenderPlan:
+    """``known``'s decisions with this render's run of its first frame (:func:`plan_render`)."""
+    started = time.perf_counter()
+    before = cpu_sample()
+    plan.first, took, out, _ = _first_frame(chain, frame, start)
+    plan.out_size = (out.shape[1], out.shape[0])
+    plan.first_s = round(time.perf_counter() - started, 3)
+    plan.first_cpu_s = round(cpu_sample()[2] - before[2], 3)
+    plan.cost_ms = {k: round(1000 * v * (known.threads.get(k) or 1), 2) for k, v in took.items()}
+    for name in ("batch", "threads", "free_cores", "groups", "curves", "placement", "period_s", "limit_s",
+                 "considered", "spin"):
+        setattr(plan, name, copy.copy(getattr(known, name)))
+    plan.load_s = round(load_s, 3)
+    log.info("render plan: as the last render of these models (%s; threads %s, batch %d), load %.1f s",
+             plan.placement, plan.threads, plan.batch, plan.load_s)
     return plan
 
 

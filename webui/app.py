@@ -176,7 +176,8 @@ def _wire(ctx: Ctx, parts: dict[str, dict[str, Any]], form: controls.SettingsFor
                    folder=parts["batch"]["folder"], render_now=(p["render_now"], parts["layout"]["tabs"]))
     batch_area.wire(ctx, parts["batch"], f, form, voice, parts["queue"], blocks)
     kept_inputs.wire(ctx, kept_inputs.create(), f, form, blocks)  # a reload keeps sources, target, settings
-    presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select])
+    presets_tab.wire(ctx, parts["presets"], form, shown=[blocks.load, parts["tabs"]["Presets"].select],
+                     markers=f["markers"], target=f["target"])
     models_tab.wire(ctx, parts["models"], shown=[blocks.load, parts["tabs"]["Models"].select])
     system_tab.wire(ctx, parts["system"], form, shown=parts["tabs"]["System"].select)
     # a model installed since (the Models tab, the CLI, a file copied in) is no longer marked "not

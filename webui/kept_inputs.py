@@ -1,7 +1,8 @@
-"""A reload keeps the Swap tab: its source photos, target, frame and settings are kept in the browser (a
-``gr.BrowserState``: the page's localStorage, encrypted) and come back on the next load (the frame with
-its target, into ``faces["resume"]``: faces.wire describes that target at the frame shown before the
-reload, not at the in-point).
+"""A reload keeps the Swap tab: its source photos, target, frame, settings and markers are kept in the
+browser (a ``gr.BrowserState``: the page's localStorage, encrypted) and come back on the next load (the
+frame with its target, into ``faces["resume"]``: faces.wire describes that target at the frame shown
+before the reload, not at the in-point; the markers with their target, into the markers' list:
+webui/markers_area.py).
 
 What the browser sends back is checked on the server, as any input: a file comes back only if it is
 still in Gradio's upload cache and, on a shared UI, was handed to the same user (the gate's ledger,
@@ -19,6 +20,7 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 
 from pipeline import api
+from webui import markers_area
 from webui.common import Ctx, log
 from webui.controls import SettingsForm
 
@@ -34,21 +36,27 @@ def wire(ctx: Ctx, kept: gr.BrowserState, faces: dict[str, Any], form: SettingsF
     """Every change of the sources, the target, the frame or a setting is kept; a page load brings them
     back."""
 
-    def keep(sources: list[str] | None, target: str | None, frame: Any, *vals: Any) -> dict[str, Any]:
-        return {"sources": list(sources or []), "target": target or "", "frame": frame,
+    def keep(sources: list[str] | None, target: str | None, frame: Any, markers: str,
+             *vals: Any) -> dict[str, Any]:
+        return {"sources": list(sources or []), "target": target or "", "frame": frame, "markers": markers,
                 "settings": dict(zip(form.keys, vals, strict=True))}
 
-    shown = [faces["sources"], faces["target"], faces["frame"]]
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].change,
+    marked = faces["markers"]["start"]
+    shown = [faces["sources"], faces["target"], faces["frame"], marked]
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].change, marked.change,
                 *(c.change for c in form.inputs)]
     # queued one at a time, in order, the newest pending change last: the page stores the latest inputs
     gr.on(triggers, keep, [*shown, *form.inputs], kept, trigger_mode="always_last",
           api_visibility="private", concurrency_limit=1, concurrency_id="keep", show_progress="hidden")
 
     def bring_back(saved: Any, request: gr.Request) -> list[Any]:
-        return restore(ctx, form, saved, request)
+        got = restore(ctx, form, saved, request)
+        target = got[1] if isinstance(got[1], str) else None  # the markers come back only with their target
+        markers = markers_area.kept(saved.get("markers")) if target and isinstance(saved, dict) else None
+        return [*got, *markers_area.listed(markers, target)]
 
-    restored = [faces["sources"], faces["target"], faces["resume"], *form.inputs]
+    restored = [faces["sources"], faces["target"], faces["resume"], *form.inputs,
+                *markers_area.outputs(faces["markers"])]
     blocks.load(bring_back, kept, restored, api_visibility="private")
 
 

@@ -3,9 +3,12 @@
 "Add a marker here" (under the frame scrubber) puts a marker at the frame shown, holding what the settings
 now change against the settings in effect just before that frame: the start's (those the controls had when
 the scrubber was last moved while there was no marker yet) with the earlier markers' changes. The markers are
-listed, one line each, and one chosen in the list is removed by its button; a new target clears them. Add to
-queue then queues the start's settings with the markers (the trim, output, machine and report settings as
-the controls have them now: a marker does not change those). The engine does the work
+listed, one line each, and one chosen in the list is removed by its button; a new target clears them (markers
+listed while there was no target yet, a preset's, stay for the first one). A preset loaded into every control
+lists its markers, and a preset saved holds the listed ones (webui/presets_tab.py); a page reload brings them
+back with their target (webui/kept_inputs.py). Add to queue then queues the start's settings with the
+markers (the trim, output, machine and report settings as the controls have them now: a marker does not
+change those). The engine does the work
 (``pipeline/markers.py`` through ``pipeline.api``).
 """
 
@@ -32,7 +35,36 @@ def create() -> dict[str, Any]:
     c["help"] = gr.Markdown(HELP, elem_id="markers-help", visible=False)
     c["start"] = gr.State("")  # the start's settings with the markers (JSON; "": no marker)
     c["before"] = gr.State("")  # the controls' settings when the scrubber last moved (JSON)
+    c["of"] = gr.State("")  # the target the markers are on ("": none yet)
     return c
+
+
+def _video(path: str | None) -> bool:
+    return bool(path) and str(path).lower().endswith(tuple(api.VIDEO_SUFFIXES))
+
+
+def outputs(c: dict[str, Any]) -> list[Any]:
+    """The components :func:`listed` updates."""
+    return [c["start"], c["list"], c["remove"], c["help"]]
+
+
+def listed(settings: api.Settings | None, target: str | None) -> list[Any]:
+    """Updates for :func:`outputs` that list the markers of ``settings`` (a preset loaded, a reload's), or
+    none (``None``, or settings without markers)."""
+    start = settings.model_dump_json() if settings is not None and settings.markers else ""
+    return [start, *_shown(start, _video(target))]
+
+
+def kept(start: Any) -> api.Settings | None:
+    """The settings with markers a page kept (:func:`outputs`' start, as the browser sent it back), if they
+    still validate and have markers."""
+    if not isinstance(start, str) or not start:
+        return None
+    try:
+        settings = api.Settings.model_validate_json(start)
+    except ValueError:  # kept by another version, or edited by hand
+        return None
+    return settings if settings.markers else None
 
 
 def _shown(start: str, visible: bool = True) -> list[Any]:
@@ -49,14 +81,16 @@ def _shown(start: str, visible: bool = True) -> list[Any]:
 
 def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
     """The markers follow the target (cleared by a new one) and the scrubber (where "here" is)."""
-    outputs = [c["start"], c["list"], c["remove"], c["help"]]
+    shown = outputs(c)
 
-    def on_target(path: str | None) -> list[Any]:
-        video = bool(path) and str(path).lower().endswith(tuple(api.VIDEO_SUFFIXES))
-        return ["", *_shown("", video), gr.update(visible=video)]
+    def on_target(path: str | None, start: str, of: str) -> list[Any]:
+        if path and path == of:  # the same file again (a repeated change event): the markers stay
+            return [gr.skip()] * 6
+        start = start if start and not of and _video(path) else ""  # listed with no target yet: kept for it
+        return [start, *_shown(start, _video(path)), gr.update(visible=_video(path)), path or ""]
 
-    target.change(on_target, target, [*outputs, c["add"]], api_visibility="private",
-                  show_progress="hidden")
+    target.change(on_target, [target, c["start"], c["of"]], [*shown, c["add"], c["of"]],
+                  api_visibility="private", show_progress="hidden")
 
     def on_scrub(start: str, *vals: Any) -> Any:
         if start:  # the start is kept once a marker is there
@@ -83,7 +117,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
         start = marked.model_dump_json()
         return [start, *_shown(start)]
 
-    c["add"].click(on_add, [target, frame, c["start"], c["before"], *form.inputs], outputs,
+    c["add"].click(on_add, [target, frame, c["start"], c["before"], *form.inputs], shown,
                    api_visibility="private")
 
     def on_remove(start: str, index: int | None) -> list[Any]:
@@ -93,7 +127,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
         start = left.model_dump_json() if left.markers else ""
         return [start, *_shown(start)]
 
-    c["remove"].click(on_remove, [c["start"], c["list"]], outputs, api_visibility="private")
+    c["remove"].click(on_remove, [c["start"], c["list"]], shown, api_visibility="private")
 
 
 def job_settings(start: str, now: api.Settings) -> api.Settings:

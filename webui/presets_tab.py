@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
+from webui import markers_area
 from webui.common import Ctx, browser_message, log
 from webui.controls import SettingsForm
 
@@ -67,23 +68,29 @@ def answered(fn: Callable[..., Any], outputs: int, at: int) -> Callable[..., Any
     return wrapper
 
 
-def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> None:
-    """Load fills every settings control; save stores what they show on the caller's own shelf; publish
-    (admins) on the studio's; delete, import, export act on the caller's presets. The list is the caller's
-    own, fetched again on each of the ``shown`` triggers (the page's load, the tab's select)."""
+def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any], markers: dict[str, Any],
+         target: Any) -> None:
+    """Load fills every settings control and lists the preset's markers on the Swap tab's timeline
+    (``markers``: webui/markers_area.py, on ``target``); save stores what the controls show, with the listed
+    markers, on the caller's own shelf; publish (admins) on the studio's; delete, import, export act on the
+    caller's presets. The list is the caller's own, fetched again on each of the ``shown`` triggers (the
+    page's load, the tab's select)."""
 
-    def on_load(name: str | None, request: gr.Request) -> list[Any]:
+    def on_load(name: str | None, path: str | None, request: gr.Request) -> list[Any]:
         if not name:
             raise api.UserError("choose a preset to load")
-        return [*form.show(api.load_preset(name, ctx.owner(request))), f"loaded preset **{name}**"]
+        settings = api.load_preset(name, ctx.owner(request))
+        return [*form.show(settings), *markers_area.listed(settings, path), f"loaded preset **{name}**"]
 
-    def on_save(request: gr.Request, name: str, description: str, confirmed: str,
+    def on_save(request: gr.Request, name: str, description: str, confirmed: str, start: str,
                 *vals: Any) -> tuple[Any, ...]:
-        return save(ctx, request, name, description, form.read(vals), confirmed)
+        settings = markers_area.job_settings(start, form.read(vals))
+        return save(ctx, request, name, description, settings, confirmed)
 
-    def on_publish(request: gr.Request, name: str, description: str, confirmed: str,
+    def on_publish(request: gr.Request, name: str, description: str, confirmed: str, start: str,
                    *vals: Any) -> tuple[Any, ...]:
-        return save(ctx, request, name, description, form.read(vals), confirmed, studio=True)
+        settings = markers_area.job_settings(start, form.read(vals))
+        return save(ctx, request, name, description, settings, confirmed, studio=True)
 
     def on_describe(name: str | None, request: gr.Request) -> tuple[Any, Any]:
         return describe(name, ctx.owner(request), ctx.is_admin(request))
@@ -103,10 +110,10 @@ def wire(ctx: Ctx, c: dict[str, Any], form: SettingsForm, shown: list[Any]) -> N
     listed = [c["list"], c["message"]]
     gr.on(shown, refresh, None, [c["list"], c["publish"]], api_visibility="private", queue=False,
           show_progress="hidden")
-    c["load"].click(answered(on_load, len(form.inputs) + 1, -1), c["list"], [*form.inputs, c["message"]],
-                    api_visibility="private")
+    loaded = [*form.inputs, *markers_area.outputs(markers), c["message"]]
+    c["load"].click(answered(on_load, len(loaded), -1), [c["list"], target], loaded, api_visibility="private")
     c["list"].change(on_describe, c["list"], [c["name"], c["description"]], api_visibility="private")
-    asked = [c["name"], c["description"], c["confirmed"], *form.inputs]
+    asked = [c["name"], c["description"], c["confirmed"], markers["start"], *form.inputs]
     c["save"].click(answered(on_save, 3, 1), asked, [*listed, c["confirmed"]], api_visibility="private")
     c["publish"].click(answered(on_publish, 3, 1), asked, [*listed, c["confirmed"]], api_visibility="private")
     c["delete"].click(answered(on_delete, 2, 1), c["list"], listed, api_visibility="private")
