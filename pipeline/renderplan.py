@@ -300,12 +300,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
         return _known(plan, known, chain, frame, start, _load(models))
     set_threads(ours, dict.fromkeys(ours, n_cores), n_cores)  # the first frame: every core, as loaded
     plan.load_s = _load(models)
-    started = time.perf_counter()
-    before = cpu_sample()
-    plan.first, took, out, reruns = _first_frame(chain, frame, start)
-    plan.out_size = (out.shape[1], out.shape[0])
-    plan.first_s = round(time.perf_counter() - started, 3)
-    plan.first_cpu_s = round(cpu_sample()[2] - before[2], 3)
+    first_frame, took, reruns, before = _timed_first_frame(plan, chain, frame, start)
     plan.free_cores = round(free_cores(n_cores, before, cpu_sample()), 2)
     plan.cost_ms = {k: round(1000 * v * (n_cores if ours.get(k) else 1), 2) for k, v in took.items()}
     io_ms = IO_MS_PER_MEGAPIXEL * frame.shape[0] * frame.shape[1] / 1e6
@@ -324,7 +319,7 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     started = time.perf_counter()
     first = sum(v for k, v in took.items() if k != "blend")
     plan.batch = choose_batch_size(chain, frame, processor.settings.execution.batch_size,
-                                   faces=plan.first.faces, first_s=first, frames=frames, fps=fps)
+                                   faces=first_frame.faces, first_s=first, frames=frames, fps=fps)
     plan.probe_s = round(time.perf_counter() - started, 3)
     plan.load_s = round(plan.load_s, 3)
     log.info("render plan: %s; threads %s (%.1f cores free), batch %d, first frame %s ms, load %.1f s, "
@@ -333,15 +328,23 @@ def plan_render(processor: FaceProcessor, frame: Frame, frames: int = 0, fps: fl
     return plan
 
 
-def _known(plan: RenderPlan, known: RenderPlan, chain: Chain, frame: Frame, start: int,
-           load_s: float) -> RenderPlan:
-    """``known``'s decisions with this render's run of its first frame (:func:`plan_render`)."""
+def _timed_first_frame(plan: RenderPlan, chain: Chain, frame: Frame, start: int
+                       ) -> tuple[FirstFrame, dict[str, float], dict[str, Rerun], Any]:
+    """Run the first frame through ``chain`` into ``plan`` (its faces, output size, wall and CPU seconds);
+    what the chain made of it, its stages' seconds, the reruns for measuring, the CPU sample taken before."""
     started = time.perf_counter()
     before = cpu_sample()
-    plan.first, took, out, _ = _first_frame(chain, frame, start)
+    plan.first, took, out, reruns = _first_frame(chain, frame, start)
     plan.out_size = (out.shape[1], out.shape[0])
     plan.first_s = round(time.perf_counter() - started, 3)
     plan.first_cpu_s = round(cpu_sample()[2] - before[2], 3)
+    return plan.first, took, reruns, before
+
+
+def _known(plan: RenderPlan, known: RenderPlan, chain: Chain, frame: Frame, start: int,
+           load_s: float) -> RenderPlan:
+    """``known``'s decisions with this render's run of its first frame (:func:`plan_render`)."""
+    _, took, _, _ = _timed_first_frame(plan, chain, frame, start)
     plan.cost_ms = {k: round(1000 * v * (known.threads.get(k) or 1), 2) for k, v in took.items()}
     for name in ("batch", "threads", "free_cores", "groups", "curves", "placement", "period_s", "limit_s",
                  "considered", "spin"):

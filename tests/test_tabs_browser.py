@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
-from tests.photos import astronaut, grace_hopper_path
-from tests.test_webui_plain_errors_browser import WATCH_ERRORS
+from tests.browser.helpers import chromium, open_tab, running_app, screenshot
+from tests.photos import astronaut
+from tests.test_webui_plain_errors_browser import watched_page
 from tests.timing import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -30,13 +30,7 @@ def _status(page: Any) -> str:
 
 def _every_tab(browser: Any, url: str, app: Any, clip: Path, viewport: dict[str, int], render: bool) -> None:
     width = viewport["width"]
-    context = browser.new_context(viewport=viewport)
-    context.add_init_script(WATCH_ERRORS)
-    page = context.new_page()
-    page.goto(url)
-    page.wait_for_selector("#sources")
-    upload(page, "sources", grace_hopper_path())
-    upload(page, "target", clip)
+    page = watched_page(browser, url, clip, viewport)
     wait_until(lambda: "Preview of frame" in _status(page), 180, what="the preview")
     if render:
         page.click("#render-now")  # the Queue tab opens on the job
@@ -47,7 +41,7 @@ def _every_tab(browser: Any, url: str, app: Any, clip: Path, viewport: dict[str,
         screenshot(page, f"tab-{name}-{width}")
         assert page.evaluate(OVERFLOW) <= 1, f"the {name} tab at {width} runs off the window's edge"
     assert page.evaluate("() => window.fsErrors") == [], f"Gradio errors at {width}"
-    context.close()
+    page.context.close()
 
 
 def test_every_tab_at_both_sizes_shows_no_error_and_fits_the_window(tmp_path: Path) -> None:

@@ -39,10 +39,10 @@ def _errors(page: Any) -> list[str]:
     return list(page.evaluate("() => window.fsErrors"))
 
 
-def watched_page(browser: Any, url: str, target: Path) -> Any:
-    """A page at 1280×800 whose Gradio errors are recorded from its first load (``window.fsErrors``),
-    with the test photo as the source and ``target`` uploaded."""
-    context = browser.new_context(viewport=VIEWPORT)
+def watched_page(browser: Any, url: str, target: Path, viewport: dict[str, int] = VIEWPORT) -> Any:
+    """A page (at 1280×800 unless ``viewport``) whose Gradio errors are recorded from its first load
+    (``window.fsErrors``), with the test photo as the source and ``target`` uploaded."""
+    context = browser.new_context(viewport=viewport)
     context.add_init_script(WATCH_ERRORS)
     page = context.new_page()
     page.goto(url)

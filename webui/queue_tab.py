@@ -127,6 +127,49 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
     store; the buttons act on the selected row's job. ``render_now`` (its button, the page's tabs) queues
     the same job first in the queue and opens the Queue tab on it."""
 
+    _wire_queueing(ctx, c, faces, add_job, form, voice, status, folder, render_now)
+
+    def refresh(job_id: str, request: gr.Request) -> str:
+        return table(ctx, visible_jobs(ctx, request), job_id, request)
+
+    def tick(job_id: str, shown: str, panel: str, request: gr.Request) -> tuple[Any, ...]:
+        jobs = visible_jobs(ctx, request)  # the one jobs read per tick: the table and the thumbnail
+        thumb, key = thumbnail(jobs, _number(job_id), shown)
+        return (table(ctx, jobs, job_id, request), workers.summary(ctx, request), thumb, key,
+                *follow(ctx, jobs, job_id, panel, request))
+
+    c["timer"].tick(tick, [c["job_id"], c["thumb_key"], c["panel_key"]],
+                    [c["table"], c["workers"], c["thumb"], c["thumb_key"], c["job_id"], c["selected"],
+                     c["player"], c["file"], c["panel_key"]],
+                    show_progress="hidden", api_visibility="private", queue=False)
+    for action in ACTIONS:
+        def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
+            return job_action(ctx, action, _number(job_id), request), refresh(job_id, request)
+
+        c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
+
+    def on_rerender(job_id: str, frames: str, overrides: str, beside: bool,
+                    request: gr.Request) -> tuple[str, str]:
+        return rerender(ctx, _number(job_id), frames, overrides, beside, request), refresh(job_id, request)
+
+    c["rerender"].click(user_errors(on_rerender), [c["job_id"], c["rr_frames"], c["rr_set"], c["rr_beside"]],
+                        [c["message"], c["table"]], api_visibility="private")
+
+    def on_select(job_id: str, request: gr.Request) -> list[Any]:
+        shown = show_job(ctx, _number(job_id), request)
+        job = next((j for j in visible_jobs(ctx, request) if j.id == _number(job_id)), None)
+        return [*shown, panel_key(job)]
+
+    # submit only: a click on a row fires it once (and again on the same row); no change listener as well
+    c["job_id"].submit(user_errors(on_select), c["job_id"], [c["selected"], c["player"], c["file"],
+                                                            c["panel_key"]],
+                       api_visibility="private", trigger_mode="always_last")
+
+
+def _wire_queueing(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form: SettingsForm,
+                   voice: Any, status: Any | None, folder: Any | None,
+                   render_now: tuple[Any, Any] | None) -> None:
+    """Add to queue and Render now (see :func:`wire`)."""
     marked = faces["markers"]["start"] if "markers" in faces else gr.State("")  # the timeline's markers
 
     def on_add(request: gr.Request, sources: list[str] | None, target: str | None, audio: str | None,
@@ -165,42 +208,6 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], add_job: Any, form:
         now.click(on_now, [faces["sources"], faces["target"], voice, chosen, marked, *form.inputs],
                   [c["message"], c["table"], status if status is not None else c["message"], c["job_id"],
                    tabs], api_visibility="private", trigger_mode="multiple")
-
-    def refresh(job_id: str, request: gr.Request) -> str:
-        return table(ctx, visible_jobs(ctx, request), job_id, request)
-
-    def tick(job_id: str, shown: str, panel: str, request: gr.Request) -> tuple[Any, ...]:
-        jobs = visible_jobs(ctx, request)  # the one jobs read per tick: the table and the thumbnail
-        thumb, key = thumbnail(jobs, _number(job_id), shown)
-        return (table(ctx, jobs, job_id, request), workers.summary(ctx, request), thumb, key,
-                *follow(ctx, jobs, job_id, panel, request))
-
-    c["timer"].tick(tick, [c["job_id"], c["thumb_key"], c["panel_key"]],
-                    [c["table"], c["workers"], c["thumb"], c["thumb_key"], c["job_id"], c["selected"],
-                     c["player"], c["file"], c["panel_key"]],
-                    show_progress="hidden", api_visibility="private", queue=False)
-    for action in ACTIONS:
-        def act(job_id: str, request: gr.Request, action: str = action) -> tuple[str, str]:
-            return job_action(ctx, action, _number(job_id), request), refresh(job_id, request)
-
-        c[action].click(user_errors(act), c["job_id"], [c["message"], c["table"]], api_visibility="private")
-
-    def on_rerender(job_id: str, frames: str, overrides: str, beside: bool,
-                    request: gr.Request) -> tuple[str, str]:
-        return rerender(ctx, _number(job_id), frames, overrides, beside, request), refresh(job_id, request)
-
-    c["rerender"].click(user_errors(on_rerender), [c["job_id"], c["rr_frames"], c["rr_set"], c["rr_beside"]],
-                        [c["message"], c["table"]], api_visibility="private")
-
-    def on_select(job_id: str, request: gr.Request) -> list[Any]:
-        shown = show_job(ctx, _number(job_id), request)
-        job = next((j for j in visible_jobs(ctx, request) if j.id == _number(job_id)), None)
-        return [*shown, panel_key(job)]
-
-    # submit only: a click on a row fires it once (and again on the same row); no change listener as well
-    c["job_id"].submit(user_errors(on_select), c["job_id"], [c["selected"], c["player"], c["file"],
-                                                            c["panel_key"]],
-                       api_visibility="private", trigger_mode="always_last")
 
 
 def panel_key(job: api.Job | None) -> str:
