@@ -555,10 +555,12 @@ else:
 
 
 class ProcessorSettings(_Section):
-    order: tuple[ProcessorName, ...] = Field(("face_swapper", "face_enhancer"), title="Processors, in order",
+    # the swapper alone: the enhancer's model is none until a creator chooses one, and a processor ticked
+    # by default that changes nothing would be a control set and ignored
+    order: tuple[ProcessorName, ...] = Field(("face_swapper",), title="Processors, in order",
                                              description="what is done, in this order: face processors work "
-                                             "on each chosen face, frame processors on the whole frame (an "
-                                             "enhancer set to none does nothing)")
+                                             "on each chosen face, frame processors on the whole frame (one "
+                                             "that changes nothing as set, an enhancer set to none, is said)")
 
     @field_validator("order")
     @classmethod
