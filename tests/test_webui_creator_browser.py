@@ -215,6 +215,7 @@ def test_a_refused_job_leaves_no_badge_no_job_and_a_still_image_has_no_frame_sli
         wait_until(lambda: "Add a source photo" in _status(page), 60, what="the sources cleared")
         upload(page, "sources", grace_hopper_path())
         wait_until(lambda: "ms" in _status(page) and _src(page), 60, what="a good preview")
+        page.click("#proc-face-enhancer-on input")  # not ticked by default: its settings shown
         box = page.locator("#set-face_enhancer-model input").first
         box.click()
         page.get_by_role("option", name="codeformer", exact=False).first.click()
