@@ -67,10 +67,10 @@ def _scrubber(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
         yield page, slider
 
 
-def _settled(page: Any, frame: int) -> None:
+def _settled(page: Any, frame: int, seen: Counted) -> None:
     """Wait for the preview of ``frame`` at full size (the clip's 640 px)."""
     wait_until(lambda: f"Preview of frame {frame}:" in _status(page), 120,
-               what=f"the full preview of {frame}")
+               what=f"the full preview of {frame} (rendered so far: full {seen.full}, fast {seen.fast})")
     img = page.locator("#preview img").first
     wait_until(lambda: img.evaluate("i => i.naturalWidth") == 640, 30, what="the full-size image")
 
@@ -88,7 +88,7 @@ def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
         # first) at full size
         wait_until(lambda: seen.fast or len(seen.full) > before, 60, what="the first step's preview (held)")
         seen.hold.set()
-        _settled(page, 5)
+        _settled(page, 5, seen)
         full, fast = seen.full[before:], seen.fast  # at full size: the frame it settled on, once, last
         assert full.count(5) == 1 and full[-1] == 5, full
         # the steps made while the first was held were coalesced: fewer previews than steps of each size (a
@@ -121,7 +121,7 @@ def test_a_drag_shows_fast_steps_and_the_frame_let_go_on_at_full_size_once(
         frame = int(slider.input_value())
         assert 5 < frame < 29, frame
         seen.hold.set()
-        _settled(page, frame)
+        _settled(page, frame, seen)
         full = seen.full[before:]  # the frame let go on, once at full size, last; at most one other: an
         # upload's change still pending when the drag began is sent with the slider's value then
         assert full.count(frame) == 1 and full[-1] == frame and len(full) <= 2, full

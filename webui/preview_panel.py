@@ -137,8 +137,9 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     a setting: at the chosen size; each step of the frame slider first at the fast size (``scrub``), the
     frame it is let go on ("release") at the chosen size."""
 
-    # each page (Gradio's session) -> what its preview on screen was asked, and at what size (px, 0: full)
-    on_screen: dict[str, tuple[str, int]] = {}
+    # each page (Gradio's session) -> what its preview on screen was asked, at what size (px, 0: full), and
+    # which frame of which target it shows
+    on_screen: dict[str, tuple[str, int, str]] = {}
 
     def on_preview(request: gr.Request, sources: list[str] | None, target: str | None, frame: int,
                    overlay: bool, audio: str | None, mode: str, size: int, *vals: Any,
@@ -146,17 +147,20 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
         """The original and the wipe pair (compared()), render()'s outputs, and the import button shown
         when models are missing (in the same reply); ``fast``: at most FAST_SIDE px. What is on screen
         already is not redone: the same request again from the same page (a slider sends its last value
-        twice; two triggers of one change), and a fast one for what is shown (a drag's last step, sent after
-        its release was rendered)."""
+        twice; two triggers of one change), and a fast step to the frame shown (a drag's last step, sent
+        after its release was rendered: the slider has not moved since; a change of anything else is its
+        own request, at the chosen size)."""
         side = shrunk(int(size or 0), FAST_SIDE if fast else 0)
         asked = repr((sources, target, frame, overlay, audio, mode, vals))
+        where = repr((target, frame))
         page = getattr(request, "session_hash", None) or ""
         shown_now = on_screen.get(page)
-        if page and shown_now is not None and (shown_now == (asked, side) or fast and shown_now[0] == asked):
+        again = shown_now == (asked, side, where) or fast and shown_now is not None and shown_now[2] == where
+        if page and again:
             return tuple(gr.skip() for _ in outputs)
         if page:
             on_screen.pop(page, None)
-            on_screen[page] = (asked, side)
+            on_screen[page] = (asked, side, where)
             if len(on_screen) > 256:  # the pages seen lately only
                 on_screen.pop(next(iter(on_screen)))
         try:
