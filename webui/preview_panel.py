@@ -98,8 +98,8 @@ if (!window.fsKeyRelease) {
 FAST_SIDE = 480
 # the preview size toggle: (label, the longer side in px at most; 0: the frame's own size)
 SIZES = [("full", 0), ("1280 px", 1280), ("640 px", 640)]
-# the preview's height: the whole panel (image, compare, Add to queue, status, a notice) fits the window
-HEIGHT = "clamp(240px, calc(100vh - 370px), 720px)"
+# the preview's height: the whole panel (image, compare, size, Add to queue, status, a notice) fits the window
+HEIGHT = "clamp(240px, calc(100vh - 420px), 720px)"
 
 
 def create() -> dict[str, Any]:
