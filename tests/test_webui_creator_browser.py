@@ -81,7 +81,8 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         page.locator("#frame input[type=range]").first.focus()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
-        wait_until(lambda: "Preview of frame 2" in _status(page), 60, what="the preview of frame 2")
+        # each key: a fast step and its release at full size (up to twice the renders of one step)
+        wait_until(lambda: "Preview of frame 2" in _status(page), 120, what="the preview of frame 2")
 
         # warm previews in the browser: the overlay toggled on, off, on, each new image shown in turn (the
         # round trip is measured in BENCHMARKS.md, not asserted)
