@@ -61,7 +61,7 @@ from pipeline.presets import export as export_preset
 from pipeline.presets import import_file as import_preset
 from pipeline.presets import load as load_preset
 from pipeline.presets import save as save_preset
-from pipeline.preview import faces_in, preview, read_frame, save_reference
+from pipeline.preview import faces_in, preview, read_frame, save_reference, smaller
 from pipeline.processors import PROCESSORS
 from pipeline.quality import read_report as read_quality_report
 from pipeline.render import STAGES
@@ -112,7 +112,8 @@ __all__ = [
     # the trim (video.start / video.end) as frames: kept, refused in one line, in words
     "Trim",
     # preview: one frame, its faces, a reference face picked from them, the frame processed
-    "read_frame", "faces_in", "save_reference", "references_dir", "preview",
+    # (a fast one: at most max_side px; smaller() makes the original the same size for the compare)
+    "read_frame", "faces_in", "save_reference", "references_dir", "preview", "smaller",
     # timeline: a video's frame strip (thumbnails across it, to trim on), the target's first frame (JPEG)
     "FrameStrip", "frame_strip", "first_frame",
     # workspace: the data and outputs folders, the upload stash, fresh output paths, old copies removed

@@ -183,10 +183,16 @@ def choice_label(name: str) -> str:
 def unused_settings(settings: Settings) -> list[str]:
     """Settings set to do something that the processors' order leaves undone, each in one line (never
     ignored silently): a processor's section changed from its defaults (its model chosen, say) while the
-    processor is not in the order."""
+    processor is not in the order; a processor in the order that changes nothing as set (an enhancer set to
+    none, an age modifier at 0)."""
     out = []
     for name, processor in PROCESSORS.items():
         if name in settings.processors.order:
+            if not processor.active(settings):
+                model = getattr(getattr(settings, processor.section), "model", None)
+                why = f" ({processor.section}.model=none)" if model == "none" else ""
+                out.append(f"{processor.title.lower()} is ticked but changes nothing as set{why}: set it "
+                           "in Processors, or untick it")
             continue
         section = getattr(settings, processor.section)
         defaults = type(section)().model_dump()

@@ -182,17 +182,20 @@ def preview(
     frame_index: int = 0,
     overlay: bool = False,
     audio: str | Path | None = None,
+    max_side: int | None = None,
 ) -> RGB:
     """Frame ``frame_index`` of ``target`` processed with ``settings``, as RGB; with ``overlay`` the
     face debugger (pipeline.overlay) draws each detected face's box, score and landmarks, and the outline
     of each swapped face's paste mask. ``audio``: a new voice (the processors hear it, as a render's
-    ``--audio``: a lip syncer's mouth follows that frame's moment of it), else the target's own sound."""
+    ``--audio``: a lip syncer's mouth follows that frame's moment of it), else the target's own sound.
+    ``max_side``: a fast preview, the frame first made at most this many pixels on its longer side (the
+    UI's while the frame slider moves); None: at its own size."""
     from pipeline.chain import Chain
     from pipeline.processors import Media
 
     info = media.check_media(target)
     index = 0 if info.kind == "image" else max(0, min(int(frame_index), info.frames - 1))
-    frame = read_frame(target, index)
+    frame = smaller(read_frame(target, index), max_side)
     warm = processor(settings, sources)
     fps = None if info.kind == "image" else float(info.fps)
     warm.prepare(Media(info.path, fps, 0.0, None if audio is None else Path(audio)))
@@ -205,6 +208,17 @@ def preview(
         outlines = [(layer.mask, layer.matrix) for it in work.items for layer in it.layers()]
         out = draw_debug(out, work.detected, work.faces, masks=outlines)
     return np.ascontiguousarray(out[:, :, ::-1])
+
+
+def smaller(frame: Frame, max_side: int | None) -> Frame:
+    """``frame`` scaled down (area average) to at most ``max_side`` pixels on its longer side; as it is
+    when it is no larger, or with None."""
+    h, w = frame.shape[:2]
+    if max_side is None or max(h, w) <= max_side:
+        return frame
+    scale = max_side / max(h, w)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.ascontiguousarray(cv2.resize(frame, size, interpolation=cv2.INTER_AREA))
 
 
 def over_checkerboard(frame: Frame, alpha: npt.NDArray[np.uint8], square: int = 16) -> Frame:

@@ -87,7 +87,7 @@ class RenderPlan:
 @dataclass
 class FirstFrame:
     """The plan's run of the first frame, kept so that the render does not run the face processors of the
-    chain's first run (the swapper and the enhancer, in the default order) on that frame again: on heavy
+    chain's first run (the swapper, and the enhancer where it follows) on that frame again: on heavy
     models on a CPU that is seconds (the GFPGAN twin's run was 2 % of a 1 s clip's render). What comes after
     that run's blend (a frame processor, a second run) runs again: it is not kept."""
 

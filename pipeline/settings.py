@@ -564,10 +564,12 @@ else:
 
 
 class ProcessorSettings(_Section):
-    order: tuple[ProcessorName, ...] = Field(("face_swapper", "face_enhancer"), title="Processors, in order",
+    # the swapper alone: the enhancer's model is none until a creator chooses one, and a processor ticked
+    # by default that changes nothing would be a control set and ignored
+    order: tuple[ProcessorName, ...] = Field(("face_swapper",), title="Processors, in order",
                                              description="what is done, in this order: face processors work "
-                                             "on each chosen face, frame processors on the whole frame (an "
-                                             "enhancer set to none does nothing)")
+                                             "on each chosen face, frame processors on the whole frame (one "
+                                             "that changes nothing as set, an enhancer set to none, is said)")
 
     @field_validator("order")
     @classmethod
@@ -831,6 +833,7 @@ def apply_overrides(settings: Settings, overrides: list[str] | dict[str, Any]) -
     fields = keys()
     data = settings.model_dump()
     items = overrides.items() if isinstance(overrides, dict) else (_split(o) for o in overrides)
+    given: list[str] = []
     for key, value in items:
         key = current_key(key)
         if key not in fields:
@@ -839,7 +842,26 @@ def apply_overrides(settings: Settings, overrides: list[str] | dict[str, Any]) -
         if isinstance(value, str):
             value = _parse_value(value, fields[key].annotation)
         data[section][name] = value
-    return validate(data)
+        given.append(key)
+    return validate(_joined(data, given))
+
+
+def _joined(data: dict[str, Any], given: list[str]) -> dict[str, Any]:
+    """``data`` with each processor whose settings the overrides (``given`` keys) changed from their
+    defaults put at the end of ``processors.order``, where the overrides do not set the order themselves:
+    ``--set face_enhancer.model=gfpgan_1.4`` enhances (the enhancer is not in the default order until its
+    model is chosen), as ticking it in the UI does; a processor's setting is never set and ignored."""
+    if "processors.order" in given:
+        return data
+    processors = {section.processor for section in ProcessorSection.__subclasses__()}
+    order = tuple(data["processors"]["order"])
+    for key in given:
+        name, field = key.split(".", 1)
+        if name in processors and name not in order and \
+                data[name][field] != getattr(Settings.model_fields[name].default, field):
+            order = (*order, name)
+    data["processors"]["order"] = order
+    return data
 
 
 def _split(item: str) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from pipeline.video.decode import read_frames
 from tests import photos
 from tests.videos import count_frames, make_clip
 
-ORDER = "processors.order=face_swapper,face_enhancer,frame_sharpener"  # the default order, sharpened after
+ORDER = "processors.order=face_swapper,face_enhancer,frame_sharpener"  # swap, enhance, then sharpen
 
 
 def _sharpened(*more: str) -> Settings:

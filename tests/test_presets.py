@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import paths, presets
+from pipeline.checks import unused_settings
 from pipeline.errors import SettingsError, UserError
 from pipeline.settings import SCHEMA_VERSION, Settings, apply_overrides, validate
 
@@ -44,13 +45,15 @@ def test_builtins_are_listed_and_valid() -> None:
 def test_builtins_say_what_they_promise() -> None:
     cpu = presets.load("cpu-offline")
     assert cpu.execution.providers == ("cpu",)
-    assert cpu.detector.model == "yunet" and cpu.face_enhancer.model == "none"
+    assert cpu.detector.model == "yunet" and "face_enhancer" not in cpu.processors.order
     assert cpu.face_swapper.model in ("classic", "auto")
     best = presets.load("best-quality-4k")
     fast = presets.load("fast-preview")
     assert best.face_swapper.pixel_boost == 512 and best.face_enhancer.model != "none"
     assert best.output.quality > presets.load("balanced-1080p").output.quality > fast.output.quality
     assert fast.detector.size < best.detector.size
+    for info in [i for i in presets.list_presets() if i.builtin]:  # none ticks a processor doing nothing
+        assert unused_settings(presets.load(info.name)) == [], info.name
 
 
 def test_round_trip(isolated_dirs: dict[str, Path]) -> None:

@@ -107,10 +107,12 @@ def test_the_enhancer_ticked_shows_its_settings_moves_up_and_is_in_the_job(tmp_p
         _next_preview(page, "")
         settings = page.locator("#set-face_enhancer-model")
         assert page.locator("#proc-face-enhancer-on").inner_text().strip() == "Face enhancer"
-        page.click("#proc-face-enhancer-on input")  # ticked by default (with no model): off
-        wait_until(lambda: not settings.is_visible(), 30, what="the enhancer's settings to go")
+        assert not settings.is_visible()  # not ticked by default (its model is none until one is chosen)
         page.click("#proc-face-enhancer-on input")
         wait_until(settings.is_visible, 30, what="the enhancer's settings beside it")
+        idle = "face enhancer is ticked but changes nothing"
+        wait_until(lambda: idle in page.inner_text("#preview-notice"), 60,
+                   what="the notice that the enhancer with no model changes nothing")
         page.locator("#set-face_enhancer-model input").first.click()
         page.get_by_role("option", name="gfpgan_1.4", exact=False).first.click()
         page.keyboard.press("Escape")
@@ -140,9 +142,7 @@ def test_a_reload_brings_back_the_ticks_the_order_and_the_settings_shown() -> No
         page.click("#proc-frame-sharpener-up")
         page.click("#proc-frame-sharpener-up")
         wait_until(lambda: _rows_top_down(page)[0] == "proc-frame-sharpener", 30, what="the sharpener first")
-        page.click("#proc-face-enhancer-on input")  # left out: its settings go
-        wait_until(lambda: not page.locator("#set-face_enhancer-model").is_visible(), 30,
-                   what="the enhancer's settings gone")
+        assert not page.locator("#set-face_enhancer-model").is_visible()  # left out by default
         def kept() -> Any:
             return (kept_in_browser(page, app).get("settings") or {}).get("processors.order")
 

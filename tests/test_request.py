@@ -15,6 +15,7 @@ import pytest
 
 from cli.main import main
 from pipeline import api
+from pipeline.checks import unused_settings
 from pipeline.jobs.service import open_store
 from pipeline.jobs.store import JobStore
 from pipeline.live.webrtc import LiveRuns
@@ -171,6 +172,26 @@ def test_an_enhancer_chosen_but_not_in_the_order_is_said_not_ignored(files: dict
     assert said and "face_enhancer is not in processors.order" in said[0]
     _, _, notice, *_ = preview_panel.render(left_out, [str(files["face"])], str(files["still"]), 0, False)
     assert "gfpgan_1.4 is not used" in notice
-    default = apply_overrides(Settings(), ["processors.order=face_swapper"])  # no enhancer chosen: nothing
-    quiet = api.check_request(api.SwapRequest.of([files["face"]], files["still"], default))
-    assert not [n for n in quiet.notices if "not used" in n]
+    quiet = api.check_request(api.SwapRequest.of([files["face"]], files["still"], Settings()))
+    assert not [n for n in quiet.notices if "not used" in n]  # no enhancer chosen (the default): nothing
+
+
+def test_a_processor_ticked_that_changes_nothing_is_said_and_none_is_at_the_defaults(
+        files: dict[str, Path]) -> None:
+    """The default order is the swapper alone (the enhancer's model is none until one is chosen): nothing
+    ticked does nothing. An enhancer ticked with no model, or an age modifier at 0, changes nothing: the
+    check says so (the preview shows it beside the picture)."""
+    assert Settings().processors.order == ("face_swapper",)
+    assert [p.name for p in api.processors() if p.default] == ["face_swapper"]  # the one row ticked
+    quiet = api.check_request(api.SwapRequest.of([files["face"]], files["still"], Settings()))
+    assert not [n for n in quiet.notices if "changes nothing" in n]
+    idle = apply_overrides(Settings(), ["processors.order=face_swapper,face_enhancer,age_modifier"])
+    checked = api.check_request(api.SwapRequest.of([files["face"]], files["still"], idle))
+    said = [n for n in checked.notices if "changes nothing" in n]
+    assert said == ["face enhancer is ticked but changes nothing as set (face_enhancer.model=none): set it "
+                    "in Processors, or untick it",
+                    "age modifier is ticked but changes nothing as set: set it in Processors, or untick it"]
+    _, _, notice, *_ = preview_panel.render(idle, [str(files["face"])], str(files["still"]), 0, False)
+    assert "face enhancer is ticked but changes nothing" in notice
+    chosen = apply_overrides(idle, ["face_enhancer.model=gfpgan_1.4", "age_modifier.direction=20"])
+    assert not [n for n in unused_settings(chosen) if "changes nothing" in n]  # (models not installed here)

@@ -121,3 +121,20 @@ def test_each_processor_section_is_its_processors_and_named_after_it() -> None:
     order = typing.get_args(s.ProcessorSettings.model_fields["order"].annotation)[0]
     assert set(typing.get_args(order)) == set(PROCESSORS)
 
+
+
+def test_a_set_that_changes_a_processor_puts_it_in_the_order_unless_the_order_is_set_too() -> None:
+    """The enhancer is not in the default order (its model is none until one is chosen): ``--set
+    face_enhancer.model=gfpgan_1.4`` alone enhances after the swap, as ticking it in the UI does; each
+    processor so changed joins at the end, in the order given; the order set too is kept as given; a value
+    set to its default (a model of none) leaves the order as it was."""
+    base = s.Settings()
+    assert base.processors.order == ("face_swapper",)
+    joined = s.apply_overrides(base, ["face_enhancer.model=gfpgan_1.4"])
+    assert joined.processors.order == ("face_swapper", "face_enhancer")
+    both = s.apply_overrides(base, ["age_modifier.direction=20", "frame_enhancer.model=real_esrgan_x2"])
+    assert both.processors.order == ("face_swapper", "age_modifier", "frame_enhancer")
+    kept = s.apply_overrides(base, ["enhancer.model=gfpgan_1.4", "processors.order=face_swapper"])
+    assert kept.processors.order == ("face_swapper",)  # said by the check instead (test_request.py)
+    assert s.apply_overrides(base, ["face_enhancer.model=none"]).processors.order == ("face_swapper",)
+    assert s.apply_overrides(joined, ["face_enhancer.blend=30"]).processors.order == joined.processors.order

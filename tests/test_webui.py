@@ -339,6 +339,45 @@ def test_faces_gallery_and_preview_change_only_the_face(hd_target: tuple[Path, t
     assert np.abs(debug.astype(int) - swapped).sum(axis=2)[y1 - 3:y2 + 3, x1 - 3:x2 + 3].max() > 0
 
 
+def test_a_fast_preview_is_the_same_swap_at_the_scrubbing_size(
+        hd_target: tuple[Path, tuple[int, ...]]) -> None:
+    """The frame slider's fast preview: the frame made at most ``max_side`` px on its longer side before it is
+    processed, the face still swapped (as the full-size preview, scaled down)."""
+    import cv2
+
+    from webui.preview_panel import FAST_SIDE
+
+    path, _ = hd_target
+    full = engine.preview(Settings(), [grace_hopper_path()], path, 0)
+    fast = engine.preview(Settings(), [grace_hopper_path()], path, 0, max_side=FAST_SIDE)
+    assert fast.shape == (270, 480, 3) and full.shape == (1080, 1920, 3)
+    shrunk = cv2.resize(full, (480, 270), interpolation=cv2.INTER_AREA).astype(int)
+    plain = cv2.resize(engine.read_frame(path)[:, :, ::-1], (480, 270), interpolation=cv2.INTER_AREA)
+    assert np.abs(fast.astype(int) - shrunk).mean() < np.abs(fast.astype(int) - plain.astype(int)).mean()
+    assert engine.smaller(engine.read_frame(path), 4000).shape == (1080, 1920, 3)  # never made larger
+
+
+def test_the_preview_size_chosen_and_the_scrubbing_size_say_what_was_rendered(
+        hd_target: tuple[Path, tuple[int, ...]]) -> None:
+    """The preview size toggle (full, or at most 1280 / 640 px) sets the size a preview is rendered at; a
+    scrubbing step is no larger than FAST_SIDE, nor than the size chosen. The status line says which, and the
+    compared original is made the preview's size (the wipe's two sides match)."""
+    from webui.preview_panel import FAST_SIDE, SIZES, compared, render, shrunk
+
+    assert [side for _, side in SIZES] == [0, 1280, 640]
+    assert (shrunk(0, 0), shrunk(640, 0), shrunk(0, FAST_SIDE), shrunk(1280, FAST_SIDE)) == (0, 640, 480, 480)
+    assert shrunk(320, FAST_SIDE) == 320
+    path, _ = hd_target
+    image, status, *_ = render(Settings(), [grace_hopper_path()], str(path), 0, False, None, 640)
+    assert image.shape == (360, 640, 3) and status.startswith("Preview of frame 0 (at most 640 px): ")
+    fast, said, *_ = render(Settings(), [grace_hopper_path()], str(path), 0, False, None, FAST_SIDE, True)
+    assert fast.shape == (270, 480, 3) and said.startswith("Fast preview of frame 0 (at most 480 px): ")
+    original, pair = compared("wipe", str(path), 0, fast)
+    assert original is None and pair[0].shape == pair[1].shape == (270, 480, 3)
+    full, status, *_ = render(Settings(), [grace_hopper_path()], str(path), 0, False)
+    assert full.shape == (1080, 1920, 3) and status.startswith("Preview of frame 0: ")
+
+
 def test_a_warm_preview_loads_builds_and_decodes_nothing_again(hd_target: tuple[Path, tuple[int, ...]],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """What keeps the 1080p preview fast (its latency is measured in BENCHMARKS.md, not asserted): after

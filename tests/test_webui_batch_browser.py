@@ -168,6 +168,7 @@ def test_a_missing_model_is_one_line_and_no_error_badge(photos: dict[str, Path],
         upload(page, "sources", photos["me"])
         upload(page, "target", photos["party"])
         wait_until(lambda: "Preview of frame 0" in _text(page, "preview-status"), 120, what="a good preview")
+        page.click("#proc-face-enhancer-on input")  # not ticked by default: its settings shown
         box = page.locator("#set-face_enhancer-model input").first
         box.click()
         page.get_by_role("option", name="codeformer", exact=False).first.click()

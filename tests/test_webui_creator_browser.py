@@ -81,7 +81,8 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         page.locator("#frame input[type=range]").first.focus()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
-        wait_until(lambda: "Preview of frame 2" in _status(page), 60, what="the preview of frame 2")
+        # each key: a fast step and its release at full size (up to twice the renders of one step)
+        wait_until(lambda: "Preview of frame 2" in _status(page), 120, what="the preview of frame 2")
 
         # warm previews in the browser: the overlay toggled on, off, on, each new image shown in turn (the
         # round trip is measured in BENCHMARKS.md, not asserted)
@@ -215,6 +216,7 @@ def test_a_refused_job_leaves_no_badge_no_job_and_a_still_image_has_no_frame_sli
         wait_until(lambda: "Add a source photo" in _status(page), 60, what="the sources cleared")
         upload(page, "sources", grace_hopper_path())
         wait_until(lambda: "ms" in _status(page) and _src(page), 60, what="a good preview")
+        page.click("#proc-face-enhancer-on input")  # not ticked by default: its settings shown
         box = page.locator("#set-face_enhancer-model input").first
         box.click()
         page.get_by_role("option", name="codeformer", exact=False).first.click()

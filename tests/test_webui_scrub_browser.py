@@ -1,9 +1,13 @@
 """Scrubbing coalesces, in chromium at 1280×800: five fast steps of the frame scrubber settle on the last
-frame, rendered once; a step while a preview is rendering waits, and only the newest waiting one runs."""
+frame, rendered once at full size; a step while a preview is rendering waits, and only the newest waiting one
+runs. While the slider moves the steps are fast previews (a reduced size); the frame it is let go on (a key
+let up, a pointer let go) is then rendered at the chosen size."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +25,33 @@ def _status(page: Any) -> str:
     return str(page.inner_text("#preview-status"))
 
 
-def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline import api
+class Counted:
+    """Every preview the app renders (it runs in this process), by frame: at full size, and the fast ones
+    made while the slider moves; ``hold`` cleared, each waits until it is set again."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from pipeline import api
+
+        self.full: list[int] = []
+        self.fast: list[int] = []
+        self.hold = threading.Event()
+        self.hold.set()
+        real = api.preview
+
+        def counted(settings: Any, sources: Any, target: Any, frame: int, *args: Any, **kwargs: Any) -> Any:
+            (self.fast if kwargs.get("max_side") else self.full).append(int(frame))
+            self.hold.wait(scaled(120))
+            return real(settings, sources, target, frame, *args, **kwargs)
+
+        monkeypatch.setattr(api, "preview", counted)
+
+
+@contextlib.contextmanager
+def _scrubber(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    """(page, the frame slider) over a 640×360 clip of 30 frames, its frame 0 previewed."""
     from tests.videos import make_clip
 
-    rendered: list[int] = []
-    real = api.preview
-    hold = threading.Event()  # the first step's preview held until all five steps are made (no race)
-    hold.set()
-
-    def counted(settings: Any, sources: Any, target: Any, frame: int, *args: Any, **kwargs: Any) -> Any:
-        rendered.append(int(frame))
-        hold.wait(scaled(120))
-        return real(settings, sources, target, frame, *args, **kwargs)
-
-    monkeypatch.setattr(api, "preview", counted)  # the app runs in this process: every preview it renders
-    clip = make_clip(tmp_path / "clip.mp4", seconds=1.0, size=(320, 240), fps=30, audio=False)
+    clip = make_clip(tmp_path / "clip.mp4", seconds=1.0, size=(640, 360), fps=30, audio=False)
     with running_app(worker=False) as (url, _app), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
@@ -45,20 +59,71 @@ def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
         upload(page, "sources", grace_hopper_path())
         upload(page, "target", clip)
         wait_until(lambda: "Preview of frame 0" in _status(page), 120, what="the preview of frame 0")
+        wait_until(lambda: page.locator("#preview-status .pending, #preview-status .generating").count() == 0,
+                   60, what="the uploads' previews to be over")
         slider = page.locator("#frame input[type=range]").first
         wait_until(lambda: slider.is_enabled() and slider.get_attribute("max") == "29", 60,
                    what="the scrubber over the clip's 30 frames")
-        before = len(rendered)
-        hold.clear()
+        yield page, slider
+
+
+def _settled(page: Any, frame: int, seen: Counted) -> None:
+    """Wait for the preview of ``frame`` at full size (the clip's 640 px)."""
+    wait_until(lambda: f"Preview of frame {frame}:" in _status(page), 120,
+               what=f"the full preview of {frame} (rendered so far: full {seen.full}, fast {seen.fast})")
+    img = page.locator("#preview img").first
+    wait_until(lambda: img.evaluate("i => i.naturalWidth") == 640, 30, what="the full-size image")
+
+
+def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = Counted(monkeypatch)
+    with _scrubber(tmp_path) as (page, slider):
+        before = len(seen.full)
+        seen.hold.clear()
         slider.focus()
         for _ in range(5):
             page.keyboard.press("ArrowRight")
-        wait_until(lambda: len(rendered) > before, 60, what="the first step's preview (held)")
-        hold.set()
-        wait_until(lambda: "Preview of frame 5" in _status(page), 120, what="the preview of frame 5")
-        scrubbed = rendered[before:]
-        assert scrubbed.count(5) == 1 and scrubbed[-1] == 5, scrubbed  # the last frame, rendered once, last
-        # the steps made while the first was held were coalesced: fewer renders than steps (the page may
-        # send one more before it sees the first pending: [1, 2, 5] here)
-        assert len(scrubbed) <= 3, scrubbed
+        # the first step's fast preview, or its release's (a key let up: sent beside it, either may come
+        # first) at full size
+        wait_until(lambda: seen.fast or len(seen.full) > before, 60, what="the first step's preview (held)")
+        seen.hold.set()
+        _settled(page, 5, seen)
+        full, fast = seen.full[before:], seen.fast  # at full size: the frame it settled on, once, last
+        assert full.count(5) == 1 and full[-1] == 5, full
+        # the steps made while the first was held were coalesced: fewer previews than steps of each size (a
+        # key let up is a release: the first one's may render at full size; the page may send one more before
+        # it sees the first pending: [1, 2, 5] here; an upload's change still pending may come with the
+        # slider's value then), a fast 5 at most once, and never after the full one
+        assert len(full) <= 4 and len(fast) <= 3 and fast.count(5) <= 1, (full, fast)
+        assert fast[-1] == 5 or 5 not in fast, fast
         screenshot(page, "scrub-settled")
+
+
+def test_a_drag_shows_fast_steps_and_the_frame_let_go_on_at_full_size_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mouse drag along the slider, its first step's preview held until the mouse is let go: the steps
+    made meanwhile wait (only the newest), the frame let go on is rendered at full size once and stays on
+    screen (the drag's last fast step, coming after, is not shown over it)."""
+    seen = Counted(monkeypatch)
+    with _scrubber(tmp_path) as (page, slider):
+        box = slider.bounding_box()
+        y = box["y"] + box["height"] / 2
+        before = len(seen.full)
+        seen.hold.clear()
+        page.mouse.move(box["x"] + 2, y)
+        page.mouse.down()
+        for part in range(1, 11):
+            page.mouse.move(box["x"] + box["width"] * 0.06 * part, y, steps=2)
+        # the first step's fast preview, or an upload's change still pending when the drag began (held)
+        wait_until(lambda: seen.fast or len(seen.full) > before, 60, what="the first preview (held)")
+        page.mouse.up()
+        frame = int(slider.input_value())
+        assert 5 < frame < 29, frame
+        seen.hold.set()
+        _settled(page, frame, seen)
+        full = seen.full[before:]  # the frame let go on, once at full size, last; at most one other: an
+        # upload's change still pending when the drag began is sent with the slider's value then
+        assert full.count(frame) == 1 and full[-1] == frame and len(full) <= 2, full
+        assert len(seen.fast) <= 3, seen.fast  # the steps coalesced
+        screenshot(page, "scrub-dragged")

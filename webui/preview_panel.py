@@ -2,8 +2,10 @@
 and compared with the same frame unprocessed: side by side, a wipe slider, or the original while the mouse
 (or a finger) is held on the preview.
 
-The preview is rendered again on any change of the sources, the target, the frame, the overlay or a
-setting; only the last pending request runs. Before it renders, the check "Add to queue" runs too
+The preview is rendered again on any change of the sources, the target, the frame, the overlay, its size or
+a setting; only the last pending request runs. While the frame slider is dragged (or stepped with the keys),
+each step is a fast preview (FAST_SIDE px at most); the frame it is let go on is rendered at the size chosen
+(full, or at most 1280 / 640 px: SIZES). Before it renders, the check "Add to queue" runs too
 (``api.check_request``, the one check of a swap request): a problem clears the preview and is shown once,
 under it, in plain words; missing models can be fetched from here.
 """
@@ -34,10 +36,11 @@ CSS = """
                   flex-wrap: nowrap !important;
                   overflow-y: auto; overflow-x: hidden; }
 #preview-column > * { flex-shrink: 0; }
-/* the compare modes on one line, after their label */
-#compare { display: flex; flex-flow: row wrap; align-items: center; gap: 4px 12px; }
-#compare > [data-testid=block-info] { margin: 0; }
-#compare .wrap { gap: 6px; } #compare .wrap label { padding: 4px 10px; }
+/* the compare modes (and the preview sizes) on one line, after their label */
+#compare, #preview-size { display: flex; flex-flow: row wrap; align-items: center; gap: 4px 12px; }
+#compare > [data-testid=block-info], #preview-size > [data-testid=block-info] { margin: 0; }
+#compare .wrap, #preview-size .wrap { gap: 6px; }
+#compare .wrap label, #preview-size .wrap label { padding: 4px 10px; }
 #preview-wipe, #preview-original, #preview-hold { display: none !important; }
 #preview-column:has(#compare input[value=side]:checked) #preview-original { display: flex !important; }
 #preview-column:has(#compare input[value=wipe]:checked) #preview-wipe { display: flex !important; }
@@ -73,10 +76,30 @@ if (!window.fsHold) {
   for (const kind of ['pointerup', 'pointercancel', 'blur']) window.addEventListener(kind, release);
 }
 """
+# the frame slider's "release" comes when a pointer lets go of it (or its number box is left); a key let up
+# on the slider (arrows, Page Up/Down, Home, End), or Enter in its number box, is a release too: the same
+# pointerup, sent on it, so that the frame a key settles on is rendered at the chosen size as one a drag
+# settles on
+KEY_RELEASE_JS = """
+if (!window.fsKeyRelease) {
+  window.fsKeyRelease = true;
+  document.addEventListener('keyup', (e) => {
+    const box = e.target.closest ? e.target.closest('#frame input') : null;
+    if (box && (box.type === 'range' || e.key === 'Enter')) {
+      box.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+    }
+  });
+}
+"""
 
 
-# the preview's height: the whole panel (image, compare, Add to queue, status, a notice) fits the window
-HEIGHT = "clamp(240px, calc(100vh - 370px), 720px)"
+# a fast preview's longer side (px): each step of the frame slider while it moves; the frame it is let go
+# on is rendered again at the size chosen
+FAST_SIDE = 480
+# the preview size toggle: (label, the longer side in px at most; 0: the frame's own size)
+SIZES = [("full", 0), ("1280 px", 1280), ("640 px", 640)]
+# the preview's height: the whole panel (image, compare, size, Add to queue, status, a notice) fits the window
+HEIGHT = "clamp(240px, calc(100vh - 420px), 720px)"
 
 
 def create() -> dict[str, Any]:
@@ -90,8 +113,10 @@ def create() -> dict[str, Any]:
                                interactive=False, elem_id="preview-wipe", buttons=["fullscreen"],
                                height=HEIGHT, max_height=720)
     c["hold"] = gr.HTML("Press and hold the mouse (or a finger) on the preview to see the original.",
-                        elem_id="preview-hold", js_on_load=HOLD_JS)
+                        elem_id="preview-hold", js_on_load=HOLD_JS + KEY_RELEASE_JS)
     c["compare"] = gr.Radio(COMPARE, value="off", label="Compare", elem_id="compare")
+    c["size"] = gr.Radio(SIZES, value=0, label="Preview size (the longer side at most)",
+                         elem_id="preview-size")
     with gr.Row():
         c["overlay"] = gr.Checkbox(value=False, label="Face debugger (boxes, scores, landmarks, mask)",
                                    elem_id="overlay")
@@ -108,23 +133,34 @@ def create() -> dict[str, Any]:
 
 
 def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: Any) -> None:
-    """Re-render on any change of the Faces tab's inputs (``faces``), the new voice, the overlay or a
-    setting."""
+    """Re-render on any change of the Faces tab's inputs (``faces``), the new voice, the overlay, the size or
+    a setting: at the chosen size; each step of the frame slider first at the fast size (``scrub``), the
+    frame it is let go on ("release") at the chosen size."""
 
-    on_screen: dict[str, str] = {}  # each page (Gradio's session) -> what its preview on screen was asked
+    # each page (Gradio's session) -> what its preview on screen was asked, at what size (px, 0: full), and
+    # which frame of which target it shows
+    on_screen: dict[str, tuple[str, int, str]] = {}
 
     def on_preview(request: gr.Request, sources: list[str] | None, target: str | None, frame: int,
-                   overlay: bool, audio: str | None, mode: str, *vals: Any) -> tuple[Any, ...]:
+                   overlay: bool, audio: str | None, mode: str, size: int, *vals: Any,
+                   fast: bool = False) -> tuple[Any, ...]:
         """The original and the wipe pair (compared()), render()'s outputs, and the import button shown
-        when models are missing (in the same reply). The same request again from the same page (a slider
-        sends its last value twice; two triggers of one change) is on screen already: nothing is redone."""
+        when models are missing (in the same reply); ``fast``: at most FAST_SIDE px. What is on screen
+        already is not redone: the same request again from the same page (a slider sends its last value
+        twice; two triggers of one change), and a fast step to the frame shown (a drag's last step, sent
+        after its release was rendered: the slider has not moved since; a change of anything else is its
+        own request, at the chosen size)."""
+        side = shrunk(int(size or 0), FAST_SIDE if fast else 0)
         asked = repr((sources, target, frame, overlay, audio, mode, vals))
+        where = repr((target, frame))
         page = getattr(request, "session_hash", None) or ""
-        if page and on_screen.get(page) == asked:
+        shown_now = on_screen.get(page)
+        again = shown_now == (asked, side, where) or fast and shown_now is not None and shown_now[2] == where
+        if page and again:
             return tuple(gr.skip() for _ in outputs)
         if page:
             on_screen.pop(page, None)
-            on_screen[page] = asked
+            on_screen[page] = (asked, side, where)
             if len(on_screen) > 256:  # the pages seen lately only
                 on_screen.pop(next(iter(on_screen)))
         try:
@@ -133,16 +169,22 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
             return (None, None, None, problem(str(exc)), "", gr.update(visible=False), [],
                     gr.update(visible=False))
         frame = timeline.within(settings, target, frame)  # never a frame the trim leaves out
-        shown = render(settings, sources, target, frame, overlay, audio)
+        shown = render(settings, sources, target, frame, overlay, audio, side or None, fast)
         return (*compared(mode, target, frame, shown[0]), *shown, gr.update(visible=bool(shown[4])))
 
-    # the frame's "input" fires on a drag and on arrow keys, last with the final value ("release" would
-    # only render that frame again)
+    def on_scrub(request: gr.Request, *args: Any) -> tuple[Any, ...]:
+        return on_preview(request, *args, fast=True)
+
+    # the frame slider: "input" on each step of a drag or a key, "release" where it is let go (a key let
+    # up: KEY_RELEASE_JS); each listener sends only its newest pending request, and both run one at a time
+    # in the order they came, so a drag's last fast step comes before or after its release: on_preview
+    # skips it after
     # faces["resumed"]: a target a reload brought back, described at the frame shown before the reload
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input,
-                faces["resumed"].change, c["overlay"].change, voice.change, c["compare"].change]
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].release,
+                faces["resumed"].change, c["overlay"].change, voice.change, c["compare"].change,
+                c["size"].change]
     triggers += [control.change for control in form.inputs]
-    inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"],
+    inputs = [faces["sources"], faces["target"], faces["frame"], c["overlay"], voice, c["compare"], c["size"],
               *form.inputs]
     outputs = [c["original"], c["wipe"], c["image"], c["status"], c["notice"], c["fetch"], c["missing"],
                c["import"]]
@@ -150,6 +192,8 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                                      "api_visibility": "private"}
     gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
           **one_at_a_time)
+    faces["frame"].input(on_scrub, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
+                         **one_at_a_time)
 
     def on_import(path: str | None) -> str:
         if not path:
@@ -160,10 +204,10 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
             return problem(f"not imported: {exc}")
         return f"imported {entry.name}"
 
-    def on_fetched(names: list[str], *args: Any) -> tuple[Any, ...]:
+    def on_fetched(request: gr.Request, names: list[str], *args: Any) -> tuple[Any, ...]:
         """The preview again once the models are there; after a failed fetch its line stays shown."""
         installed = {m.name for m in api.model_status() if m.installed}
-        return on_preview(*args) if set(names) <= installed else tuple(gr.skip() for _ in outputs)
+        return on_preview(request, *args) if set(names) <= installed else tuple(gr.skip() for _ in outputs)
 
     imported = c["import"].upload(on_import, c["import"], c["status"], api_visibility="private")
     imported = imported.then(on_fetched, [c["missing"], *inputs], outputs, **one_at_a_time)
@@ -174,12 +218,19 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
 
 
+def shrunk(chosen: int, fast: int) -> int:
+    """The longer side a preview is rendered at (px, 0: its own size): the size ``chosen``, no larger than
+    ``fast`` where that is set (a scrubbing step)."""
+    sides = [s for s in (chosen, fast) if s > 0]
+    return min(sides) if sides else 0
+
+
 def compared(mode: str, target: str | None, frame: int, image: Any) -> tuple[Any, Any]:
-    """(original, wipe pair) for the compare ``mode``: the same frame unprocessed, read only when a mode
-    shows it; None where nothing is compared (no preview, or compare off)."""
+    """(original, wipe pair) for the compare ``mode``: the same frame unprocessed (at the preview's size),
+    read only when a mode shows it; None where nothing is compared (no preview, or compare off)."""
     if mode == "off" or image is None or not target:
         return None, None
-    original = api.read_frame(target, int(frame))[:, :, ::-1]
+    original = api.smaller(api.read_frame(target, int(frame)), max(image.shape[:2]))[:, :, ::-1]
     return (original, None) if mode in ("side", "hold") else (None, (original, image))
 
 
@@ -188,20 +239,23 @@ def problem(message: str) -> str:
 
 
 def render(settings: api.Settings, sources: Sequence[str] | None, target: str | None, frame: int,
-           overlay: bool, audio: str | None = None) -> tuple[Any, str, str, Any, list[str]]:
+           overlay: bool, audio: str | None = None, max_side: int | None = None,
+           fast: bool = False) -> tuple[Any, str, str, Any, list[str]]:
     """(preview image or None, status, notice, fetch-button update, missing model names); ``audio``: a new
-    voice (a lip syncer's mouth follows it)."""
+    voice (a lip syncer's mouth follows it); ``max_side``: its longer side at most (None: the frame's own
+    size), ``fast`` a scrubbing step's (said so)."""
     hidden = gr.update(visible=False)
     if not target:
         return None, "Add a target image or video to see a preview.", "", hidden, []
     try:
         if not sources:
             api.check_media(target)
-            return api.read_frame(target, int(frame))[:, :, ::-1], "Add a source photo to see the swap.", \
-                "", hidden, []
+            plain = api.smaller(api.read_frame(target, int(frame)), max_side)[:, :, ::-1]
+            return plain, "Add a source photo to see the swap.", "", hidden, []
         checked = api.check_request(api.SwapRequest.of(sources, target, settings, voice=audio))
         started = time.perf_counter()
-        image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None)
+        image = api.preview(settings, list(sources), target, int(frame), overlay, audio or None,
+                            max_side=max_side)
     except api.ModelsMissing as exc:
         text = problem(missing_line(exc))
         return None, text, "", gr.update(visible=True), list(exc.names)
@@ -210,7 +264,9 @@ def render(settings: api.Settings, sources: Sequence[str] | None, target: str | 
     ms = (time.perf_counter() - started) * 1000
     mark = '<span class="fs-info">i</span>'  # drawn by CSS (app.CSS), not a glyph the fonts may lack
     notice = "".join(f'<span class="fs-notice">{mark} {n}</span>' for n in checked.notices)
-    return image, f"Preview of frame {int(frame)}: {ms:.0f} ms", notice, hidden, []
+    said = f"{'Fast preview' if fast else 'Preview'} of frame {int(frame)}" + (
+        f" (at most {max_side} px)" if max_side else "")
+    return image, f"{said}: {ms:.0f} ms", notice, hidden, []
 
 
 def missing_line(exc: api.ModelsMissing) -> str:
