@@ -137,9 +137,7 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     a setting: at the chosen size; each step of the frame slider first at the fast size (``scrub``), the
     frame it is let go on ("release") at the chosen size."""
 
-    # each page (Gradio's session) -> what its preview on screen was asked, at what size (px, 0: full), and
-    # which frame of which target it shows
-    on_screen: dict[str, tuple[str, int, str]] = {}
+    on_screen = OnScreen()
 
     def on_preview(request: gr.Request, sources: list[str] | None, target: str | None, frame: int,
                    overlay: bool, audio: str | None, mode: str, size: int, *vals: Any,
@@ -153,16 +151,8 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
         side = shrunk(int(size or 0), FAST_SIDE if fast else 0)
         asked = repr((sources, target, frame, overlay, audio, mode, vals))
         where = repr((target, frame))
-        page = getattr(request, "session_hash", None) or ""
-        shown_now = on_screen.get(page)
-        again = shown_now == (asked, side, where) or fast and shown_now is not None and shown_now[2] == where
-        if page and again:
+        if on_screen.again(getattr(request, "session_hash", None) or "", (asked, side, where), fast):
             return tuple(gr.skip() for _ in outputs)
-        if page:
-            on_screen.pop(page, None)
-            on_screen[page] = (asked, side, where)
-            if len(on_screen) > 256:  # the pages seen lately only
-                on_screen.pop(next(iter(on_screen)))
         try:
             settings = form.read(vals)
         except api.UserError as exc:
@@ -216,6 +206,29 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                                api_visibility="private")
     fetched = fetched.then(on_fetched, [c["missing"], *inputs], outputs, **one_at_a_time)
     fetched.then(model_choice_updates, None, [form[k] for k in MODEL_KEYS], api_visibility="private")
+
+
+class OnScreen:
+    """What each page's (Gradio session's) preview on screen was asked: the request, at what size (px, 0:
+    full), and which frame of which target it shows; the pages seen lately only."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self.pages: dict[str, tuple[str, int, str]] = {}
+
+    def again(self, page: str, shown: tuple[str, int, str], fast: bool) -> bool:
+        """Whether ``shown`` is on ``page`` already (the same request at the same size, or a fast step to the
+        frame it shows); if not, it is what the page will show."""
+        now = self.pages.get(page)
+        if page and (now == shown or fast and now is not None and now[2] == shown[2]):
+            return True
+        if page:
+            self.pages.pop(page, None)
+            self.pages[page] = shown
+            if len(self.pages) > self.KEPT:
+                self.pages.pop(next(iter(self.pages)))
+        return False
 
 
 def shrunk(chosen: int, fast: int) -> int:
