@@ -43,6 +43,7 @@ from pipeline.settings import (
     keys,
     upgrade,
     validate,
+    with_used_processors,
 )
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,10 @@ def parse(doc: Document) -> tuple[Settings, str]:
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise SettingsError("preset 'description' must be text")
-    return validate({**data, "version": SCHEMA_VERSION}, strict=True), description
+    settings = validate({**data, "version": SCHEMA_VERSION}, strict=True)
+    given = [f"{section}.{key}" for section, values in data.items() if isinstance(values, dict)
+             for key in values]
+    return with_used_processors(settings, given), description
 
 
 def document(name: str, settings: Settings, description: str = "") -> Document:

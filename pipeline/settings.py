@@ -846,6 +846,12 @@ def apply_overrides(settings: Settings, overrides: list[str] | dict[str, Any]) -
     return validate(_joined(data, given))
 
 
+def with_used_processors(settings: Settings, given: list[str]) -> Settings:
+    """``settings`` whose ``given`` keys (``section.key``, say a preset file's) were set: each processor whose
+    own settings they changed is in the order unless they set the order too (the rule of :func:`_joined`)."""
+    return validate(_joined(settings.model_dump(), given))
+
+
 def _joined(data: dict[str, Any], given: list[str]) -> dict[str, Any]:
     """``data`` with each processor whose settings the overrides (``given`` keys) changed from their
     defaults put at the end of ``processors.order``, where the overrides do not set the order themselves:

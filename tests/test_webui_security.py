@@ -254,25 +254,25 @@ def test_presets_are_per_user_and_studio_presets_are_published_by_an_admin(studi
     alice, bob, carol = (login(url, u, p) for u, p in USERS)
     p = app.components["presets"]
     values = settings_values(app)
-    event(alice, app, p["save"], ["look", "alice's look", "", *values])
-    event(bob, app, p["save"], ["look", "bob's look", "", *values])  # bob's own, next to hers
+    event(alice, app, p["save"], ["look", "alice's look", "", "", *values])
+    event(bob, app, p["save"], ["look", "bob's look", "", "", *values])  # bob's own, next to hers
     assert presets.read("look", owner="alice").description == "alice's look"
     assert presets.read("look", owner="bob").description == "bob's look"
     event(bob, app, p["delete"], ["look"])
     assert presets.read("look", owner="alice").description == "alice's look"  # bob deleted his own only
-    event(alice, app, p["save"], ["alice only", "", "", *values])
+    event(alice, app, p["save"], ["alice only", "", "", "", *values])
     with pytest.raises(UserError, match="alice only"):  # not in bob's list (Gradio refuses it), nor his shelf
         event(bob, app, p["delete"], ["alice only"])
     with pytest.raises(UserError, match="no preset named 'alice only'"):
         presets.delete("alice only", owner="bob")
     assert presets.read("alice only", owner="alice")
-    assert "only an admin" in refusal(bob, app, p["publish"], ["house look", "", "", *values])
-    event(carol, app, p["publish"], ["house look", "the studio's", "", *values])
+    assert "only an admin" in refusal(bob, app, p["publish"], ["house look", "", "", "", *values])
+    event(carol, app, p["publish"], ["house look", "the studio's", "", "", *values])
     assert "house look" in [i.name for i in presets.list_presets("bob") if i.studio]
     event(bob, app, app.components["tabs"]["Presets"], [], "select")  # bob opens the tab: it is in his list
     assert "only an admin can delete it" in refusal(bob, app, p["delete"], ["house look"])
     # a studio name means one thing
-    assert "studio preset" in refusal(bob, app, p["save"], ["house look", "", "", *values])
+    assert "studio preset" in refusal(bob, app, p["save"], ["house look", "", "", "", *values])
     event(carol, app, p["delete"], ["house look"])
     assert "house look" not in [i.name for i in presets.list_presets("bob")]
     assert "look" not in [i.name for i in presets.list_presets()]  # the local (CLI) shelf is apart

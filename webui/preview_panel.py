@@ -89,6 +89,26 @@ if (!window.fsKeyRelease) {
       box.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
     }
   });
+  // the slider at rest with a fast preview on screen (its release lost or overtaken): let it go again, so
+  // the frame it stands on is shown at the chosen size
+  let busy = false, timer = null;
+  const onSlider = (e) => e.target.closest && e.target.closest('#frame');
+  document.addEventListener('pointerdown', (e) => { if (onSlider(e)) busy = true; });
+  document.addEventListener('pointerup', () => { busy = false; });
+  document.addEventListener('keydown', (e) => { if (onSlider(e)) busy = true; });
+  document.addEventListener('keyup', () => { busy = false; });
+  const fastOnScreen = () => {
+    const status = document.querySelector('#preview-status');
+    return status && status.innerText.trim().startsWith('Fast preview');
+  };
+  new MutationObserver(() => {
+    if (!fastOnScreen() || timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      const box = document.querySelector('#frame input[type=range]');
+      if (box && !busy && fastOnScreen()) box.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+    }, 600);
+  }).observe(document.body, {childList: true, subtree: true, characterData: true});
 }
 """
 
