@@ -76,7 +76,7 @@ def swap_video(settings: Settings, sources: list[Path], target: Path, output: Pa
     show = show_progress and sys.stderr.isatty()
     control = RunControl(progress_bar if show else None)
     if settings.markers:  # a render a stretch, joined as a job joins its segments
-        from pipeline.markers import render_file
+        from pipeline.jobs.markers import render_file
 
         result = render_file(settings, sources, target, output, info=info, control=control, audio=audio)
     else:

@@ -8,7 +8,8 @@ no two on one frame, the same transparency everywhere), and rendered one after t
 each stretch by its own :class:`~pipeline.render.Render` into its own segments, so that no segment spans a
 marker (the faces found and tracked go on from one stretch's render to the next unless the marker changes how
 they are found: :data:`FINDING`): a job's segments (:mod:`pipeline.jobs.markers`) resume at any of them,
-and ``facestation swap`` (:func:`render_file`) joins one segment a stretch as a job joins its own. Models are
+and ``facestation swap`` (:func:`pipeline.jobs.markers.render_file`) joins one segment a stretch as a job
+joins its own. Models are
 loaded once: each stretch's processors take their sessions from the one session cache
 (``models/sessions.py``), so a model plan already loaded by an earlier stretch is not loaded again. The
 stretches' quality reports make one (:func:`merged_report`: frame numbers are the output's already).
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +30,6 @@ from pipeline.settings import Marker, Settings, apply_overrides, marker_place
 from pipeline.video.trim import TOLERANCE_S, Rate, Trim
 
 if TYPE_CHECKING:
-    from pipeline.jobs.segments import SegmentWriter
     from pipeline.process import FaceProcessor
     from pipeline.progress import RunControl
     from pipeline.quality import QualityReport
@@ -212,40 +211,6 @@ def _finding(settings: Settings) -> tuple[Any, ...]:
     stretch before it (its render continues theirs); other changes start finding faces again at the
     marker, as a resumed job does."""
     return tuple(getattr(settings, s) for s in FINDING)
-
-
-def render_file(settings: Settings, sources: Sequence[Path | str], target: Path, output: Path, *,
-                info: VideoInfo, control: RunControl, audio: Path | None = None) -> RenderResult:
-    """``facestation swap`` of a video with markers: one segment a stretch, joined into ``output`` with the
-    sound as a job joins its own (the work folder beside the output, removed afterwards)."""
-    from pipeline.jobs import segments
-    from pipeline.progress import Progress
-    from pipeline.quality import write_report
-
-    parts = stretches(settings, info.frame_count, info.fps, target.name)
-    total = parts[-1].stop if parts else 0
-    work = output.with_name(f".{output.name}.markers")
-    done: list[segments.Segment] = []
-
-    def sink_for(first: int) -> Callable[[int, int], SegmentWriter]:
-        return lambda width, height: segments.SegmentWriter(
-            work, first_frame=first, source=info, settings=parts[0].settings, size=(width, height),
-            on_segment=done.append, cancel=control.cancel, container=output.suffix)
-
-    def control_for(first: int) -> RunControl:
-        return control.relay(lambda p: replace(p, frames_done=first + p.frames_done, frames_total=total))
-
-    segments.clear_work(work)
-    try:
-        results = render(parts, sources, target, info=info, sink_for=sink_for, control_for=control_for,
-                         audio=audio)
-        models = list(dict.fromkeys(m for r in results for m in r.models))
-        control.report(Progress(total, total, stage={"step": "joining segments"}))
-        segments.join_segments(done, work, output, job_id=0, source=info, settings=settings, models=models,
-                               cancel=control.cancel, voice=audio)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return joined_result(results, output, write=write_report)
 
 
 def joined_result(results: Sequence[RenderResult], output: Path,

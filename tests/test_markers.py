@@ -130,7 +130,7 @@ def test_segments_split_at_markers_and_a_resume_keeps_them(tmp_path: Path, clip:
 
 
 def test_swap_renders_markers_too(tmp_path: Path, clip: Path) -> None:
-    from pipeline.markers import render_file
+    from pipeline.jobs.markers import render_file
     from pipeline.video.probe import probe
 
     marked = markers.with_markers(FAST, [f"{N}=color.method=mkl"])

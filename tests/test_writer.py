@@ -45,10 +45,9 @@ MAKERS = {
     "pipeline/jobs/segments.py": "a queued job's segments, in its own work folder (farm and re-render too)",
     "pipeline/live/outputs.py": "facestation live --output FILE (open_output: writer.claim)",
     "pipeline/live/webrtc.py": "the Live tab's recording (LiveRuns.start: writer.claim)",
-    "pipeline/markers.py": "swap --marker (render_file: segments in a work folder beside the output, "
-                           "joined; cli/swap.py: writer.claim first) and a job's stretches",
     "pipeline/jobs/markers.py": "a queued job with markers: its stretches into the job's segments "
-                                "(runner.py's rules)",
+                                "(runner.py's rules); swap --marker (render_file: segments in a work folder "
+                                "beside the output, joined; cli/swap.py: writer.claim first)",
     "pipeline/bench.py": "facestation bench: its own temporary folder, no user output",
     "cli/swap.py": "facestation swap: writer.claim",
 }

@@ -6,7 +6,8 @@ starts again at the end of its recorded segments, in whichever stretch that is.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+import shutil
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from pipeline.jobs.resume import ResumeRecord
     from pipeline.progress import Progress, RunControl
     from pipeline.quality import QualityReport
+    from pipeline.render import RenderResult
     from pipeline.settings import Settings
     from pipeline.video.probe import VideoInfo
 
@@ -95,3 +97,37 @@ def _control_at(run: MarkedRun, first: int) -> RunControl:
                        stage={**p.stage, "segments": len(run.record.segments)})
     control: RunControl = run.ctx.control.relay(whole)
     return control
+
+
+def render_file(settings: Settings, sources: Sequence[Path | str], target: Path, output: Path, *,
+                info: VideoInfo, control: RunControl, audio: Path | None = None) -> RenderResult:
+    """``facestation swap`` of a video with markers: one segment a stretch, joined into ``output`` with the
+    sound as a job joins its own (the work folder beside the output, removed afterwards)."""
+    from pipeline import markers
+    from pipeline.progress import Progress
+    from pipeline.quality import write_report
+
+    parts = markers.stretches(settings, info.frame_count, info.fps, target.name)
+    total = parts[-1].stop if parts else 0
+    work = output.with_name(f".{output.name}.markers")
+    done: list[segments.Segment] = []
+
+    def sink_for(first: int) -> Callable[[int, int], segments.SegmentWriter]:
+        return lambda width, height: segments.SegmentWriter(
+            work, first_frame=first, source=info, settings=parts[0].settings, size=(width, height),
+            on_segment=done.append, cancel=control.cancel, container=output.suffix)
+
+    def control_for(first: int) -> RunControl:
+        return control.relay(lambda p: replace(p, frames_done=first + p.frames_done, frames_total=total))
+
+    segments.clear_work(work)
+    try:
+        results = markers.render(parts, sources, target, info=info, sink_for=sink_for,
+                                 control_for=control_for, audio=audio)
+        models = list(dict.fromkeys(m for r in results for m in r.models))
+        control.report(Progress(total, total, stage={"step": "joining segments"}))
+        segments.join_segments(done, work, output, job_id=0, source=info, settings=settings, models=models,
+                               cancel=control.cancel, voice=audio)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return markers.joined_result(results, output, write=write_report)
