@@ -294,6 +294,10 @@ class ReportSettings(_Section):
     jitter_max: float = Field(0.1, gt=0.0, le=1.0, title="Jitter flag above (face sizes)",
                               description="flag frames whose face landmarks shake more than this, as a "
                               "fraction of the face's size")
+    profile_turn: float = Field(0.5, gt=0.0, le=5.0, title="Side-on flag above (eye distances)",
+                                description="flag frames whose swapped face is turned aside more than this: "
+                                "the nose tip's distance from the middle of the eyes, in eye distances "
+                                "(about 0.1 facing the camera, over 1 in profile)")
 
 
 class VideoSettings(_Section):

@@ -1,5 +1,6 @@
 """The quality report: a generated clip with known bad stretches (a face too small to swap, a face covered,
-a stretch where the detector is made to miss) is flagged there and nowhere else; the identity gain on the
+a stretch where the detector is made to miss, a face in profile: scikit-image's cameraman) is flagged there
+and nowhere else; the identity gain on the
 good stretches equals an independent judge's (OpenCV's FaceRecognizerSF, the same SFace file, on the output
 file); the report file, the still's report, ``report.identity=false`` and ``facestation report``."""
 
@@ -26,8 +27,9 @@ from pipeline.video.encode import Encoder
 from tests import photos
 
 W, H, FPS = 480, 360, 30
-FRAMES = 70
-SMALL, COVERED, BLIND = range(9, 22), range(30, 40), range(50, 60)  # the bad stretches
+FRAMES = 86
+SMALL, COVERED, BLIND, PROFILE = range(9, 22), range(30, 40), range(50, 60), range(68, 78)  # the bad ones
+BAD = (SMALL, COVERED, BLIND, PROFILE)
 MARK = 8  # px: a white corner block marks the frames the detector is made to miss
 
 
@@ -47,12 +49,29 @@ def _paste(frame: Frame, picture: Frame, centre: tuple[float, float], scale: flo
     frame[:] = warped
 
 
+def _around(box: Any, k: float) -> tuple[int, int, int, int]:
+    """A square ``k`` times the larger side of ``box``, about its centre."""
+    cx, cy, side = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2, max(box[2] - box[0], box[3] - box[1]) * k
+    return int(cx - side / 2), int(cy - side / 2), int(cx + side / 2), int(cy + side / 2)
+
+
+def _profile() -> Frame:
+    """The cameraman's head (scikit-image), seen side-on: his nose tip over an eye distance off his eyes'
+    middle (the astronaut's: 0.06)."""
+    import skimage.data
+
+    camera = cv2.cvtColor(skimage.data.camera(), cv2.COLOR_GRAY2BGR)
+    x1, y1, x2, y2 = _around(YuNetDetector().detect([camera])[0][0].box, 1.6)
+    return camera[y1:y2, x1:x2]
+
+
 def _frames() -> list[Frame]:
     """The astronaut drifting slowly right; far away (a tenth of its size), covered or marked in the bad
-    stretches."""
+    stretches, and another man's head in profile in her place in the last."""
     face = photos.astronaut()[:320, 96:416]  # her head and shoulders: a face of about 150 px in the clip
     big = cv2.resize(face, (H, H), interpolation=cv2.INTER_AREA)
     box = YuNetDetector().detect([big])[0][0].box  # where the face is in ``big``
+    side = _profile()
     out = []
     for i in range(FRAMES):
         x = 20 + i // 2
@@ -66,6 +85,10 @@ def _frames() -> list[Frame]:
             frame[max(0, y1 - 10):y2 + 10, x + x1 - 10:x + x2 + 10] = 128
         if i in BLIND:
             frame[:MARK, :MARK] = 255
+        if i in PROFILE:
+            x1, y1, x2, y2 = _around(box, 1.6)
+            y1 = max(0, y1)
+            frame[y1:y2, x + x1:x + x2] = cv2.resize(side, (x2 - x1, y2 - y1), interpolation=cv2.INTER_AREA)
         out.append(frame)
     return out
 
@@ -108,10 +131,13 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
 def test_the_report_flags_exactly_the_bad_stretches(rendered: tuple[Path, Path, dict[str, Any]]) -> None:
     report = rendered[2]
     flagged = [(s["start"], s["end"], s["kinds"]) for s in report["stretches"]]
-    assert len(flagged) == 3, flagged
-    for (start, end, kinds), bad in zip(flagged, (SMALL, COVERED, BLIND), strict=True):
+    assert len(flagged) == 4, flagged
+    for (start, end, kinds), bad in zip(flagged, BAD, strict=True):
         assert abs(start - bad[0]) <= 2 and abs(end - bad[-1]) <= 2, (flagged, bad)
-        assert set(kinds) <= {"too_small", "missed"}, kinds  # a face left alone, never a bad identity
+        if bad is PROFILE:  # swapped, and said to be side-on (the jump to another head: jitter at its ends)
+            assert "profile" in kinds and set(kinds) <= {"profile", "jitter", "identity"}, kinds
+        else:
+            assert set(kinds) <= {"too_small", "missed"}, kinds  # a face left alone, never a bad identity
     frames = {f["frame"]: f for f in report["frames"]}
     assert all(frames[i]["missed"] for i in [*COVERED[2:-2], *BLIND[2:-2]])
     assert all(frames[i]["swapped"] == 0 for i in SMALL[2:-2])
@@ -119,8 +145,8 @@ def test_the_report_flags_exactly_the_bad_stretches(rendered: tuple[Path, Path, 
 
 
 def _good(frame: int) -> bool:
-    return all(abs(frame - b) > 3 for bad in (SMALL, COVERED, BLIND) for b in (bad[0], bad[-1])) and not any(
-        frame in bad for bad in (SMALL, COVERED, BLIND))
+    return all(abs(frame - b) > 3 for bad in BAD for b in (bad[0], bad[-1])) and not any(
+        frame in bad for bad in BAD)
 
 
 def _row(points: list[float]) -> np.ndarray:

@@ -51,6 +51,14 @@ def _size(face: Face) -> float:
     return max(1.0, math.hypot(x2 - x1, y2 - y1))
 
 
+def turn(face: Face) -> float:
+    """How far ``face`` is turned aside: its nose tip's distance from the middle of its eyes, in eye
+    distances, across (about 0.0–0.1 facing the camera, over 1 side-on)."""
+    p = np.asarray(face.landmarks, np.float64).reshape(-1, 2)
+    eyes = float(np.linalg.norm(p[1] - p[0]))
+    return abs(float(p[2, 0] - (p[0, 0] + p[1, 0]) / 2)) / max(eyes, 1.0)
+
+
 def _near(a: Face, b: Face) -> bool:
     """Whether ``b`` is where ``a`` was (centres within half a face)."""
     (ax, ay), (bx, by) = a.center, b.center
@@ -153,12 +161,19 @@ class Recorder:
         rec.found = len(w.faces) + len(left)
         rec.refilled = sum(bool(f.extra.get("interpolated")) for f in w.faces)
         rec.missed = self._missed(w, width, height)
+        rec.profile = sum(self._side_on(f, w.detected) for f in w.faces)
         rec.identity = [s[0] for s in scores]
         rec.before = [s[1] for s in scores]
         rec.points = [[round(float(v), 2) for v in f.landmarks.ravel()] for f in w.faces]
         self.frames.append(rec)
         for face in w.faces:
             self._follow(face, w.index)
+
+    def _side_on(self, face: Face, found: Sequence[Face]) -> bool:
+        """Whether the swapped ``face`` is seen side-on: as swapped, or as found there (the swapped points
+        are smoothed over the frames before, so they come round to a turn a few frames late)."""
+        limit = self.settings.report.profile_turn
+        return turn(face) > limit or any(_near(face, d) and turn(d) > limit for d in found)
 
     def _missed(self, w: Work, width: int, height: int) -> int:
         """The lost faces nothing was found near in ``w`` (a face found there but left alone is said as
@@ -193,7 +208,7 @@ class Recorder:
     def report(self, output: str = "") -> QualityReport:
         r = self.settings.report
         thresholds = {"identity_min": r.identity_min, "jitter_max": r.jitter_max,
-                      "identity_every": r.identity_every}
+                      "identity_every": r.identity_every, "profile_turn": r.profile_turn}
         for rec in self.frames:
             rec.flags = [k for k in FLAGS if rec.flagged(k, r.identity_min, r.jitter_max)]
         return QualityReport(output=output, fps=self.fps, identity=self.judge is not None,

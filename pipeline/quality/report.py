@@ -22,7 +22,7 @@ VERSION = 1
 SUFFIX = ".quality.json"
 # what flags a frame: a swapped face unlike the source, a found face too small to swap, a face the tracks
 # expected but nothing found, faces that shake (a face the selector did not choose is the user's choice)
-FLAGS = ("identity", "too_small", "missed", "jitter")
+FLAGS = ("identity", "too_small", "missed", "profile", "jitter")
 JOIN_GAP = 2  # flagged frames this close (or closer) make one stretch
 PARTIAL = 16  # bytes pipeline.paths.write_atomic adds to a name for its partial file
 
@@ -36,6 +36,7 @@ class FrameRecord:
     not_chosen: int = 0
     refilled: int = 0
     missed: int = 0
+    profile: int = 0  # swapped faces seen side-on (report.profile_turn): where swaps break most
     identity: list[float] = field(default_factory=list)  # per swapped face, after the swap
     before: list[float | None] = field(default_factory=list)  # the same faces before it
     points: list[list[float]] = field(default_factory=list)  # per swapped face: its 5 points (x1, y1, …)
