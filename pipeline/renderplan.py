@@ -159,12 +159,14 @@ def set_threads(models: dict[str, list[CatalogSession]], threads: dict[str, int]
                 spin: bool = True) -> None:
     """Give each stage's models their threads (and, with more than one, whether idle ones spin); a model on
     onnxruntime's default (0 = every core) keeps it where it is given every core and spins, so that a
-    loaded 554 MB session is not made again."""
+    loaded 554 MB session is not made again; unless that default session is gone from the cache (an
+    earlier stretch measured the model at fewer threads and gave it every core: that session is kept)."""
     for stage, found in models.items():
         n = threads.get(stage, 1)
         for model in found:
             want = spin if n > 1 else model.spin  # one thread never waits for another: either will do
-            if not (model.threads == 0 and n == n_cores and model.spin == want):
+            default = model.threads == 0 and n == n_cores and model.spin == want
+            if not (default and (model.kept(0, want) or not model.kept(n, want))):
                 model.set_threads(n)
                 model.set_spinning(want)
 

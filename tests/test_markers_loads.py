@@ -95,3 +95,21 @@ def test_each_model_file_is_loaded_once(tmp_path: Path, clip: Path, made: Made,
     assert max(every.values()) == 1, sorted(every.items())
     assert "w600k_r50.onnx" in {name for name, _ in every}
     assert not parts[-1], sorted(parts[-1].items())  # the last stretch: a model plan rendered before
+
+
+def test_a_model_the_plan_measured_is_not_loaded_again(tmp_path: Path, clip: Path, made: Made,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine the detector can cost enough to be measured at fewer threads and handed every core
+    at the end (its default session, dropped while measuring, not in the cache any more): the second
+    stretch's detector takes the plan's session, not onnxruntime's default made again (seen once in a
+    full run at load). Every model stage counted heavy here, as that load made the detector, and the
+    curves measured afresh (none kept from an earlier test)."""
+    from pipeline import plancache, renderplan
+
+    monkeypatch.setattr(renderplan, "heavy_stages", lambda cpu_ms, stages, io_ms, models:
+                        [s for s in stages if models.get(s)])
+    monkeypatch.setattr(plancache, "curve", lambda *args, **kwargs: None)
+    marked = markers.with_markers(NEURAL, ["20=color.method=mkl"])
+    built, first, second = _stretches(tmp_path, clip, marked, made, monkeypatch)
+    assert first  # measured: sessions made at fewer threads in the first stretch
+    assert not second, sorted(second.items())

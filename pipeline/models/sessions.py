@@ -295,6 +295,15 @@ class CatalogSession:
         the first load."""
         return self._path
 
+    def kept(self, threads: int, spin: bool) -> bool:
+        """Whether a session of this model at ``threads`` (and ``spin``) is loaded here or still in the
+        cache (another object of the same model loaded it): one asked for at those threads is not made."""
+        if self.loaded and self.threads == threads and self.spin == spin:
+            return True
+        names = tuple(resolve_providers(self.providers))
+        with _lock:
+            return any(_names.get(k) == self.name and k[1:] == (names, threads, spin) for k in _cache)
+
     @property
     def on_cpu(self) -> bool:
         """Whether it runs on onnxruntime's CPU provider (the first one of those asked for that is there)."""
