@@ -82,7 +82,11 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
         # each key: a fast step and its release at full size (up to twice the renders of one step)
-        wait_until(lambda: "Preview of frame 2" in _status(page), 120, what="the preview of frame 2")
+        try:
+            wait_until(lambda: "Preview of frame 2" in _status(page), 120, what="the preview of frame 2")
+        except AssertionError as exc:  # what the page showed instead
+            value = page.locator("#frame input[type=range]").first.input_value()
+            raise AssertionError(f"{exc}; the status: {_status(page)!r}, the slider at {value}") from None
 
         # warm previews in the browser: the overlay toggled on, off, on, each new image shown in turn (the
         # round trip is measured in BENCHMARKS.md, not asserted)

@@ -80,7 +80,7 @@ if (!window.fsHold) {
 # on the slider (arrows, Page Up/Down, Home, End), or Enter in its number box, is a release too: the same
 # pointerup, sent on it, so that the frame a key settles on is rendered at the chosen size as one a drag
 # settles on
-KEY_RELEASE_JS = """
+KEY_RELEASE_JS = r"""
 if (!window.fsKeyRelease) {
   window.fsKeyRelease = true;
   document.addEventListener('keyup', (e) => {
@@ -89,24 +89,35 @@ if (!window.fsKeyRelease) {
       box.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
     }
   });
-  // the slider at rest with a fast preview on screen (its release lost or overtaken): let it go again, so
-  // the frame it stands on is shown at the chosen size
-  let busy = false, timer = null;
+  // the slider at rest while the preview shows another frame, or this one only fast (a release lost or
+  // overtaken in the browser's own event queue): let it go again, so the frame it stands on is shown at the
+  // chosen size; once for each slider value and line on screen (a page that cannot show that frame, say a
+  // problem line, is not asked again and again)
+  let busy = false, timer = null, sent = '';
   const onSlider = (e) => e.target.closest && e.target.closest('#frame');
   document.addEventListener('pointerdown', (e) => { if (onSlider(e)) busy = true; });
   document.addEventListener('pointerup', () => { busy = false; });
   document.addEventListener('keydown', (e) => { if (onSlider(e)) busy = true; });
   document.addEventListener('keyup', () => { busy = false; });
-  const fastOnScreen = () => {
+  const behind = () => {
     const status = document.querySelector('#preview-status');
-    return status && status.innerText.trim().startsWith('Fast preview');
+    const box = document.querySelector('#frame input[type=range]');
+    if (!status || !box || !box.offsetParent) return null;  // no video target: no slider to follow
+    const text = status.innerText.trim();
+    if (/^\d+(\.\d+)?s/.test(text)) return null;  // a preview is on its way (its timer shown)
+    const shown = text.match(/^(Fast preview|Preview) of frame (\d+)/);
+    if (!shown || (shown[1] === 'Preview' && shown[2] === box.value)) return null;
+    return box.value + '|' + text;
   };
   new MutationObserver(() => {
-    if (!fastOnScreen() || timer) return;
+    if (timer || !behind()) return;
     timer = setTimeout(() => {
       timer = null;
-      const box = document.querySelector('#frame input[type=range]');
-      if (box && !busy && fastOnScreen()) box.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+      const now = behind(), box = document.querySelector('#frame input[type=range]');
+      if (box && !busy && now && now !== sent) {
+        sent = now;
+        box.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+      }
     }, 600);
   }).observe(document.body, {childList: true, subtree: true, characterData: true});
 }
