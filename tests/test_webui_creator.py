@@ -354,13 +354,16 @@ def test_a_row_click_selects_once_and_the_faces_follow_the_frame_as_the_preview_
     assert len(_fns(built.blocks, q["job_id"], "submit")) == 1  # submit covers a click on the same row
     assert _fns(built.blocks, q["job_id"], "change") == []  # no second run (and links) per click
     assert "'change'" not in queue_tab.SELECT_ROW_JS
-    # arrow keys on the slider fire only "input": the gallery follows it, like the preview
-    gallery = [fn for fn in _fns(built.blocks, f["frame"], "input") if f["faces"] in fn.outputs]
-    assert len(gallery) == 1 and gallery[0].trigger_mode == "always_last"
+    # the gallery follows the frame let go on (a pointer let go, a key let up: KEY_RELEASE_JS), as the preview
+    # at the chosen size does; it runs each release (BESIDE): the preview is the event's one always_last
+    assert "pointerup" in preview_panel.KEY_RELEASE_JS and "keyup" in preview_panel.KEY_RELEASE_JS
+    assert not [fn for fn in _fns(built.blocks, f["frame"], "input") if f["faces"] in fn.outputs]
+    gallery = [fn for fn in _fns(built.blocks, f["frame"], "release") if f["faces"] in fn.outputs]
+    assert len(gallery) == 1 and gallery[0].trigger_mode == "multiple"
     # the preview: each step at the fast size on "input", the frame let go on ("release") at the chosen size,
-    # one listener each; the gallery has no "release" (input already carried the final value)
+    # one listener each
     scrub = [fn for fn in _fns(built.blocks, f["frame"], "input") if p["image"] in fn.outputs]
-    settle = _fns(built.blocks, f["frame"], "release")
+    settle = [fn for fn in _fns(built.blocks, f["frame"], "release") if p["image"] in fn.outputs]
     assert len(scrub) == 1 and len(settle) == 1 and f["faces"] not in settle[0].outputs
     assert scrub[0].trigger_mode == settle[0].trigger_mode == "always_last"
     # the preview sets the import button itself (no second round trip), and every preview run is one at a time

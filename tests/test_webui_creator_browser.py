@@ -12,7 +12,15 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.browser.helpers import chromium, drag_handle, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import (
+    chromium,
+    drag_handle,
+    open_tab,
+    running_app,
+    screenshot,
+    upload,
+    wait_for_preview,
+)
 from tests.photos import astronaut, grace_hopper_path
 from tests.timing import wait_until
 
@@ -82,11 +90,7 @@ def test_first_run_flow_at_1280x800(clip: Path, tmp_path: Path) -> None:
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
         # each key: a fast step and its release at full size (up to twice the renders of one step)
-        try:
-            wait_until(lambda: "Preview of frame 2" in _status(page), 120, what="the preview of frame 2")
-        except AssertionError as exc:  # what the page showed instead
-            value = page.locator("#frame input[type=range]").first.input_value()
-            raise AssertionError(f"{exc}; the status: {_status(page)!r}, the slider at {value}") from None
+        wait_for_preview(page, "Preview of frame 2", 120)
 
         # warm previews in the browser: the overlay toggled on, off, on, each new image shown in turn (the
         # round trip is measured in BENCHMARKS.md, not asserted)

@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 
 from pipeline import preview as engine
-from tests.browser.helpers import SCREENSHOTS, chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import (
+    SCREENSHOTS,
+    chromium,
+    open_tab,
+    running_app,
+    screenshot,
+    upload,
+    wait_for_preview,
+)
 from tests.photos import astronaut, astronaut_path, grace_hopper_path
 from tests.timing import wait_until
 
@@ -236,7 +244,7 @@ def test_compare_modes_on_a_still_and_on_a_scrubbed_video_frame(clip: Path, tmp_
         slider.focus()
         for _ in range(5):
             page.keyboard.press("ArrowRight")
-        wait_until(lambda: "Preview of frame 5" in _status(page), 60, what="the preview of frame 5")
+        wait_for_preview(page, "Preview of frame 5", 60)
         truth, box = engine.read_frame(clip, 5), engine.faces_in(clip, 5)[0].box
         first = engine.read_frame(clip, 0)
         assert _off(truth, first) > 3  # the face moves: frame 5 is not frame 0

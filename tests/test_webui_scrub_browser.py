@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.helpers import chromium, running_app, screenshot, upload
+from tests.browser.helpers import (
+    SERVER_TRACE,
+    chromium,
+    preview_said,
+    running_app,
+    screenshot,
+    upload,
+    wait_for_preview,
+)
 from tests.photos import grace_hopper_path
 from tests.timing import scaled, wait_until
 
@@ -67,10 +76,22 @@ def _scrubber(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
         yield page, slider
 
 
+def _rendering(page: Any, seen: Counted, before: int, what: str) -> None:
+    """Wait until a preview is being rendered (fast, or at full size past the ``before`` first); if none
+    comes, fail with what the page and the server did."""
+    try:
+        wait_until(lambda: seen.fast or len(seen.full) > before, 60, what=what)
+    except AssertionError as exc:
+        seen.hold.set()
+        raise AssertionError(f"{exc}\n{preview_said(page)}") from None
+
+
 def _settled(page: Any, frame: int, seen: Counted) -> None:
     """Wait for the preview of ``frame`` at full size (the clip's 640 px)."""
-    wait_until(lambda: f"Preview of frame {frame}:" in _status(page), 120,
-               what=f"the full preview of {frame} (rendered so far: full {seen.full}, fast {seen.fast})")
+    try:
+        wait_for_preview(page, f"Preview of frame {frame}:", 120)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nrendered so far: full {seen.full}, fast {seen.fast}") from None
     img = page.locator("#preview img").first
     wait_until(lambda: img.evaluate("i => i.naturalWidth") == 640, 30, what="the full-size image")
 
@@ -86,7 +107,7 @@ def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
             page.keyboard.press("ArrowRight")
         # the first step's fast preview, or its release's (a key let up: sent beside it, either may come
         # first) at full size
-        wait_until(lambda: seen.fast or len(seen.full) > before, 60, what="the first step's preview (held)")
+        _rendering(page, seen, before, "the first step's preview (held)")
         seen.hold.set()
         _settled(page, 5, seen)
         full, fast = seen.full[before:], seen.fast  # at full size: the frame it settled on, once, last
@@ -98,6 +119,23 @@ def test_five_fast_scrubs_settle_on_the_last_frame_with_one_render_of_it(
         assert len(full) <= 4 and len(fast) <= 3 and fast.count(5) <= 1, (full, fast)
         assert fast[-1] == 5 or 5 not in fast, fast
         screenshot(page, "scrub-settled")
+        _rests(page)
+
+
+def _rests(page: Any) -> None:
+    """Once settled the page asks for nothing more: no preview request for 2 s (two always_last listeners of
+    the slider once asked again and again, every ~0.35 s, for ever: tests/test_webui_events.py)."""
+    last = [len(SERVER_TRACE), time.monotonic()]
+
+    def quiet() -> bool:
+        if len(SERVER_TRACE) != last[0]:
+            last[:] = [len(SERVER_TRACE), time.monotonic()]
+        return time.monotonic() - last[1] >= 2.0
+
+    try:
+        wait_until(quiet, 30, what="the page to rest (no preview asked for 2 s)")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{preview_said(page)}") from None
 
 
 def test_a_drag_shows_fast_steps_and_the_frame_let_go_on_at_full_size_once(
@@ -116,7 +154,7 @@ def test_a_drag_shows_fast_steps_and_the_frame_let_go_on_at_full_size_once(
         for part in range(1, 11):
             page.mouse.move(box["x"] + box["width"] * 0.06 * part, y, steps=2)
         # the first step's fast preview, or an upload's change still pending when the drag began (held)
-        wait_until(lambda: seen.fast or len(seen.full) > before, 60, what="the first preview (held)")
+        _rendering(page, seen, before, "the first preview (held)")
         page.mouse.up()
         frame = int(slider.input_value())
         assert 5 < frame < 29, frame

@@ -21,6 +21,14 @@ log = logging.getLogger("webui")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Gradio's "always_last" listener, when its run ends with a trigger held meanwhile, sends that trigger's
+# event again to *every* listener of the event: two always_last listeners on one event set each other off
+# for ever (each one's end finds the other running and holds a trigger for it), a request every few hundred
+# ms on an idle page. So an event has one always_last listener on the server, the preview where it has one;
+# every other listener of it runs each trigger it gets (BESIDE): they are quick, and they run in order.
+# tests/test_webui_events.py holds the app to it.
+BESIDE: dict[str, Any] = {"trigger_mode": "multiple"}
+
 
 @dataclass(frozen=True)
 class UiConfig:

@@ -21,7 +21,7 @@ import gradio as gr
 from pipeline import api
 from webui import controls, markers_area, timeline
 from webui.clamped import ClampedSlider
-from webui.common import browser_message, user_errors
+from webui.common import BESIDE, browser_message, user_errors
 
 PICK_ONLY = "replace only this person"
 PICK_MAP = "map the next source photo to this person"
@@ -95,7 +95,7 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
 
     c["target"].change(on_target, [c["target"], c["described"], c["resume"], *form.inputs],
                        [c["target_info"], c["frame"], c["faces"], c["described"], c["resume"], c["resumed"]],
-                       api_visibility="private")
+                       api_visibility="private", **BESIDE)
     timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
                   c["frame"], form["video.start"], form["video.end"])
     markers_area.wire(c["markers"], c["target"], c["frame"], form)
@@ -103,10 +103,10 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
     def on_frame(target: str | None, frame: int, *vals: Any) -> Any:
         return gallery(target, frame, form.read(vals))
 
-    # "input", not "release": arrow keys fire only input, and the gallery must show the frame the preview
-    # shows (a click saves a face from it); always_last runs only the newest of a drag's values
-    c["frame"].input(user_errors(on_frame), [c["target"], c["frame"], *form.inputs], c["faces"],
-                     api_visibility="private", trigger_mode="always_last")
+    # the frame let go on (a drag's end, a key let up: preview_panel.KEY_RELEASE_JS): the gallery shows the
+    # frame the preview settles on (a click saves a face from it), not each step of a drag
+    c["frame"].release(user_errors(on_frame), [c["target"], c["frame"], *form.inputs], c["faces"],
+                       api_visibility="private", **BESIDE)
 
     chosen = [form["selector.reference"], form["selector.mode"], form["selector.mapping"]]
 
@@ -133,10 +133,11 @@ def wire_thumbnails(c: dict[str, Any], form: controls.SettingsForm) -> None:
         return source_gallery(sources, form.read(vals))
 
     c["sources"].change(user_errors(on_sources), [c["sources"], *form.inputs], c["source_thumbs"],
-                        api_visibility="private", show_progress="hidden")
+                        api_visibility="private", show_progress="hidden", **BESIDE)
     people = [c["sources"], form["selector.mode"], form["selector.reference"], form["selector.mapping"]]
     for changed in people:
-        changed.change(chosen_gallery, people, c["chosen"], api_visibility="private", show_progress="hidden")
+        changed.change(chosen_gallery, people, c["chosen"], api_visibility="private", show_progress="hidden",
+                       **BESIDE)
 
 
 def describe_target(target: str | None, settings: api.Settings | None = None,

@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import browser_message
+from webui.common import BESIDE, browser_message
 
 HELP = ("**Markers:** move to a frame, change the settings that frame on should have, then *Add a marker "
         "here*. Before the first marker the job keeps the settings you had when you moved to it.")
@@ -90,7 +90,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
         return [start, *_shown(start, _video(path)), gr.update(visible=_video(path)), path or ""]
 
     target.change(on_target, [target, c["start"], c["of"]], [*shown, c["add"], c["of"]],
-                  api_visibility="private", show_progress="hidden")
+                  api_visibility="private", show_progress="hidden", **BESIDE)
 
     def on_scrub(start: str, *vals: Any) -> Any:
         if start:  # the start is kept once a marker is there
@@ -101,7 +101,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
             return gr.skip()
 
     frame.input(on_scrub, [c["start"], *form.inputs], c["before"], api_visibility="private",
-                show_progress="hidden", trigger_mode="always_last")
+                show_progress="hidden", **BESIDE)
 
     def on_add(path: str | None, at: float, start: str, before: str, *vals: Any) -> list[Any]:
         try:

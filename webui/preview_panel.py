@@ -12,6 +12,7 @@ under it, in plain words; missing models can be fetched from here.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,8 @@ from pipeline import api
 from webui import timeline
 from webui.common import browser_message
 from webui.controls import MODEL_KEYS, SettingsForm, model_choice_updates
+
+log = logging.getLogger("webui.preview")
 
 # (label, value) of the compare modes; CSS shows the images each needs (CSS below, keyed on the checked value)
 COMPARE = [("off", "off"), ("side by side", "side"), ("wipe", "wipe"), ("hold for the original", "hold")]
@@ -182,8 +185,11 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
         side = shrunk(int(size or 0), FAST_SIDE if fast else 0)
         asked = repr((sources, target, frame, overlay, audio, mode, vals))
         where = repr((target, frame))
-        if on_screen.again(getattr(request, "session_hash", None) or "", (asked, side, where), fast):
+        page = getattr(request, "session_hash", None) or ""
+        if on_screen.again(page, (asked, side, where), fast):
+            log.debug("preview %s: frame %s %s, on screen already", page[:6], frame, "fast" if fast else side)
             return tuple(gr.skip() for _ in outputs)
+        log.debug("preview %s: frame %s %s", page[:6], frame, "fast" if fast else side)
         try:
             settings = form.read(vals)
         except api.UserError as exc:
@@ -191,6 +197,7 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                     gr.update(visible=False))
         frame = timeline.within(settings, target, frame)  # never a frame the trim leaves out
         shown = render(settings, sources, target, frame, overlay, audio, side or None, fast)
+        log.debug("preview %s: shown %r", page[:6], shown[1][:60])
         return (*compared(mode, target, frame, shown[0]), *shown, gr.update(visible=bool(shown[4])))
 
     def on_scrub(request: gr.Request, *args: Any) -> tuple[Any, ...]:

@@ -18,7 +18,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import browser_message
+from webui.common import BESIDE, browser_message
 
 FRAME_LABEL = "Frame (drag, or arrow keys)"
 
@@ -163,7 +163,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, start: Any, end: Any) -> No
 
     # its own event: the faces gallery and the target's line do not wait for the strip
     target.change(on_target, [target, start, end], [c["strip"], c["note"]], api_visibility="private",
-                  show_progress="hidden")
+                  show_progress="hidden", **BESIDE)
 
     def on_drag(text: str, target_path: str | None) -> tuple[Any, Any]:
         return dragged(text, target_path)
@@ -176,7 +176,7 @@ def wire(c: dict[str, Any], target: Any, frame: Any, start: Any, end: Any) -> No
 
     changes = [start.change, end.change]
     gr.on(changes, on_range, [target, start, end, frame], [frame, c["note"]], api_visibility="private",
-          trigger_mode="always_last", show_progress="hidden")
+          show_progress="hidden", **BESIDE)
     gr.on(changes, None, [start, end], None, js="(s, e) => { window.fsTimeline?.show(s, e); }")
 
 

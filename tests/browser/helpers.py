@@ -7,6 +7,7 @@ Playwright or chromium is missing.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,6 +23,45 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PLAYWRIGHT_DEFAULT_S = 30.0  # Playwright's own default wait for an action or a request
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+# what a page asked the server and showed under its preview, newest last (window.fsTrace): each queue/join
+# (the event's function, trigger and third input: the frame, for the preview's), each new preview line with
+# the frame slider's value then; read by preview_said() when a wait for a preview gives up
+TRACE_JS = r"""
+(() => {
+  window.fsTrace = [];
+  const note = (line) => {
+    window.fsTrace.push((performance.now() / 1000).toFixed(2) + ' ' + line);
+    if (window.fsTrace.length > 400) window.fsTrace.shift();
+  };
+  const fetched = window.fetch;
+  window.fetch = function (url, init) {
+    try {
+      if (String(url).includes('queue/join') && init && typeof init.body === 'string') {
+        const b = JSON.parse(init.body);
+        note('join fn ' + b.fn_index + ' trigger ' + b.trigger_id + ' input 3: ' +
+             JSON.stringify((b.data || [])[2]).slice(0, 40));
+      }
+    } catch (e) { note('join ?'); }
+    return fetched.apply(this, arguments);
+  };
+  let last = null;
+  new MutationObserver(() => {
+    const status = document.querySelector('#preview-status');
+    const box = document.querySelector('#frame input[type=range]');
+    const text = status ? status.innerText.trim().slice(0, 70) : '';
+    const line = text + ' | slider ' + (box ? box.value : '-');
+    if (line !== last) { last = line; note('shown ' + line); }
+  }).observe(document, {childList: true, subtree: true, characterData: true});
+})();
+"""
+# the server's side of it: each preview asked, skipped as on screen already, or shown (webui.preview's
+# debug lines) while running_app() serves
+SERVER_TRACE: list[str] = []
+
+
+class _Noted(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        SERVER_TRACE.append(f"{record.created % 1000:.2f} {record.getMessage()}")
 
 
 def free_port() -> int:
@@ -44,10 +84,16 @@ def running_app(**config: Any) -> Iterator[tuple[str, Any]]:
     from webui.common import UiConfig
 
     cfg = UiConfig(host="127.0.0.1", port=free_port(), **config)
+    noted, logger = _Noted(logging.DEBUG), logging.getLogger("webui.preview")
+    SERVER_TRACE.clear()
+    logger.addHandler(noted)
+    logger.setLevel(logging.DEBUG)
     app, handle = serve(cfg, block=False)
     try:
         yield f"http://127.0.0.1:{cfg.port}", app
     finally:
+        logger.removeHandler(noted)
+        logger.setLevel(logging.NOTSET)
         server = app.blocks.server
         stop(app, handle)
         # Gradio gives its server thread 5 s to stop, then returns; the thread's shutdown still empties
@@ -81,15 +127,39 @@ class _Scaled:
     def new_context(self, **kwargs: Any) -> Any:
         context = self._browser.new_context(**kwargs)
         context.set_default_timeout(scaled_ms(PLAYWRIGHT_DEFAULT_S))
+        context.add_init_script(TRACE_JS)
         return context
 
     def new_page(self, **kwargs: Any) -> Any:
         page = self._browser.new_page(**kwargs)
         page.set_default_timeout(scaled_ms(PLAYWRIGHT_DEFAULT_S))
+        page.add_init_script(TRACE_JS)
         return page
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._browser, name)
+
+
+def preview_said(page: Any) -> str:
+    """What the page shows under its preview now, the frame slider's value, and the trace of both sides
+    (TRACE_JS, SERVER_TRACE): said when a wait for a preview gives up."""
+    status = page.locator("#preview-status").inner_text() if page.locator("#preview-status").count() else ""
+    box = page.locator("#frame input[type=range]")
+    value = box.first.input_value() if box.count() else "-"
+    trace = page.evaluate("() => window.fsTrace || []")
+    return (f"the preview line: {status.strip()!r}, the frame slider at {value}\n"
+            "the page (s since it opened):\n  " + "\n  ".join(trace[-60:]) +
+            "\nthe server (s):\n  " + "\n  ".join(SERVER_TRACE[-60:]))
+
+
+def wait_for_preview(page: Any, line: str, seconds: float) -> None:
+    """Wait until the line under the preview says ``line`` ("Preview of frame 5"); if it never does, fail
+    with what the page and the server did (preview_said)."""
+    try:
+        wait_until(lambda: line in page.locator("#preview-status").inner_text(), seconds,
+                   what=f"{line!r} under the preview")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{preview_said(page)}") from None
 
 
 def screenshot(page: Any, name: str) -> Path:
