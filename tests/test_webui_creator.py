@@ -360,16 +360,18 @@ def test_a_row_click_selects_once_and_the_faces_follow_the_frame_as_the_preview_
     assert not [fn for fn in _fns(built.blocks, f["frame"], "input") if f["faces"] in fn.outputs]
     gallery = [fn for fn in _fns(built.blocks, f["frame"], "release") if f["faces"] in fn.outputs]
     assert len(gallery) == 1 and gallery[0].trigger_mode == "multiple"
-    # the preview: each step at the fast size on "input", the frame let go on ("release") at the chosen size,
-    # one listener each
+    # the preview: one listener for the steps ("input", at the fast size while a pointer or key is held on the
+    # slider: SLIDING_JS sets its first input) and the frame let go on ("release", at the chosen size), so
+    # the page shows its replies in the order they were made
     scrub = [fn for fn in _fns(built.blocks, f["frame"], "input") if p["image"] in fn.outputs]
     settle = [fn for fn in _fns(built.blocks, f["frame"], "release") if p["image"] in fn.outputs]
-    assert len(scrub) == 1 and len(settle) == 1 and f["faces"] not in settle[0].outputs
-    assert scrub[0].trigger_mode == settle[0].trigger_mode == "always_last"
+    assert len(scrub) == 1 and scrub == settle and f["faces"] not in settle[0].outputs
+    assert scrub[0].trigger_mode == "always_last" and scrub[0].inputs[0] is p["fast"]
+    assert scrub[0].js == preview_panel.SLIDING_JS and "fsSliding" in preview_panel.KEY_RELEASE_JS
     # the preview sets the import button itself (no second round trip), and every preview run is one at a time
-    # in one queue: four listeners (the settings' and the slider's release, the slider's fast steps, and the
-    # preview again after a fetch and after an import)
+    # in one queue: three listeners (the settings' and the slider's, and the preview again after a fetch and
+    # after an import)
     previews = [fn for fn in built.blocks.fns.values() if p["image"] in fn.outputs]
-    assert len(previews) == 4 and all(p["import"] in fn.outputs for fn in previews)
+    assert len(previews) == 3 and all(p["import"] in fn.outputs for fn in previews)
     assert all((fn.concurrency_id, fn.concurrency_limit) == ("preview", 1) for fn in previews)
     assert not [fn for fn in built.blocks.fns.values() if fn.outputs == [p["import"]]]

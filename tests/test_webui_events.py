@@ -44,7 +44,7 @@ def test_no_event_has_two_always_last_listeners_on_the_server(tmp_path: Path) ->
     twice = {f"{name}.{event}": fns for (name, event), fns in last.items() if len(fns) > 1}
     assert not twice, f"events that would set their listeners off for ever: {twice}"
     # the preview is the one that coalesces: the slider's steps and every setting's change
-    assert last[("frame", "input")] == ["on_scrub"] and last[("frame", "release")] == ["on_preview"]
+    assert last[("frame", "input")] == last[("frame", "release")] == ["on_preview"]
     assert last[("target", "change")] == last[("set-face_swapper-model", "change")] == ["on_preview"]
     # and the others still hear what they heard: the faces gallery the frame let go on, the page's kept
     # inputs each change, the timeline and the markers a new target

@@ -96,12 +96,16 @@ if (!window.fsKeyRelease) {
   // overtaken in the browser's own event queue): let it go again, so the frame it stands on is shown at the
   // chosen size; once for each slider value and line on screen (a page that cannot show that frame, say a
   // problem line, is not asked again and again)
+  // window.fsSliding: a pointer or a key held on the slider; read when a preview is sent (SLIDING_JS):
+  // a step then is a fast one. Set in the capture phase, before the slider's own listeners send the step
+  // ("input" comes after keydown and pointerdown) or the release (pointerup)
   let busy = false, timer = null, sent = '';
   const onSlider = (e) => e.target.closest && e.target.closest('#frame');
-  document.addEventListener('pointerdown', (e) => { if (onSlider(e)) busy = true; });
-  document.addEventListener('pointerup', () => { busy = false; });
-  document.addEventListener('keydown', (e) => { if (onSlider(e)) busy = true; });
-  document.addEventListener('keyup', () => { busy = false; });
+  const sliding = (on) => { busy = on; window.fsSliding = on; };
+  document.addEventListener('pointerdown', (e) => { if (onSlider(e)) sliding(true); }, true);
+  document.addEventListener('pointerup', () => sliding(false), true);
+  document.addEventListener('keydown', (e) => { if (onSlider(e)) sliding(true); }, true);
+  document.addEventListener('keyup', () => sliding(false), true);
   const behind = () => {
     const status = document.querySelector('#preview-status');
     const box = document.querySelector('#frame input[type=range]');
@@ -125,6 +129,9 @@ if (!window.fsKeyRelease) {
   }).observe(document.body, {childList: true, subtree: true, characterData: true});
 }
 """
+# run on the page as a preview is sent: its first input (c["fast"]) is whether a pointer or a key is held on
+# the frame slider (KEY_RELEASE_JS), i.e. a step of a drag or of a key, shown fast
+SLIDING_JS = "(...args) => [window.fsSliding === true, ...args.slice(1)]"
 
 
 # a fast preview's longer side (px): each step of the frame slider while it moves; the frame it is let go
@@ -157,6 +164,8 @@ def create() -> dict[str, Any]:
         c["add_job"] = gr.Button("Add to queue", variant="primary", elem_id="add-job")
         c["render_now"] = gr.Button("Render now", elem_id="render-now")  # queued first, the Queue shown
     c["status"] = gr.Markdown("", elem_id="preview-status")
+    c["fast"] = gr.Checkbox(False, elem_id="preview-fast", elem_classes=["fs-hidden"], show_label=False,
+                            container=False)  # set by SLIDING_JS as each preview is sent
     c["notice"] = gr.Markdown("", elem_id="preview-notice")
     c["missing"] = gr.State([])
     with gr.Row():
@@ -168,16 +177,18 @@ def create() -> dict[str, Any]:
 
 def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: Any) -> None:
     """Re-render on any change of the Faces tab's inputs (``faces``), the new voice, the overlay, the size or
-    a setting: at the chosen size; each step of the frame slider first at the fast size (``scrub``), the
-    frame it is let go on ("release") at the chosen size."""
+    a setting: at the chosen size; each step of the frame slider while a pointer or key is held on it at the
+    fast size, the frame it is let go on ("release") at the chosen size. One listener does it all, so that
+    the page shows its replies in the order they were made (two listeners' replies can come out of order: a
+    full run once showed a drag's fast step over the full-size frame it settled on)."""
 
     on_screen = OnScreen()
 
-    def on_preview(request: gr.Request, sources: list[str] | None, target: str | None, frame: int,
-                   overlay: bool, audio: str | None, mode: str, size: int, *vals: Any,
-                   fast: bool = False) -> tuple[Any, ...]:
+    def on_preview(request: gr.Request, fast: bool, sources: list[str] | None, target: str | None, frame: int,
+                   overlay: bool, audio: str | None, mode: str, size: int, *vals: Any) -> tuple[Any, ...]:
         """The original and the wipe pair (compared()), render()'s outputs, and the import button shown
-        when models are missing (in the same reply); ``fast``: at most FAST_SIDE px. What is on screen
+        when models are missing (in the same reply); ``fast`` (a slider's step, SLIDING_JS): at most
+        FAST_SIDE px. What is on screen
         already is not redone: the same request again from the same page (a slider sends its last value
         twice; two triggers of one change), and a fast step to the frame shown (a drag's last step, sent
         after its release was rendered: the slider has not moved since; a change of anything else is its
@@ -200,15 +211,11 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
         log.debug("preview %s: shown %r", page[:6], shown[1][:60])
         return (*compared(mode, target, frame, shown[0]), *shown, gr.update(visible=bool(shown[4])))
 
-    def on_scrub(request: gr.Request, *args: Any) -> tuple[Any, ...]:
-        return on_preview(request, *args, fast=True)
-
     # the frame slider: "input" on each step of a drag or a key, "release" where it is let go (a key let
-    # up: KEY_RELEASE_JS); each listener sends only its newest pending request, and both run one at a time
-    # in the order they came, so a drag's last fast step comes before or after its release: on_preview
-    # skips it after
+    # up: KEY_RELEASE_JS); the listener sends only its newest pending request, after the one running, so a
+    # drag's steps while a preview renders come to one, and the frame let go on comes after them
     # faces["resumed"]: a target a reload brought back, described at the frame shown before the reload
-    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].release,
+    triggers = [faces["sources"].change, faces["target"].change, faces["frame"].input, faces["frame"].release,
                 faces["resumed"].change, c["overlay"].change, voice.change, c["compare"].change,
                 c["size"].change]
     triggers += [control.change for control in form.inputs]
@@ -218,10 +225,8 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
                c["import"]]
     one_at_a_time: dict[str, Any] = {"concurrency_limit": 1, "concurrency_id": "preview",
                                      "api_visibility": "private"}
-    gr.on(triggers, on_preview, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
-          **one_at_a_time)
-    faces["frame"].input(on_scrub, inputs, outputs, trigger_mode="always_last", show_progress="minimal",
-                         **one_at_a_time)
+    gr.on(triggers, on_preview, [c["fast"], *inputs], outputs, js=SLIDING_JS, trigger_mode="always_last",
+          show_progress="minimal", **one_at_a_time)
 
     def on_import(path: str | None) -> str:
         if not path:
@@ -235,7 +240,9 @@ def wire(c: dict[str, Any], faces: dict[str, Any], form: SettingsForm, voice: An
     def on_fetched(request: gr.Request, names: list[str], *args: Any) -> tuple[Any, ...]:
         """The preview again once the models are there; after a failed fetch its line stays shown."""
         installed = {m.name for m in api.model_status() if m.installed}
-        return on_preview(request, *args) if set(names) <= installed else tuple(gr.skip() for _ in outputs)
+        if not set(names) <= installed:
+            return tuple(gr.skip() for _ in outputs)
+        return on_preview(request, False, *args)
 
     imported = c["import"].upload(on_import, c["import"], c["status"], api_visibility="private")
     imported = imported.then(on_fetched, [c["missing"], *inputs], outputs, **one_at_a_time)
