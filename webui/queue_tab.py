@@ -44,8 +44,9 @@ element.addEventListener('click', (e) => {
 
 # the before and after videos play as one: playing, pausing, seeking or changing the speed of one does the
 # same to the other. Media events do not bubble: they are caught on the way down (capture) on the player's
-# container, which stays while its videos are replaced. A seek made here marks the video it moves, whose
-# own "seeked" is then not sent back (while playing, the two times differ by the time the seek took).
+# container, which stays while its videos are replaced. A seek made here marks the video it moves with the
+# time it was sent to, whose own "seeked" is then not sent back (while playing, the two times differ by the
+# time the seek took); a seek by hand before that "seeked" came (one "seeked" ends both) is still followed.
 SYNC_PLAYERS_JS = """
 const other = (video) => {
   const both = [...element.querySelectorAll('.fs-player video')];
@@ -60,19 +61,24 @@ const follow = (kind, act) => element.addEventListener(kind, (e) => {
 const seek = (v, o, slack) => {
   const t = Math.max(0, v.currentTime - at(v) + at(o));
   if (Math.abs(o.currentTime - t) > slack) {
-    o.dataset.fsFollowing = '1';
     o.currentTime = t;
+    o.dataset.fsFollowing = String(o.currentTime);
   }
 };
 element.addEventListener('loadedmetadata', (e) => {  // a trimmed job's target opens at its in-point
   const v = e.target;
-  if (at(v) > 0 && v.currentTime === 0) { v.dataset.fsFollowing = '1'; v.currentTime = at(v); }
+  if (at(v) > 0 && v.currentTime === 0) {
+    v.currentTime = at(v);
+    v.dataset.fsFollowing = String(v.currentTime);
+  }
 }, true);
 follow('play', (v, o) => { if (o.paused) { seek(v, o, 0.04); o.play().catch(() => {}); } });
 follow('pause', (v, o) => { if (!o.paused) o.pause(); });
 follow('ratechange', (v, o) => { o.playbackRate = v.playbackRate; });
 follow('seeked', (v, o) => {
-  if (v.dataset.fsFollowing) { delete v.dataset.fsFollowing; return; }
+  const sent = v.dataset.fsFollowing;
+  delete v.dataset.fsFollowing;
+  if (sent !== undefined && Math.abs(v.currentTime - parseFloat(sent)) < 0.02) return;  // this one's echo
   seek(v, o, 0.001);
 });
 """
