@@ -355,11 +355,13 @@ def test_a_row_click_selects_once_and_the_faces_follow_the_frame_as_the_preview_
     assert _fns(built.blocks, q["job_id"], "change") == []  # no second run (and links) per click
     assert "'change'" not in queue_tab.SELECT_ROW_JS
     # the gallery follows the frame let go on (a pointer let go, a key let up: KEY_RELEASE_JS), as the preview
-    # at the chosen size does; it runs each release (BESIDE): the preview is the event's one always_last
+    # at the chosen size does; through its relay (common.beside): the preview is the event's one always_last
     assert "pointerup" in preview_panel.KEY_RELEASE_JS and "keyup" in preview_panel.KEY_RELEASE_JS
     assert not [fn for fn in _fns(built.blocks, f["frame"], "input") if f["faces"] in fn.outputs]
-    gallery = [fn for fn in _fns(built.blocks, f["frame"], "release") if f["faces"] in fn.outputs]
-    assert len(gallery) == 1 and gallery[0].trigger_mode == "multiple"
+    relays = [fn.outputs[0] for fn in _fns(built.blocks, f["frame"], "release") if fn.fn is None and fn.js]
+    gallery = [fn for relay in relays for fn in _fns(built.blocks, relay, "change")
+               if f["faces"] in fn.outputs]
+    assert len(gallery) == 1 and gallery[0].trigger_mode == "always_last"
     # the preview: one listener for the steps ("input", at the fast size while a pointer or key is held on the
     # slider: SLIDING_JS sets its first input) and the frame let go on ("release", at the chosen size), so
     # the page shows its replies in the order they were made

@@ -1,4 +1,4 @@
-"""The page's events: one always_last listener per event on the server (webui.common.BESIDE).
+"""The page's events: one always_last listener per event on the server (webui.common.beside).
 
 Gradio's always_last listener, ending with a trigger held meanwhile, sends the event again to every
 listener of it; two such listeners on one event set each other off for ever. Seen on the frame slider: at
@@ -46,6 +46,8 @@ def test_no_event_has_two_always_last_listeners_on_the_server(tmp_path: Path) ->
     # the preview is the one that coalesces: the slider's steps and every setting's change
     assert last[("frame", "input")] == last[("frame", "release")] == ["on_preview"]
     assert last[("target", "change")] == last[("set-face_swapper-model", "change")] == ["on_preview"]
-    # and the others still hear what they heard: the faces gallery the frame let go on, the page's kept
-    # inputs each change, the timeline and the markers a new target
-    assert {"frame.release", "frame.change", "target.change", "sources.change"} <= heard
+    # and the others hear it through their relays (common.beside), each one always_last there: the faces
+    # gallery the frame let go on, the page's kept inputs each change, the timeline's trim line
+    relayed = {fns[0] for (name, event), fns in last.items() if name.startswith("textbox#")}
+    assert {"on_frame", "keep", "on_range", "on_target", "on_change"} <= relayed, relayed
+    assert {"frame.release", "target.change", "sources.change"} <= heard

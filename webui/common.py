@@ -25,9 +25,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 # event again to *every* listener of the event: two always_last listeners on one event set each other off
 # for ever (each one's end finds the other running and holds a trigger for it), a request every few hundred
 # ms on an idle page. So an event has one always_last listener on the server, the preview where it has one;
-# every other listener of it runs each trigger it gets (BESIDE): they are quick, and they run in order.
-# tests/test_webui_events.py holds the app to it.
-BESIDE: dict[str, Any] = {"trigger_mode": "multiple"}
+# every other listener of it hears it through beside(). tests/test_webui_events.py holds the app to it.
+
+
+def beside(triggers: list[Any], fn: Callable[..., Any], inputs: Any, outputs: Any, **kwargs: Any) -> Any:
+    """Listen with ``fn`` to ``triggers`` that another listener (the preview) also hears, through a hidden
+    relay of its own: the page sets it on each trigger (a js step, no request), and ``fn`` is the relay's one
+    always_last listener: the newest trigger after the one running, one run at a time, so its replies are
+    shown in the order they were made (with "multiple" two runs' replies can be shown the wrong way round: a
+    full run once showed no line for a trim start typed past the clip's end)."""
+    relay = gr.Textbox("", elem_classes=["fs-hidden"], show_label=False, container=False)
+    gr.on(triggers, None, None, relay, js="() => String(performance.now())", api_visibility="private")
+    return relay.change(fn, inputs, outputs, trigger_mode="always_last", **kwargs)
 
 
 @dataclass(frozen=True)

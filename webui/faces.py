@@ -21,7 +21,7 @@ import gradio as gr
 from pipeline import api
 from webui import controls, markers_area, timeline
 from webui.clamped import ClampedSlider
-from webui.common import BESIDE, browser_message, user_errors
+from webui.common import beside, browser_message, user_errors
 
 PICK_ONLY = "replace only this person"
 PICK_MAP = "map the next source photo to this person"
@@ -93,9 +93,9 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
         resumed = f"{target}#{shown_at}" if at else gr.skip()  # the preview follows (preview_panel)
         return info, slider, gallery(target, shown_at, settings), target or "", None, resumed
 
-    c["target"].change(on_target, [c["target"], c["described"], c["resume"], *form.inputs],
-                       [c["target_info"], c["frame"], c["faces"], c["described"], c["resume"], c["resumed"]],
-                       api_visibility="private", **BESIDE)
+    beside([c["target"].change], on_target, [c["target"], c["described"], c["resume"], *form.inputs],
+           [c["target_info"], c["frame"], c["faces"], c["described"], c["resume"], c["resumed"]],
+           api_visibility="private")
     timeline.wire({"strip": c["strip"], "range": c["trim_range"], "note": c["trim_note"]}, c["target"],
                   c["frame"], form["video.start"], form["video.end"])
     markers_area.wire(c["markers"], c["target"], c["frame"], form)
@@ -105,8 +105,8 @@ def wire(c: dict[str, Any], form: controls.SettingsForm) -> None:
 
     # the frame let go on (a drag's end, a key let up: preview_panel.KEY_RELEASE_JS): the gallery shows the
     # frame the preview settles on (a click saves a face from it), not each step of a drag
-    c["frame"].release(user_errors(on_frame), [c["target"], c["frame"], *form.inputs], c["faces"],
-                       api_visibility="private", **BESIDE)
+    beside([c["frame"].release], user_errors(on_frame), [c["target"], c["frame"], *form.inputs], c["faces"],
+           api_visibility="private")
 
     chosen = [form["selector.reference"], form["selector.mode"], form["selector.mapping"]]
 
@@ -132,12 +132,11 @@ def wire_thumbnails(c: dict[str, Any], form: controls.SettingsForm) -> None:
     def on_sources(sources: list[str] | None, *vals: Any) -> Any:
         return source_gallery(sources, form.read(vals))
 
-    c["sources"].change(user_errors(on_sources), [c["sources"], *form.inputs], c["source_thumbs"],
-                        api_visibility="private", show_progress="hidden", **BESIDE)
+    beside([c["sources"].change], user_errors(on_sources), [c["sources"], *form.inputs], c["source_thumbs"],
+           api_visibility="private", show_progress="hidden")
     people = [c["sources"], form["selector.mode"], form["selector.reference"], form["selector.mapping"]]
-    for changed in people:
-        changed.change(chosen_gallery, people, c["chosen"], api_visibility="private", show_progress="hidden",
-                       **BESIDE)
+    beside([changed.change for changed in people], chosen_gallery, people, c["chosen"],
+           api_visibility="private", show_progress="hidden")
 
 
 def describe_target(target: str | None, settings: api.Settings | None = None,

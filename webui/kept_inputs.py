@@ -21,7 +21,7 @@ from gradio.utils import get_upload_folder
 
 from pipeline import api
 from webui import markers_area
-from webui.common import BESIDE, Ctx, log
+from webui.common import Ctx, beside, log
 from webui.controls import SettingsForm
 
 STORAGE_KEY = "facestation-swap"
@@ -46,8 +46,8 @@ def wire(ctx: Ctx, kept: gr.BrowserState, faces: dict[str, Any], form: SettingsF
     triggers = [faces["sources"].change, faces["target"].change, faces["frame"].change, marked.change,
                 *(c.change for c in form.inputs)]
     # queued one at a time, in order, the newest change last: the page stores the latest inputs
-    gr.on(triggers, keep, [*shown, *form.inputs], kept, api_visibility="private", concurrency_limit=1,
-          concurrency_id="keep", show_progress="hidden", **BESIDE)
+    beside(triggers, keep, [*shown, *form.inputs], kept, api_visibility="private", concurrency_limit=1,
+           concurrency_id="keep", show_progress="hidden")
 
     def bring_back(saved: Any, request: gr.Request) -> list[Any]:
         got = restore(ctx, form, saved, request)

@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import BESIDE, Ctx, browser_message
+from webui.common import Ctx, beside, browser_message
 from webui.controls import SettingsForm
 from webui.live_page import CSS, LIVE_JS
 
@@ -138,8 +138,8 @@ def wire(ctx: Ctx, c: dict[str, Any], faces: dict[str, Any], form: SettingsForm,
                     js="(token) => { window.fsLive.stop(); return token; }", **private)
     c["mirror"].change(on_mirror, [c["token"], c["mirror"]], None, **private,
                        js="(token, mirror) => { window.fsLive.mirror(mirror); return [token, mirror]; }")
-    gr.on([faces["sources"].change, *[control.change for control in form.inputs]], on_change,
-          [c["token"], faces["sources"], *form.inputs], c["status"], **BESIDE, **private)
+    beside([faces["sources"].change, *[control.change for control in form.inputs]], on_change,
+           [c["token"], faces["sources"], *form.inputs], c["status"], **private)
 
 
 def _quiet_stop(ctx: Ctx, token: str, user: str, session: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import BESIDE, browser_message
+from webui.common import beside, browser_message
 
 HELP = ("**Markers:** move to a frame, change the settings that frame on should have, then *Add a marker "
         "here*. Before the first marker the job keeps the settings you had when you moved to it.")
@@ -89,8 +89,8 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
         start = start if start and not of and _video(path) else ""  # listed with no target yet: kept for it
         return [start, *_shown(start, _video(path)), gr.update(visible=_video(path)), path or ""]
 
-    target.change(on_target, [target, c["start"], c["of"]], [*shown, c["add"], c["of"]],
-                  api_visibility="private", show_progress="hidden", **BESIDE)
+    beside([target.change], on_target, [target, c["start"], c["of"]], [*shown, c["add"], c["of"]],
+           api_visibility="private", show_progress="hidden")
 
     def on_scrub(start: str, *vals: Any) -> Any:
         if start:  # the start is kept once a marker is there
@@ -100,8 +100,8 @@ def wire(c: dict[str, Any], target: Any, frame: Any, form: Any) -> None:
         except api.UserError:
             return gr.skip()
 
-    frame.input(on_scrub, [c["start"], *form.inputs], c["before"], api_visibility="private",
-                show_progress="hidden", **BESIDE)
+    beside([frame.input], on_scrub, [c["start"], *form.inputs], c["before"], api_visibility="private",
+           show_progress="hidden")
 
     def on_add(path: str | None, at: float, start: str, before: str, *vals: Any) -> list[Any]:
         try:

@@ -21,7 +21,7 @@ import gradio as gr
 
 from pipeline import api
 from webui import controls
-from webui.common import BESIDE
+from webui.common import beside
 
 AUDIO_TYPES = [".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".mp4", ".mov", ".mkv", ".webm"]
 CSS = """
@@ -116,8 +116,8 @@ def wire(parts: dict[str, Any]) -> None:
     outputs = [parts["style"]]
     for name in names:
         outputs += [rows[name][part] for part in ("on", "box", "up", "down")]
-    order.change(follow, order, outputs, show_progress="hidden", api_visibility="private", queue=False,
-                 **BESIDE)
+    beside([order.change], follow, order, outputs, show_progress="hidden", api_visibility="private",
+           queue=False)
     for name, row in rows.items():
         # the tick box says what the order holds (the last processor stays ticked: it cannot be left out)
         row["on"].input(lambda o, v, n=name: (new := tick(o, n, v), n in new), [order, row["on"]],

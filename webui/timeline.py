@@ -18,7 +18,7 @@ from typing import Any
 import gradio as gr
 
 from pipeline import api
-from webui.common import BESIDE, browser_message
+from webui.common import beside, browser_message
 
 FRAME_LABEL = "Frame (drag, or arrow keys)"
 
@@ -162,8 +162,8 @@ def wire(c: dict[str, Any], target: Any, frame: Any, start: Any, end: Any) -> No
         return shown, range_changed(target_path, start_text, end_text, 0)[1]
 
     # its own event: the faces gallery and the target's line do not wait for the strip
-    target.change(on_target, [target, start, end], [c["strip"], c["note"]], api_visibility="private",
-                  show_progress="hidden", **BESIDE)
+    beside([target.change], on_target, [target, start, end], [c["strip"], c["note"]],
+           api_visibility="private", show_progress="hidden")
 
     def on_drag(text: str, target_path: str | None) -> tuple[Any, Any]:
         return dragged(text, target_path)
@@ -175,8 +175,8 @@ def wire(c: dict[str, Any], target: Any, frame: Any, start: Any, end: Any) -> No
         return range_changed(target_path, start_text, end_text, value)
 
     changes = [start.change, end.change]
-    gr.on(changes, on_range, [target, start, end, frame], [frame, c["note"]], api_visibility="private",
-          show_progress="hidden", **BESIDE)
+    beside(changes, on_range, [target, start, end, frame], [frame, c["note"]], api_visibility="private",
+           show_progress="hidden")
     gr.on(changes, None, [start, end], None, js="(s, e) => { window.fsTimeline?.show(s, e); }")
 
 
