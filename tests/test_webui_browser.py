@@ -15,7 +15,15 @@ import numpy as np
 import pytest
 
 from pipeline import preview as engine
-from tests.browser.helpers import chromium, open_tab, running_app, screenshot, upload
+from tests.browser.helpers import (
+    chromium,
+    open_tab,
+    preview_said,
+    running_app,
+    screenshot,
+    upload,
+    wait_restored,
+)
 from tests.photos import astronaut, grace_hopper_path
 from tests.timing import wait_until
 
@@ -172,15 +180,30 @@ def _number(page: Any, elem_id: str) -> float:
     return float(page.locator(f"#{elem_id} input[type=number]").first.input_value())
 
 
+def _wait_number(page: Any, elem_id: str, value: float) -> None:
+    """Wait until the number box of ``elem_id`` shows ``value``; else fail saying what it showed."""
+    seen: list[float] = []
+
+    def shown() -> bool:
+        seen.append(_number(page, elem_id))
+        return seen[-1] == pytest.approx(value)
+
+    try:
+        wait_until(shown, 10, f"{elem_id} at {value}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; it showed {sorted(set(seen))}\n{preview_said(page)}") from None
+
+
 def test_preset_save_change_load_restores_controls() -> None:
     from pipeline import presets
 
     with running_app(worker=False) as (url, _app), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
+        wait_restored(page)
         _open_detector(page)
         _set_number(page, "set-detector-score", "0.73")
-        wait_until(lambda: _number(page, "set-detector-score") == pytest.approx(0.73), 10, "the score: 0.73")
+        _wait_number(page, "set-detector-score", 0.73)
         # a control just drawn (its accordion opened) gets its value from the page a frame or more later:
         # the value read after that is the one Save sends (a Save racing the change itself:
         # test_a_value_changed_just_before_save_is_the_value_saved)
@@ -193,7 +216,7 @@ def test_preset_save_change_load_restores_controls() -> None:
         assert presets.load("browser test").detector.score == pytest.approx(0.73)
         _open_detector(page)
         _set_number(page, "set-detector-score", "0.2")
-        wait_until(lambda: _number(page, "set-detector-score") == pytest.approx(0.2), 10, "the score at 0.2")
+        _wait_number(page, "set-detector-score", 0.2)
         open_tab(page, "Presets")
         page.click("#preset-load")
         wait_until(lambda: "loaded" in page.inner_text("#preset-message"), 20, what="preset loaded")
@@ -237,6 +260,7 @@ def test_a_value_typed_the_moment_its_accordion_opens_is_kept_and_saved() -> Non
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
         page.wait_for_selector("#advanced")
+        wait_restored(page)  # what this test is about is Gradio's own setting of the control just drawn
         page.evaluate(TYPE_AT_ONCE, "0.73")
         # Gradio sets a newly drawn control's value after a few ticks and a frame: 60 frames later it has
         page.evaluate(FRAMES, 60)
@@ -269,6 +293,7 @@ def test_a_value_changed_just_before_save_is_the_value_saved() -> None:
     with running_app(worker=False) as (url, _app), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
+        wait_restored(page)
         for name, value in (("at once 1", "0.73"), ("at once 2", "0.31")):  # the second: an open accordion
             open_tab(page, "Presets")
             page.fill("#preset-name textarea, #preset-name input", name)

@@ -12,6 +12,7 @@ only if they validate as a whole (``SettingsForm.read``), else the defaults stay
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from webui.common import Ctx, beside, log
 from webui.controls import SettingsForm
 
 STORAGE_KEY = "facestation-swap"
+trace = logging.getLogger("webui.kept")  # debug: each page load's restore (the browser tests wait on it)
 
 
 def create() -> gr.BrowserState:
@@ -53,6 +55,7 @@ def wire(ctx: Ctx, kept: gr.BrowserState, faces: dict[str, Any], form: SettingsF
         got = restore(ctx, form, saved, request)
         target = got[1] if isinstance(got[1], str) else None  # the markers come back only with their target
         markers = markers_area.kept(saved.get("markers")) if target and isinstance(saved, dict) else None
+        trace.debug("brought back what the page kept: %s", sorted(saved) if isinstance(saved, dict) else "-")
         return [*got, *markers_area.listed(markers, target)]
 
     restored = [faces["sources"], faces["target"], faces["resume"], *form.inputs,

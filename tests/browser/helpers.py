@@ -55,8 +55,9 @@ TRACE_JS = r"""
 })();
 """
 # the server's side of it: each preview asked, skipped as on screen already, or shown (webui.preview's
-# debug lines) while running_app() serves
+# debug lines), each page load's restore (webui.kept's), while running_app() serves
 SERVER_TRACE: list[str] = []
+TRACED = ("webui.preview", "webui.kept")
 
 
 class _Noted(logging.Handler):
@@ -84,16 +85,18 @@ def running_app(**config: Any) -> Iterator[tuple[str, Any]]:
     from webui.common import UiConfig
 
     cfg = UiConfig(host="127.0.0.1", port=free_port(), **config)
-    noted, logger = _Noted(logging.DEBUG), logging.getLogger("webui.preview")
+    noted, loggers = _Noted(logging.DEBUG), [logging.getLogger(name) for name in TRACED]
     SERVER_TRACE.clear()
-    logger.addHandler(noted)
-    logger.setLevel(logging.DEBUG)
+    for logger in loggers:
+        logger.addHandler(noted)
+        logger.setLevel(logging.DEBUG)
     app, handle = serve(cfg, block=False)
     try:
         yield f"http://127.0.0.1:{cfg.port}", app
     finally:
-        logger.removeHandler(noted)
-        logger.setLevel(logging.NOTSET)
+        for logger in loggers:
+            logger.removeHandler(noted)
+            logger.setLevel(logging.NOTSET)
         server = app.blocks.server
         stop(app, handle)
         # Gradio gives its server thread 5 s to stop, then returns; the thread's shutdown still empties
@@ -150,6 +153,19 @@ def preview_said(page: Any) -> str:
     return (f"the preview line: {status.strip()!r}, the frame slider at {value}\n"
             "the page (s since it opened):\n  " + "\n  ".join(trace[-60:]) +
             "\nthe server (s):\n  " + "\n  ".join(SERVER_TRACE[-60:]))
+
+
+def wait_restored(page: Any) -> None:
+    """Wait until the page load's restore (webui/kept_inputs.py: it writes the sources, the target and every
+    setting) has been answered and shown: the server made its reply, and the sources box no longer shows the
+    progress bar the page put on it when it sent the request (one page per app: the first restore counts).
+
+    Type into a control only after this: Gradio puts a control drawn that very moment (an accordion just
+    opened) back to its old value when a reply that lists it lands within a frame of the typing, even a
+    reply that leaves it alone (a full run once saw the score typed as 0.73 go back to 0.5)."""
+    wait_until(lambda: any("brought back" in line for line in SERVER_TRACE), 30, "the page load's restore")
+    page.locator("#sources").wait_for(state="attached")
+    wait_until(lambda: page.locator("#sources .eta-bar").count() == 0, 30, "the restore shown on the page")
 
 
 def wait_for_preview(page: Any, line: str, seconds: float) -> None:
