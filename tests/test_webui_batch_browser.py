@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.helpers import chromium, kept_in_browser, running_app, screenshot, upload
+from tests.browser.helpers import chromium, kept_in_browser, running_app, screenshot, upload, wait_restored
 from tests.photos import grace_hopper_path
 from tests.timing import wait_until
 
@@ -100,7 +100,7 @@ def test_a_reload_keeps_sources_target_and_settings(size: str, photos: dict[str,
     with running_app(outputs=tmp_path / "out", worker=False) as (url, app), chromium() as browser:
         page = browser.new_page(viewport=SIZES[size])
         page.goto(url)
-        page.wait_for_selector("#sources")
+        wait_restored(page)  # the score is typed the moment it is drawn
         upload(page, "sources", photos["me"], photos["beach"])
         upload(page, "target", photos["party"])
         page.locator("#advanced button").first.click()
