@@ -10,7 +10,7 @@ import cv2
 import pytest
 
 from pipeline.progress import Progress
-from tests.browser.helpers import chromium, running_app, screenshot, upload
+from tests.browser.helpers import chromium, running_app, screenshot, upload, wait_for_preview
 from tests.photos import astronaut, grace_hopper_path
 from tests.timing import wait_until
 
@@ -37,6 +37,10 @@ def test_a_running_job_is_running_on_the_first_view_of_the_queue(tmp_path: Path,
         page.wait_for_selector("#sources")
         upload(page, "sources", grace_hopper_path())
         upload(page, "target", target)
+        # the preview first, as a creator sees it before adding: its line would replace the "queued job" one
+        # if it came after (a full run beside two burners: the preview asked at the upload shown after the
+        # add)
+        wait_for_preview(page, "Preview of frame 0", 120)
         page.click("#add-job")
         wait_until(lambda: store.list() and "queued job" in page.inner_text("#preview-status"), 60,
                    what="the job queued")
