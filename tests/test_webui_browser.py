@@ -284,8 +284,6 @@ TYPE_THEN_SAVE = """async (value) => {
   save().click();
 }"""
 
-SHOWN = "() => document.querySelector('#set-detector-score input[type=number]')?.value ?? 'not drawn'"
-
 
 def test_a_value_changed_just_before_save_is_the_value_saved() -> None:
     """Issue 36 point 8: Save reads the controls as they are when it is pressed; a change whose own events
@@ -309,7 +307,7 @@ def test_a_value_changed_just_before_save_is_the_value_saved() -> None:
                        what=f"the preset {name} saved")
             saved = presets.load(name).detector.score
             assert saved == pytest.approx(float(value)), (
-                f"saved {saved}; the box shows {page.evaluate(SHOWN)}\n{preview_said(page)}")
+                f"saved {saved}; the box shows {_number(page, 'set-detector-score')}\n{preview_said(page)}")
 
 
 def test_three_sessions_queue_three_jobs_each(tmp_path: Path) -> None:
