@@ -8,6 +8,13 @@ from typing import Any
 from pipeline.errors import UserError
 
 
+def add_marker_option(parser: argparse.ArgumentParser) -> None:
+    """``--marker`` as ``swap``, ``queue add`` and ``presets save`` take it (read by ``with_markers``)."""
+    parser.add_argument("--marker", action="append", metavar="PLACE=section.key=value[,...]",
+                        help="settings that change from a frame (120) or a time (80s, 00:01:20) of the video "
+                        "on (repeatable; README \"Markers\")")
+
+
 def require_subcommand(group: argparse.ArgumentParser, subcommands: Any) -> None:
     """``facestation GROUP`` alone is a user error that lists the group's sub-commands (read when it happens,
     so every sub-command added after this call is listed too)."""

@@ -1,4 +1,5 @@
-"""``facestation presets list | show NAME | save NAME [--set …] | delete NAME | export | import``."""
+"""``facestation presets list | show NAME | save NAME [--set …] [--marker …] | delete NAME | export |
+import``."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import argparse
 import json
 from typing import Any
 
-from cli.common import require_subcommand
+from cli.common import add_marker_option, require_subcommand
 from pipeline import presets
+from pipeline.markers import with_markers
 from pipeline.settings import to_json
 
 
@@ -25,6 +27,7 @@ def register(sub: Any) -> None:
     save.add_argument("--from", dest="base", metavar="PRESET",
                       help="start from this preset (default: defaults)")
     save.add_argument("--set", action="append", metavar="section.key=value")
+    add_marker_option(save)
     save.add_argument("--description")
     save.set_defaults(handler=cmd_save)
     delete = ps.add_parser("delete")
@@ -60,7 +63,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_save(args: argparse.Namespace) -> int:
-    path = presets.save(args.name, presets.settings_from(args.base, args.set), args.description or "")
+    path = presets.save(args.name, with_markers(presets.settings_from(args.base, args.set), args.marker),
+                        args.description or "")
     print(f"saved preset '{path.stem}' to {path}")
     return 0
 

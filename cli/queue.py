@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cli.common import require_subcommand
+from cli.common import add_marker_option, require_subcommand
 from pipeline import presets, writer
 from pipeline.alpha import transparent
 from pipeline.errors import UserError
@@ -240,9 +240,7 @@ def register(sub: Any) -> None:
                           "the target)")
     add.add_argument("--preset", metavar="NAME|FILE")
     add.add_argument("--set", action="append", metavar="section.key=value")
-    add.add_argument("--marker", action="append", metavar="PLACE=section.key=value[,...]",
-                     help="settings that change from a frame (120) or a time (80s, 00:01:20) of the video on "
-                     "(repeatable; README \"Markers\")")
+    add_marker_option(add)
     add.add_argument("--owner", help="user name the job belongs to (web UI accounts)")
     add.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
                      "sound, and the lip syncer's mouth follows it")

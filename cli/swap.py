@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli.common import add_marker_option
 from pipeline import presets, writer
 from pipeline.markers import with_markers
 from pipeline.request import SwapRequest, check
@@ -25,9 +26,7 @@ def register(sub: Any) -> None:
     swap.add_argument("--output", required=True, metavar="PATH")
     swap.add_argument("--preset", metavar="NAME|FILE")
     swap.add_argument("--set", action="append", metavar="section.key=value", help="override one setting")
-    swap.add_argument("--marker", action="append", metavar="PLACE=section.key=value[,...]",
-                      help="settings that change from a frame (120) or a time (80s, 00:01:20) of the video "
-                      "on (repeatable; README \"Markers\")")
+    add_marker_option(swap)
     swap.add_argument("--json", action="store_true", help="print a machine-readable summary")
     swap.add_argument("--audio", metavar="FILE", help="a new voice for the output: it replaces the target's "
                       "sound, and the lip syncer's mouth follows it")

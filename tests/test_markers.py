@@ -201,6 +201,32 @@ def test_cli_queue_add_keeps_the_marker_in_the_job(tmp_path: Path, clip: Path) -
     assert [(m.time, m.changes) for m in job.settings.markers] == [(1.0, {"color.method": "mkl"})]
 
 
+def test_cli_presets_save_keeps_its_markers_for_the_jobs_that_use_it(
+        tmp_path: Path, clip: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``presets save --marker`` reads a marker as ``swap`` and ``queue add`` do (one reader): the preset
+    holds it, a preset saved from it adds to it, a job queued with it carries it; a bad one is one line and
+    no preset is written."""
+    from cli.main import main
+    from pipeline import presets
+    from pipeline.jobs import service
+
+    assert main(["presets", "save", "marked", "--set", "color.method=reinhard", "--marker",
+                 "1s=color.method=mkl"]) == 0, capsys.readouterr().err
+    assert [(m.time, m.changes) for m in presets.load("marked").markers] == [(1.0, {"color.method": "mkl"})]
+    assert main(["presets", "save", "more", "--from", "marked", "--marker", "10=color.strength=0.5"]) == 0
+    assert [m.changes for m in presets.load("more").markers] == [{"color.strength": "0.5"},
+                                                                  {"color.method": "mkl"}]
+    assert main(["queue", "add", "--source", str(SOURCE()), "--target", str(clip), "--output",
+                 str(tmp_path / "q.mp4"), "--preset", "more"]) == 0, capsys.readouterr().err
+    (job,) = service.open_store().list()
+    assert job.settings.markers == presets.load("more").markers
+    capsys.readouterr()
+    assert main(["presets", "save", "bad", "--marker", "1s=video.start=0.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "video.start" in err and "Traceback" not in err, err
+    assert "bad" not in {row.name for row in presets.list_presets()}
+
+
 def test_a_timeline_marker_keeps_what_changed_against_the_settings_before_it() -> None:
     """The Swap tab's "Add a marker here" (pipeline/markers.py, through the api): the changes against the
     settings in effect just before the frame; nothing changed or a frame taken is one line; the job keeps the
